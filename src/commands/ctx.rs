@@ -1,0 +1,125 @@
+//! The context a handler runs in: the executor, the calling client, its database and
+//! the command's clock. Key access goes through here so that every command gets the
+//! same expiry, access-clock, hit/miss and modification bookkeeping.
+
+use crate::exec::{Client, Executor};
+use crate::keyspace::{EntryMut, EntryRef, Keyspace, Value, ValueRef};
+use crate::protocol::Reply;
+
+use super::{errors, Command};
+
+/// Keyspace notification classes (notify-keyspace-events letters).
+pub mod notify {
+    pub const KEYSPACE: u32 = 1 << 0; // K
+    pub const KEYEVENT: u32 = 1 << 1; // E
+    pub const GENERIC: u32 = 1 << 2; // g
+    pub const STRING: u32 = 1 << 3; // $
+    pub const LIST: u32 = 1 << 4; // l
+    pub const SET: u32 = 1 << 5; // s
+    pub const HASH: u32 = 1 << 6; // h
+    pub const ZSET: u32 = 1 << 7; // z
+    pub const EXPIRED: u32 = 1 << 8; // x
+    pub const EVICTED: u32 = 1 << 9; // e
+    pub const STREAM: u32 = 1 << 10; // t
+    pub const KEY_MISS: u32 = 1 << 11; // m
+    pub const MODULE: u32 = 1 << 12; // d
+    pub const NEW: u32 = 1 << 13; // n
+}
+
+pub struct Ctx<'a> {
+    pub ex: &'a mut Executor,
+    /// The calling client's slot.
+    pub client: usize,
+    /// The selected database.
+    pub db: usize,
+    /// Unix time in ms, fixed for the whole command (as Redis's cached `mstime`), so
+    /// a command sees one consistent instant for expiry decisions.
+    pub now_ms: i64,
+    pub cmd: &'static Command,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn client(&mut self) -> &mut Client {
+        self.ex.client_mut(self.client)
+    }
+
+    pub fn client_ref(&self) -> &Client {
+        self.ex.client(self.client)
+    }
+
+    pub fn ks(&mut self) -> &mut Keyspace {
+        &mut self.ex.ks
+    }
+
+    pub fn proto(&self) -> u8 {
+        self.ex.client(self.client).proto
+    }
+
+    /// Looks a key up for reading, counting a keyspace hit or miss.
+    pub fn lookup_read(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
+        let touch = !self.ex.client(self.client).no_touch;
+        self.ex.ks.lookup(self.db, key, self.now_ms, touch)
+    }
+
+    /// Looks a key up for writing (no hit/miss accounting).
+    pub fn lookup_write(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+        self.ex.ks.lookup_mut(self.db, key, self.now_ms)
+    }
+
+    /// Looks up a key that must hold a string, for reading: `Ok(None)` when missing,
+    /// WRONGTYPE for other types.
+    pub fn read_string(&mut self, key: &[u8]) -> Result<Option<ValueRef<'_>>, Reply> {
+        match self.lookup_read(key) {
+            None => Ok(None),
+            Some(e) => {
+                let v = e.value();
+                if v.is_string() {
+                    Ok(Some(v))
+                } else {
+                    Err(errors::WRONGTYPE)
+                }
+            }
+        }
+    }
+
+    /// Whether a key exists (expired keys are deleted first), without touching it.
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.ex.ks.exists(self.db, key, self.now_ms)
+    }
+
+    /// Stores a value, replacing any previous one; counts as a modification.
+    pub fn set(&mut self, key: &[u8], value: Value, expire: Option<i64>, keep_ttl: bool) {
+        self.ex
+            .ks
+            .set(self.db, key, value, expire, keep_ttl, self.now_ms);
+        self.modified(key);
+    }
+
+    /// Deletes a key; counts as a modification if it existed.
+    pub fn delete(&mut self, key: &[u8]) -> bool {
+        self.ex.ks.expire_if_needed(self.db, key, self.now_ms);
+        let existed = self.ex.ks.delete(self.db, key);
+        if existed {
+            self.modified(key);
+        }
+        existed
+    }
+
+    /// Signals that `key` in the current database changed: counted for persistence.
+    /// WATCH, client-side caching and replication observe this hook.
+    pub fn modified(&mut self, _key: &[u8]) {
+        self.ex.ks.dirty += 1;
+    }
+
+    /// Raises a keyspace notification for `key` in the current database.
+    pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        if self.ex.notify_classes & class != 0 {
+            self.ex.notify(class, event, self.db, key.to_vec());
+        }
+    }
+
+    /// The active `proto-max-bulk-len`.
+    pub fn max_bulk_len(&self) -> usize {
+        self.ex.config.proto_max_bulk_len as usize
+    }
+}

@@ -1,0 +1,367 @@
+//! COMMAND and its subcommands, generated from the command table.
+
+use crate::command;
+use crate::commands::flags::{self, *};
+use crate::commands::keys::help_reply;
+use crate::commands::{families, is, lookup, lookup_subcommand, Command, Ctx, KeySpec};
+use crate::protocol::Reply;
+use crate::util::glob::glob_match;
+
+const CONN_SLOW: &[&str] = &["connection", "slow"];
+
+pub static COMMANDS: &[Command] = &[Command {
+    name: "command",
+    arity: -1,
+    flags: LOADING | STALE,
+    first_key: 0,
+    last_key: 0,
+    step: 0,
+    key_spec: KeySpec::None,
+    acl: CONN_SLOW,
+    group: "server",
+    since: "2.8.13",
+    summary: "Returns detailed information about all commands.",
+    complexity: "O(N) where N is the total number of Redis commands",
+    handler: command_all,
+    subcommands: COMMAND_SUBCOMMANDS,
+}];
+
+static COMMAND_SUBCOMMANDS: &[Command] = &[
+    command!(
+        "command|count",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "2.8.13",
+        "Returns a count of commands.",
+        "O(1)",
+        command_count
+    ),
+    command!(
+        "command|info",
+        -2,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "2.8.13",
+        "Returns information about one, multiple or all commands.",
+        "O(N) where N is the number of commands to look up",
+        command_info
+    ),
+    command!(
+        "command|list",
+        -2,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "7.0.0",
+        "Returns a list of command names.",
+        "O(N) where N is the total number of Redis commands",
+        command_list
+    ),
+    command!(
+        "command|docs",
+        -2,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "7.0.0",
+        "Returns documentary information about one, multiple or all commands.",
+        "O(N) where N is the number of commands to look up",
+        command_docs
+    ),
+    command!(
+        "command|getkeys",
+        -3,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "2.8.13",
+        "Extracts the key names from an arbitrary command.",
+        "O(N) where N is the number of arguments to the command",
+        command_getkeys
+    ),
+    command!(
+        "command|getkeysandflags",
+        -3,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "7.0.0",
+        "Extracts the key names and access flags for an arbitrary command.",
+        "O(N) where N is the number of arguments to the command",
+        command_getkeysandflags
+    ),
+    command!(
+        "command|help",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "server",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        command_help
+    ),
+];
+
+fn status(s: &str) -> Reply {
+    Reply::Status(s.to_string().into())
+}
+
+/// The access flags a command's keys get in key specs and GETKEYSANDFLAGS.
+fn key_access_flags(c: &Command) -> Vec<&'static str> {
+    if c.flags & WRITE != 0 {
+        vec!["RW", "UPDATE"]
+    } else {
+        vec!["RO", "ACCESS"]
+    }
+}
+
+fn key_specs(c: &Command) -> Reply {
+    let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let spec = match c.key_spec {
+        KeySpec::None => return Reply::Array(vec![]),
+        KeySpec::Range => Reply::Map(vec![
+            kv("type", Reply::bulk(b"range")),
+            kv(
+                "spec",
+                Reply::Map(vec![
+                    kv(
+                        "lastkey",
+                        Reply::Int(if c.last_key < 0 {
+                            c.last_key as i64
+                        } else {
+                            (c.last_key - c.first_key) as i64
+                        }),
+                    ),
+                    kv("keystep", Reply::Int(c.step as i64)),
+                    kv("limit", Reply::Int(0)),
+                ]),
+            ),
+        ]),
+        KeySpec::Counted => Reply::Map(vec![
+            kv("type", Reply::bulk(b"keynum")),
+            kv(
+                "spec",
+                Reply::Map(vec![
+                    kv("keynumidx", Reply::Int(0)),
+                    kv("firstkey", Reply::Int(1)),
+                    kv("keystep", Reply::Int(1)),
+                ]),
+            ),
+        ]),
+    };
+    Reply::Array(vec![Reply::Map(vec![
+        kv(
+            "flags",
+            Reply::Set(key_access_flags(c).into_iter().map(status).collect()),
+        ),
+        kv(
+            "begin_search",
+            Reply::Map(vec![
+                kv("type", Reply::bulk(b"index")),
+                kv(
+                    "spec",
+                    Reply::Map(vec![kv("index", Reply::Int(c.first_key as i64))]),
+                ),
+            ]),
+        ),
+        kv("find_keys", spec),
+    ])])
+}
+
+/// One command's COMMAND INFO entry.
+pub fn command_entry(c: &Command) -> Reply {
+    let flag_names: Vec<Reply> = flags::NAMES
+        .iter()
+        .filter(|(bit, _)| c.flags & bit != 0)
+        .map(|(_, n)| status(n))
+        .collect();
+    let (first, last, step) = match c.key_spec {
+        KeySpec::Range => (c.first_key, c.last_key, c.step),
+        _ => (0, 0, 0),
+    };
+    Reply::Array(vec![
+        Reply::bulk(c.name.as_bytes()),
+        Reply::Int(c.arity as i64),
+        Reply::Set(flag_names),
+        Reply::Int(first as i64),
+        Reply::Int(last as i64),
+        Reply::Int(step as i64),
+        Reply::Set(c.acl.iter().map(|a| status(&format!("@{a}"))).collect()),
+        Reply::Set(vec![]),
+        key_specs(c),
+        Reply::Array(c.subcommands.iter().map(command_entry).collect()),
+    ])
+}
+
+fn command_all(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Array(families().map(command_entry).collect())
+}
+
+fn command_count(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Int(families().count() as i64)
+}
+
+/// Resolves `name` or `container|sub`.
+fn find(name: &[u8]) -> Option<&'static Command> {
+    match name.iter().position(|&c| c == b'|') {
+        None => lookup(name),
+        Some(i) => lookup(&name[..i]).and_then(|c| lookup_subcommand(c, &name[i + 1..])),
+    }
+}
+
+fn command_info(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if args.len() == 2 {
+        return command_all(_ctx, args);
+    }
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|n| find(n).map(command_entry).unwrap_or(Reply::NullArray))
+            .collect(),
+    )
+}
+
+fn command_list(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut names: Vec<&'static str> = families()
+        .flat_map(|c| std::iter::once(c.name).chain(c.subcommands.iter().map(|s| s.name)))
+        .collect();
+    match args.len() {
+        2 => {}
+        5 if is(args[2], "filterby") => {
+            let v = args[4];
+            if is(args[3], "module") {
+                names.clear();
+            } else if is(args[3], "aclcat") {
+                let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
+                names.retain(|n| find(n.as_bytes()).is_some_and(|c| c.acl.contains(&cat.as_str())));
+            } else if is(args[3], "pattern") {
+                names.retain(|n| glob_match(v, n.as_bytes(), true));
+            } else {
+                return crate::commands::errors::SYNTAX;
+            }
+        }
+        _ => return crate::commands::errors::SYNTAX,
+    }
+    Reply::Array(
+        names
+            .into_iter()
+            .map(|n| Reply::bulk(n.as_bytes()))
+            .collect(),
+    )
+}
+
+fn docs_entry(c: &Command) -> Reply {
+    let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let mut fields = vec![
+        kv("summary", Reply::bulk(c.summary.as_bytes())),
+        kv("since", Reply::bulk(c.since.as_bytes())),
+        kv("group", Reply::bulk(c.group.as_bytes())),
+        kv("complexity", Reply::bulk(c.complexity.as_bytes())),
+    ];
+    if !c.subcommands.is_empty() {
+        fields.push(kv(
+            "subcommands",
+            Reply::Map(
+                c.subcommands
+                    .iter()
+                    .map(|s| (Reply::bulk(s.name.as_bytes()), docs_entry(s)))
+                    .collect(),
+            ),
+        ));
+    }
+    Reply::Map(fields)
+}
+
+fn command_docs(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let cmds: Vec<&'static Command> = if args.len() == 2 {
+        families().collect()
+    } else {
+        args[2..].iter().filter_map(|n| find(n)).collect()
+    };
+    Reply::Map(
+        cmds.into_iter()
+            .map(|c| (Reply::bulk(c.name.as_bytes()), docs_entry(c)))
+            .collect(),
+    )
+}
+
+/// Resolves the command named in GETKEYS' arguments and its key positions.
+fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), Reply> {
+    let target = &args[2..];
+    let mut cmd = lookup(target[0]).ok_or(Reply::err("ERR Invalid command specified"))?;
+    if !cmd.subcommands.is_empty() && target.len() >= 2 {
+        if let Some(sub) = lookup_subcommand(cmd, target[1]) {
+            cmd = sub;
+        }
+    }
+    if !crate::commands::arity_ok(cmd.arity, target.len()) {
+        return Err(Reply::err(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = cmd.key_positions(target);
+    if keys.is_empty() {
+        return Err(Reply::err("ERR The command has no key arguments"));
+    }
+    Ok((cmd, keys))
+}
+
+fn command_getkeys(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match getkeys_positions(args) {
+        Ok((_, keys)) => Reply::Array(keys.into_iter().map(|i| Reply::bulk(args[2 + i])).collect()),
+        Err(e) => e,
+    }
+}
+
+fn command_getkeysandflags(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match getkeys_positions(args) {
+        Ok((cmd, keys)) => Reply::Array(
+            keys.into_iter()
+                .map(|i| {
+                    Reply::Array(vec![
+                        Reply::bulk(args[2 + i]),
+                        Reply::Set(key_access_flags(cmd).into_iter().map(status).collect()),
+                    ])
+                })
+                .collect(),
+        ),
+        Err(e) => e,
+    }
+}
+
+fn command_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    help_reply(
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+        ],
+    )
+}

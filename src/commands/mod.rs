@@ -1,0 +1,320 @@
+//! The declarative command table and the context handlers run in.
+//!
+//! Every command is one `Command` row next to its handler in its family module: name,
+//! arity, flags, key positions, ACL categories, documentation, handler, subcommands.
+//! The executor dispatches from these rows and COMMAND INFO/DOCS/LIST/COUNT/GETKEYS are
+//! generated from them, so adding a command is one row and one function.
+//!
+//! A handler parses its arguments, works on the keyspace through `Ctx`, and returns a
+//! `Reply`. It never touches sockets.
+
+pub mod connection;
+pub mod ctx;
+pub mod introspection;
+pub mod keys;
+pub mod server;
+pub mod strings;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+pub use ctx::Ctx;
+
+use crate::protocol::Reply;
+
+pub type Handler = fn(&mut Ctx, &[&[u8]]) -> Reply;
+
+/// Command flags, as COMMAND INFO names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLE_KEYS: u32 = 1 << 15;
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    ];
+}
+
+/// Where a command's keys are, beyond the first/last/step triple.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySpec {
+    /// Keys at first..=last (negative last counts from the end) every `step`.
+    Range,
+    /// A count at `first` precedes that many keys (ZUNION numkeys key…, LMPOP, EVAL).
+    Counted,
+    /// No keys, or keys found by a custom rule (SORT's STORE, MIGRATE).
+    None,
+}
+
+/// One row of the command table.
+pub struct Command {
+    /// Lowercase name; subcommands are named `container|sub`.
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub key_spec: KeySpec,
+    /// ACL categories without the leading `@`.
+    pub acl: &'static [&'static str],
+    pub group: &'static str,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    pub handler: Handler,
+    pub subcommands: &'static [Command],
+}
+
+impl Command {
+    /// The name without the container prefix (`list` for `client|list`).
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    pub fn is_write(&self) -> bool {
+        self.flags & flags::WRITE != 0
+    }
+
+    /// Positions of key arguments in `args` (args[0] is the command name).
+    pub fn key_positions(&self, args: &[&[u8]]) -> Vec<usize> {
+        let argc = args.len() as i32;
+        match self.key_spec {
+            KeySpec::None => Vec::new(),
+            KeySpec::Range => {
+                if self.first_key <= 0 {
+                    return Vec::new();
+                }
+                let last = if self.last_key < 0 {
+                    argc + self.last_key
+                } else {
+                    self.last_key
+                };
+                let step = self.step.max(1);
+                (self.first_key..=last.min(argc - 1))
+                    .step_by(step as usize)
+                    .map(|i| i as usize)
+                    .collect()
+            }
+            KeySpec::Counted => {
+                let at = self.first_key as usize;
+                let Some(n) = args
+                    .get(at)
+                    .and_then(|a| crate::util::numeric::parse_i64(a))
+                else {
+                    return Vec::new();
+                };
+                let n = n.max(0) as usize;
+                (at + 1..(at + 1 + n).min(args.len())).collect()
+            }
+        }
+    }
+}
+
+/// Builds a command row with the documentation fields defaulted; family modules use
+/// this through the `command!` macro.
+#[macro_export]
+macro_rules! command {
+    ($name:literal, $arity:expr, $flags:expr, ($first:expr, $last:expr, $step:expr), $acl:expr,
+     $group:literal, $since:literal, $summary:literal, $complexity:literal, $handler:expr) => {
+        $crate::commands::Command {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            first_key: $first,
+            last_key: $last,
+            step: $step,
+            key_spec: if $first > 0 {
+                $crate::commands::KeySpec::Range
+            } else {
+                $crate::commands::KeySpec::None
+            },
+            acl: $acl,
+            group: $group,
+            since: $since,
+            summary: $summary,
+            complexity: $complexity,
+            handler: $handler,
+            subcommands: &[],
+        }
+    };
+}
+
+/// A container command (CLIENT, CONFIG, …) whose rows are its subcommands.
+#[macro_export]
+macro_rules! container {
+    ($name:literal, $acl:expr, $group:literal, $since:literal, $summary:literal, $subs:expr) => {
+        $crate::commands::Command {
+            name: $name,
+            arity: -2,
+            flags: 0,
+            first_key: 0,
+            last_key: 0,
+            step: 0,
+            key_spec: $crate::commands::KeySpec::None,
+            acl: $acl,
+            group: $group,
+            since: $since,
+            summary: $summary,
+            complexity: "Depends on subcommand.",
+            handler: $crate::commands::container_without_subcommand,
+            subcommands: $subs,
+        }
+    };
+}
+
+/// Handler of a container called with a subcommand it doesn't have; never reached
+/// through dispatch, which resolves subcommands first.
+pub fn container_without_subcommand(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    unknown_subcommand(args)
+}
+
+pub fn unknown_subcommand(args: &[&[u8]]) -> Reply {
+    let sub = String::from_utf8_lossy(args.get(1).copied().unwrap_or(b""));
+    let cmd = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
+    Reply::error(format!(
+        "ERR unknown subcommand '{:.128}'. Try {cmd} HELP.",
+        sub
+    ))
+}
+
+/// Every family's rows.
+pub fn families() -> impl Iterator<Item = &'static Command> {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        strings::COMMANDS,
+        server::COMMANDS,
+        introspection::COMMANDS,
+    ]
+    .into_iter()
+    .flat_map(|f| f.iter())
+}
+
+/// Name → row, built once.
+pub fn table() -> &'static HashMap<&'static [u8], &'static Command> {
+    static TABLE: OnceLock<HashMap<&'static [u8], &'static Command>> = OnceLock::new();
+    TABLE.get_or_init(|| families().map(|c| (c.name.as_bytes(), c)).collect())
+}
+
+/// Finds a command by name, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    table().get(&buf[..name.len()]).copied()
+}
+
+/// Resolves a container's subcommand.
+pub fn lookup_subcommand(cmd: &'static Command, sub: &[u8]) -> Option<&'static Command> {
+    cmd.subcommands
+        .iter()
+        .find(|s| s.short_name().as_bytes().eq_ignore_ascii_case(sub))
+}
+
+/// Whether `args` satisfy `arity` (negative: at least that many).
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= (-arity) as usize
+    }
+}
+
+pub fn wrong_arity(name: &str) -> Reply {
+    Reply::error(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// Redis's shared error replies, byte for byte.
+pub mod errors {
+    use crate::protocol::Reply;
+
+    pub const SYNTAX: Reply = Reply::err("ERR syntax error");
+    pub const WRONGTYPE: Reply =
+        Reply::err("WRONGTYPE Operation against a key holding the wrong kind of value");
+    pub const NOT_INTEGER: Reply = Reply::err("ERR value is not an integer or out of range");
+    pub const NOT_FLOAT: Reply = Reply::err("ERR value is not a valid float");
+    pub const NO_SUCH_KEY: Reply = Reply::err("ERR no such key");
+    pub const OVERFLOW: Reply = Reply::err("ERR increment or decrement would overflow");
+    pub const DB_INDEX: Reply = Reply::err("ERR DB index is out of range");
+    pub const INVALID_EXPIRE: Reply = Reply::err("ERR invalid expire time in '{}' command");
+    pub const STRING_TOO_LONG: Reply =
+        Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    pub const NOAUTH: Reply = Reply::err("NOAUTH Authentication required.");
+    pub const WRONGPASS: Reply =
+        Reply::err("WRONGPASS invalid username-password pair or user is disabled.");
+    pub const OUT_OF_RANGE: Reply = Reply::err("ERR index out of range");
+
+    pub fn invalid_expire(cmd: &str) -> Reply {
+        Reply::error(format!("ERR invalid expire time in '{cmd}' command"))
+    }
+}
+
+/// Parses an integer argument with Redis's strictness.
+pub fn arg_i64(a: &[u8]) -> Result<i64, Reply> {
+    crate::util::numeric::parse_i64(a).ok_or(errors::NOT_INTEGER)
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+#[inline]
+pub fn is(a: &[u8], opt: &str) -> bool {
+    a.eq_ignore_ascii_case(opt.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let mut names = std::collections::HashSet::new();
+        for c in families() {
+            assert!(names.insert(c.name), "duplicate command {}", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.arity != 0, "{} has arity 0", c.name);
+            for s in c.subcommands {
+                assert!(s.name.starts_with(&format!("{}|", c.name)), "{}", s.name);
+            }
+        }
+        assert!(lookup(b"GeT").is_some());
+        assert!(lookup(b"nope").is_none());
+    }
+}

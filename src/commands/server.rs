@@ -1,0 +1,957 @@
+//! Server commands: INFO, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, TIME, LOLWUT,
+//! DEBUG, MEMORY, SLOWLOG and SHUTDOWN.
+
+use std::fmt::Write as _;
+
+use crate::alloc::{human_bytes, peak_memory, rss, total_system_memory, used_memory};
+use crate::commands::connection::REDIS_VERSION;
+use crate::commands::flags::*;
+use crate::commands::keys::help_reply;
+use crate::commands::{arg_i64, errors, is, Command, Ctx};
+use crate::config::{find_directive, Protection};
+use crate::exec::ShutdownRequest;
+use crate::keyspace::{unix_ms, Value};
+use crate::protocol::Reply;
+use crate::{command, container};
+
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+
+pub static COMMANDS: &[Command] = &[
+    command!("info", -1, LOADING | STALE, (0, 0, 0), &["slow", "dangerous"], "server", "1.0.0", "Returns information and statistics about the server.", "O(1)", info),
+    container!("config", &["slow"], "server", "2.0.0", "A container for server configuration commands.", CONFIG_SUBCOMMANDS),
+    command!("dbsize", 1, READONLY | FAST, (0, 0, 0), &["keyspace", "read", "fast"], "server", "1.0.0", "Returns the number of keys in the database.", "O(1)", dbsize),
+    command!("flushdb", -1, WRITE, (0, 0, 0), &["keyspace", "write", "slow", "dangerous"], "server", "1.0.0", "Remove all keys from the current database.", "O(N) where N is the number of keys in the selected database", flushdb),
+    command!("flushall", -1, WRITE, (0, 0, 0), &["keyspace", "write", "slow", "dangerous"], "server", "1.0.0", "Removes all keys from all databases.", "O(N) where N is the total number of keys in all databases", flushall),
+    command!("swapdb", 3, WRITE | FAST, (0, 0, 0), &["keyspace", "write", "fast", "dangerous"], "server", "4.0.0", "Swaps two Redis databases.", "O(N) where N is the count of clients watching or blocking on keys from both databases.", swapdb),
+    command!("time", 1, LOADING | STALE | FAST, (0, 0, 0), &["fast"], "server", "2.6.0", "Returns the server time.", "O(1)", time),
+    command!("lolwut", -1, READONLY | FAST, (0, 0, 0), &["read", "fast"], "server", "5.0.0", "Displays computer art and the Redis version", "", lolwut),
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.", debug),
+    container!("memory", &["slow"], "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS),
+    container!("slowlog", &["slow"], "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS),
+    command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", shutdown),
+];
+
+static CONFIG_SUBCOMMANDS: &[Command] = &[
+    command!(
+        "config|get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.0.0",
+        "Returns the effective values of configuration parameters.",
+        "O(N) when N is the number of configuration parameters provided",
+        config_get
+    ),
+    command!(
+        "config|set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.0.0",
+        "Sets configuration parameters in-flight.",
+        "O(N) when N is the number of configuration parameters provided",
+        config_set
+    ),
+    command!(
+        "config|resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.0.0",
+        "Resets the server's statistics.",
+        "O(1)",
+        config_resetstat
+    ),
+    command!(
+        "config|help",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        config_help
+    ),
+];
+
+static MEMORY_SUBCOMMANDS: &[Command] = &[
+    command!(
+        "memory|usage",
+        -3,
+        READONLY,
+        (2, 2, 1),
+        &["read", "slow"],
+        "server",
+        "4.0.0",
+        "Estimates the memory usage of a key.",
+        "O(N) where N is the number of samples.",
+        memory_usage
+    ),
+    command!(
+        "memory|stats",
+        2,
+        0,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "4.0.0",
+        "Returns details about memory usage.",
+        "O(1)",
+        memory_stats
+    ),
+    command!(
+        "memory|doctor",
+        2,
+        0,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "4.0.0",
+        "Outputs a memory problems report.",
+        "O(1)",
+        memory_doctor
+    ),
+    command!(
+        "memory|malloc-stats",
+        2,
+        0,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "4.0.0",
+        "Returns the allocator statistics.",
+        "Depends on how much memory is allocated, could be slow",
+        memory_malloc_stats
+    ),
+    command!(
+        "memory|purge",
+        2,
+        0,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "4.0.0",
+        "Asks the allocator to release memory.",
+        "Depends on how much memory is allocated, could be slow",
+        memory_purge
+    ),
+    command!(
+        "memory|help",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "4.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        memory_help
+    ),
+];
+
+static SLOWLOG_SUBCOMMANDS: &[Command] = &[
+    command!(
+        "slowlog|get",
+        -2,
+        ADMIN | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.2.12",
+        "Returns the slow log's entries.",
+        "O(N) where N is the number of entries returned",
+        slowlog_get
+    ),
+    command!(
+        "slowlog|len",
+        2,
+        ADMIN | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.2.12",
+        "Returns the number of entries in the slow log.",
+        "O(1)",
+        slowlog_len
+    ),
+    command!(
+        "slowlog|reset",
+        2,
+        ADMIN | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.2.12",
+        "Clears all entries from the slow log.",
+        "O(N) where N is the number of entries in the slowlog",
+        slowlog_reset
+    ),
+    command!(
+        "slowlog|help",
+        2,
+        LOADING | STALE,
+        (0, 0, 0),
+        &["slow"],
+        "server",
+        "6.2.0",
+        "Show helpful text about the different subcommands",
+        "O(1)",
+        slowlog_help
+    ),
+];
+
+// ----- INFO -----------------------------------------------------------------------
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+
+fn info(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut wanted: Vec<String> = Vec::new();
+    for a in &args[1..] {
+        let s = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match s.as_str() {
+            "default" => wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => wanted.extend(
+                DEFAULT_SECTIONS
+                    .iter()
+                    .chain(ALL_EXTRA)
+                    .map(|s| s.to_string()),
+            ),
+            _ => wanted.push(s),
+        }
+    }
+    if wanted.is_empty() {
+        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    let order: Vec<&str> = DEFAULT_SECTIONS.iter().chain(ALL_EXTRA).copied().collect();
+    let mut text = String::new();
+    for section in order {
+        if !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        let body = info_section(ctx, section);
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        text.push_str(&body);
+    }
+    Reply::Verbatim("txt", text.into_bytes())
+}
+
+/// One INFO section, with Redis's field names.
+pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
+    let ex = &*ctx.ex;
+    let mut s = String::new();
+    macro_rules! field {
+        ($($arg:tt)*) => {{
+            let _ = write!(s, $($arg)*);
+            s.push_str("\r\n");
+        }};
+    }
+    match section {
+        "server" => {
+            s.push_str("# Server\r\n");
+            field!("redis_version:{REDIS_VERSION}");
+            field!("redis_git_sha1:00000000");
+            field!("redis_git_dirty:0");
+            field!("redis_build_id:0");
+            field!("redis_mode:standalone");
+            field!("cinnabar_version:{}", crate::VERSION);
+            field!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
+            field!("arch_bits:64");
+            field!("monotonic_clock:POSIX clock_gettime");
+            field!("multiplexing_api:epoll");
+            field!("process_id:{}", std::process::id());
+            field!("process_supervised:no");
+            field!("run_id:{}", ex.run_id);
+            field!("tcp_port:{}", ex.tcp_port);
+            field!("server_time_usec:{}", unix_ms() * 1000);
+            field!("uptime_in_seconds:{}", ex.uptime());
+            field!("uptime_in_days:{}", ex.uptime() / 86400);
+            field!("hz:{}", ex.config.hz);
+            field!("configured_hz:{}", ex.config.hz);
+            field!("lru_clock:{}", crate::keyspace::lru_clock(unix_ms()));
+            field!(
+                "executable:{}",
+                std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            );
+            field!(
+                "config_file:{}",
+                ex.config
+                    .config_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            );
+            field!("io_threads_active:0");
+            let binds: String = ex
+                .config
+                .bind
+                .iter()
+                .map(|b| format!(",bind={b}"))
+                .collect();
+            field!("listener0:name=tcp{binds},port={}", ex.tcp_port);
+        }
+        "clients" => {
+            s.push_str("# Clients\r\n");
+            field!(
+                "connected_clients:{}",
+                ex.clients().filter(|(_, c)| !c.embedded).count()
+            );
+            field!("cluster_connections:0");
+            field!("maxclients:{}", ex.config.maxclients);
+            field!(
+                "client_recent_max_input_buffer:{}",
+                ex.clients().map(|(_, c)| c.qbuf).max().unwrap_or(0)
+            );
+            field!(
+                "client_recent_max_output_buffer:{}",
+                ex.clients()
+                    .map(|(_, c)| c.pending_output())
+                    .max()
+                    .unwrap_or(0)
+            );
+            field!("blocked_clients:0");
+            field!("tracking_clients:0");
+            field!("pubsub_clients:0");
+            field!("watching_clients:0");
+            field!("clients_in_timeout_table:0");
+            field!("total_watched_keys:0");
+            field!("total_blocking_keys:0");
+            field!("total_blocking_keys_on_nokey:0");
+        }
+        "memory" => {
+            let used = used_memory();
+            let peak = peak_memory();
+            let rss = rss();
+            let total = total_system_memory();
+            s.push_str("# Memory\r\n");
+            field!("used_memory:{used}");
+            field!("used_memory_human:{}", human_bytes(used));
+            field!("used_memory_rss:{rss}");
+            field!("used_memory_rss_human:{}", human_bytes(rss));
+            field!("used_memory_peak:{peak}");
+            field!("used_memory_peak_human:{}", human_bytes(peak));
+            field!(
+                "used_memory_peak_perc:{:.2}%",
+                used as f64 * 100.0 / peak.max(1) as f64
+            );
+            field!("total_system_memory:{total}");
+            field!("total_system_memory_human:{}", human_bytes(total));
+            field!("maxmemory:{}", ex.config.maxmemory);
+            field!(
+                "maxmemory_human:{}",
+                human_bytes(ex.config.maxmemory as usize)
+            );
+            field!("maxmemory_policy:{}", ex.config.maxmemory_policy);
+            field!(
+                "mem_fragmentation_ratio:{:.2}",
+                rss as f64 / used.max(1) as f64
+            );
+            field!("mem_allocator:mimalloc");
+            field!("lazyfree_pending_objects:{}", ex.ks.lazyfree.pending());
+            field!("lazyfreed_objects:{}", ex.ks.lazyfree.freed());
+        }
+        "persistence" => {
+            s.push_str("# Persistence\r\n");
+            field!("loading:0");
+            field!("async_loading:0");
+            field!("rdb_changes_since_last_save:{}", ex.ks.dirty);
+            field!("rdb_bgsave_in_progress:0");
+            field!("aof_enabled:0");
+            field!("aof_rewrite_in_progress:0");
+        }
+        "stats" => {
+            let st = &ex.stats;
+            let ks = &ex.ks.stats;
+            s.push_str("# Stats\r\n");
+            field!(
+                "total_connections_received:{}",
+                st.total_connections_received
+            );
+            field!("total_commands_processed:{}", st.total_commands_processed);
+            field!("instantaneous_ops_per_sec:{}", st.instantaneous_ops_per_sec);
+            field!("total_net_input_bytes:{}", st.total_net_input_bytes);
+            field!("total_net_output_bytes:{}", st.total_net_output_bytes);
+            field!("rejected_connections:{}", st.rejected_connections);
+            field!("expired_keys:{}", ks.expired_keys);
+            field!("expired_stale_perc:{:.2}", ks.expired_stale_perc * 100.0);
+            field!(
+                "expired_time_cap_reached_count:{}",
+                ks.expired_time_cap_reached_count
+            );
+            field!(
+                "expire_cycle_cpu_milliseconds:{}",
+                ks.expire_cycle_cpu_milliseconds
+            );
+            field!("evicted_keys:{}", ks.evicted_keys);
+            field!("keyspace_hits:{}", ks.keyspace_hits);
+            field!("keyspace_misses:{}", ks.keyspace_misses);
+            field!("pubsub_channels:0");
+            field!("pubsub_patterns:0");
+            field!("pubsubshard_channels:0");
+            field!("latest_fork_usec:0");
+            field!("total_forks:0");
+            field!("total_error_replies:{}", st.total_error_replies);
+            field!(
+                "client_query_buffer_limit_disconnections:{}",
+                st.client_qbuf_limit_disconnections
+            );
+            field!(
+                "client_output_buffer_limit_disconnections:{}",
+                st.client_outbuf_limit_disconnections
+            );
+        }
+        "replication" => {
+            s.push_str("# Replication\r\n");
+            field!("role:master");
+            field!("connected_slaves:0");
+            field!("master_failover_state:no-failover");
+            field!("master_replid:{}", ex.run_id);
+            field!("master_replid2:0000000000000000000000000000000000000000");
+            field!("master_repl_offset:0");
+            field!("second_repl_offset:-1");
+            field!("repl_backlog_active:0");
+            field!("repl_backlog_size:1048576");
+            field!("repl_backlog_first_byte_offset:0");
+            field!("repl_backlog_histlen:0");
+        }
+        "cpu" => {
+            let (user, sys) = cpu_times();
+            s.push_str("# CPU\r\n");
+            field!("used_cpu_sys:{sys:.6}");
+            field!("used_cpu_user:{user:.6}");
+            field!("used_cpu_sys_children:0.000000");
+            field!("used_cpu_user_children:0.000000");
+        }
+        "modules" => s.push_str("# Modules\r\n"),
+        "errorstats" => {
+            s.push_str("# Errorstats\r\n");
+            let mut errs: Vec<_> = ex.error_stats.iter().collect();
+            errs.sort();
+            for (code, n) in errs {
+                field!("errorstat_{code}:count={n}");
+            }
+        }
+        "cluster" => {
+            s.push_str("# Cluster\r\n");
+            field!("cluster_enabled:0");
+        }
+        "keyspace" => {
+            s.push_str("# Keyspace\r\n");
+            for (i, d) in ex.ks.dbs.iter().enumerate() {
+                if !d.table.is_empty() {
+                    field!(
+                        "db{i}:keys={},expires={},avg_ttl={},subexpiry=0",
+                        d.table.len(),
+                        d.volatile,
+                        d.avg_ttl
+                    );
+                }
+            }
+        }
+        "commandstats" => {
+            s.push_str("# Commandstats\r\n");
+            let mut stats: Vec<_> = ex.cmd_stats.iter().collect();
+            stats.sort_by_key(|(name, _)| *name);
+            for (name, st) in stats {
+                let per_call = if st.calls > 0 {
+                    st.usec as f64 / st.calls as f64
+                } else {
+                    0.0
+                };
+                field!(
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}",
+                    st.calls,
+                    st.usec,
+                    st.rejected_calls,
+                    st.failed_calls
+                );
+            }
+        }
+        "latencystats" => s.push_str("# Latencystats\r\n"),
+        _ => {}
+    }
+    s
+}
+
+/// User and system CPU seconds of this process.
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+// ----- CONFIG ---------------------------------------------------------------------
+
+fn config_get(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let pairs = ctx.ex.config.get_matching(&args[2..]);
+    Reply::Map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Reply::Bulk(k.into_bytes()), Reply::Bulk(v.into_bytes())))
+            .collect(),
+    )
+}
+
+fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if (args.len() - 2) % 2 != 0 {
+        return crate::commands::wrong_arity(ctx.cmd.name);
+    }
+    let mut updated = ctx.ex.config.clone();
+    let mut seen: Vec<&str> = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let name = String::from_utf8_lossy(pair[0]).into_owned();
+        let Some(d) = find_directive(&name) else {
+            return Reply::error(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            ));
+        };
+        let fail = |why: &str| {
+            Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        if seen.contains(&d.name) {
+            return fail("duplicate parameter");
+        }
+        seen.push(d.name);
+        if !d.mutable {
+            return fail("can't set immutable config");
+        }
+        let value = String::from_utf8_lossy(pair[1]).into_owned();
+        if let Err(why) = (d.set)(&mut updated, &[value]) {
+            return fail(&why);
+        }
+    }
+    ctx.ex.config = updated;
+    ctx.ex.apply_config();
+    Reply::ok()
+}
+
+fn config_resetstat(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    ctx.ex.reset_stats();
+    Reply::ok()
+}
+
+fn config_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+        ],
+    )
+}
+
+// ----- keyspace-wide commands -------------------------------------------------------
+
+fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.ex.ks.dbs[ctx.db].table.len() as i64)
+}
+
+/// Parses FLUSHDB/FLUSHALL's optional ASYNC|SYNC.
+fn flush_mode(ctx: &Ctx, args: &[&[u8]]) -> Result<bool, Reply> {
+    match args.get(1) {
+        None => Ok(ctx.ex.config.lazyfree_lazy_user_flush),
+        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
+        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
+        Some(_) => Err(errors::SYNTAX),
+    }
+}
+
+fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match flush_mode(ctx, args) {
+        Ok(lazy) => {
+            let n = ctx.ex.ks.dbs[ctx.db].table.len() as u64;
+            ctx.ex.ks.flush_db(ctx.db, lazy);
+            ctx.ex.ks.dirty += n + 1;
+            Reply::ok()
+        }
+        Err(e) => e,
+    }
+}
+
+fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match flush_mode(ctx, args) {
+        Ok(lazy) => {
+            let n = ctx.ex.ks.key_count() as u64;
+            ctx.ex.ks.flush_all(lazy);
+            ctx.ex.ks.dirty += n + 1;
+            Reply::ok()
+        }
+        Err(e) => e,
+    }
+}
+
+fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let Some(a) = crate::util::numeric::parse_i64(args[1]) else {
+        return Reply::err("ERR invalid first DB index");
+    };
+    let Some(b) = crate::util::numeric::parse_i64(args[2]) else {
+        return Reply::err("ERR invalid second DB index");
+    };
+    let n = ctx.ex.ks.dbs.len() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        return errors::DB_INDEX;
+    }
+    if a != b {
+        ctx.ex.ks.swap_dbs(a as usize, b as usize);
+        ctx.ex.ks.dirty += 1;
+    }
+    Reply::ok()
+}
+
+fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Reply::Array(vec![
+        Reply::Bulk(now.as_secs().to_string().into_bytes()),
+        Reply::Bulk(now.subsec_micros().to_string().into_bytes()),
+    ])
+}
+
+fn lolwut(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut j = 1;
+    while j < args.len() {
+        if is(args[j], "version") && j + 1 < args.len() {
+            if let Err(e) = arg_i64(args[j + 1]) {
+                return e;
+            }
+            j += 2;
+        } else {
+            j += 1;
+        }
+    }
+    // A small cinnabar crystal: rhombohedral facets drawn in Braille-free ASCII.
+    let art = "      /\\\n     /  \\\n    / /\\ \\\n   / /  \\ \\\n   \\ \\  / /\n    \\ \\/ /\n     \\  /\n      \\/\n";
+    let text = format!(
+        "{art}\nCinnabar ver. {} (Redis ver. {REDIS_VERSION})\n",
+        crate::VERSION
+    );
+    Reply::Verbatim("txt", text.into_bytes())
+}
+
+// ----- DEBUG ----------------------------------------------------------------------
+
+fn debug_allowed(ctx: &Ctx) -> bool {
+    match ctx.ex.config.enable_debug_command {
+        Protection::Yes => true,
+        Protection::No => false,
+        Protection::Local => {
+            let a = &ctx.client_ref().addr;
+            a.starts_with("127.")
+                || a.starts_with("[::1]")
+                || a.starts_with("::1")
+                || ctx.client_ref().embedded
+        }
+    }
+}
+
+fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if !debug_allowed(ctx) {
+        return Reply::err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+    }
+    let sub = args[1];
+    if is(sub, "help") {
+        return help_reply(
+            "DEBUG",
+            &[
+                "JMAP",
+                "    Does nothing; kept for tools that call it.",
+                "OBJECT <key>",
+                "    Show low level info about the value of <key>.",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cluster slots are not respected so keys not belonging to the",
+                "    current node can be created in cluster mode.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not",
+                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+                "    default.",
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
+        );
+    }
+    if is(sub, "sleep") && args.len() == 3 {
+        let Some(secs) = crate::util::numeric::parse_f64(args[2]) else {
+            return errors::NOT_FLOAT;
+        };
+        if secs > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e6)));
+        }
+        return Reply::ok();
+    }
+    if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        return debug_populate(ctx, args);
+    }
+    if is(sub, "object") && args.len() == 3 {
+        let (db, now) = (ctx.db, ctx.now_ms);
+        return match ctx.ex.ks.lookup(db, args[2], now, false) {
+            None => errors::NO_SUCH_KEY,
+            Some(e) => Reply::Status(
+                format!(
+                    "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
+                    e.key().as_ptr(),
+                    e.value().encoding(),
+                    e.value().string_len(),
+                    e.lru(),
+                    crate::keyspace::lru_idle_ms(e.lru(), now) / 1000
+                )
+                .into(),
+            ),
+        };
+    }
+    if is(sub, "set-active-expire") && args.len() == 3 {
+        ctx.ex.active_expire = args[2] != b"0";
+        return Reply::ok();
+    }
+    if is(sub, "jmap") {
+        return Reply::ok();
+    }
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
+/// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` → `value:N` (padded with
+/// zero bytes or truncated to `size`), skipping keys that exist.
+fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let count = match arg_i64(args[2]) {
+        Ok(n) if n >= 0 => n as u64,
+        Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+        Err(e) => return e,
+    };
+    let prefix: &[u8] = args.get(3).copied().unwrap_or(b"key");
+    let size = match args.get(4) {
+        None => None,
+        Some(a) => match arg_i64(a) {
+            Ok(n) if n >= 0 => Some(n as usize),
+            Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+            Err(e) => return e,
+        },
+    };
+    let (db, now) = (ctx.db, ctx.now_ms);
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        crate::util::numeric::format_i64(j as i64, &mut key);
+        if ctx.ex.ks.dbs[db].table.contains(&key) {
+            continue;
+        }
+        let mut val = b"value:".to_vec();
+        crate::util::numeric::format_i64(j as i64, &mut val);
+        if let Some(size) = size {
+            val.resize(size, 0);
+        }
+        ctx.ex.ks.set(db, &key, Value::Str(val), None, false, now);
+    }
+    Reply::ok()
+}
+
+// ----- MEMORY ---------------------------------------------------------------------
+
+fn memory_usage(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut j = 3;
+    while j < args.len() {
+        if is(args[j], "samples") && j + 1 < args.len() {
+            match arg_i64(args[j + 1]) {
+                Ok(n) if n >= 0 => {}
+                Ok(_) => return errors::SYNTAX,
+                Err(e) => return e,
+            }
+            j += 2;
+        } else {
+            return errors::SYNTAX;
+        }
+    }
+    let (db, now) = (ctx.db, ctx.now_ms);
+    match ctx.ex.ks.lookup(db, args[2], now, false) {
+        // The entry, its share of a bucket slot, and what the value owns on the heap.
+        Some(e) => Reply::Int((e.alloc_size() + 8 + e.value().heap_size()) as i64),
+        None => Reply::Null,
+    }
+}
+
+fn memory_stats(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let used = used_memory() as i64;
+    let keys = ctx.ex.ks.key_count() as i64;
+    let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    Reply::Map(vec![
+        kv("peak.allocated", Reply::Int(peak_memory() as i64)),
+        kv("total.allocated", Reply::Int(used)),
+        kv("keys.count", Reply::Int(keys)),
+        kv(
+            "keys.bytes-per-key",
+            Reply::Int(if keys > 0 { used / keys } else { 0 }),
+        ),
+        kv("dataset.bytes", Reply::Int(used)),
+        kv("rss-bytes", Reply::Int(rss() as i64)),
+    ])
+}
+
+fn memory_doctor(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Verbatim("txt", b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.".to_vec())
+}
+
+fn memory_malloc_stats(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Verbatim(
+        "txt",
+        format!("mimalloc: {} bytes allocated\n", used_memory()).into_bytes(),
+    )
+}
+
+fn memory_purge(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::ok()
+}
+
+fn memory_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    help_reply(
+        "MEMORY",
+        &[
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    )
+}
+
+// ----- SLOWLOG --------------------------------------------------------------------
+
+fn slowlog_get(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let count = match args.get(2) {
+        None => 10,
+        Some(a) => match crate::util::numeric::parse_i64(a) {
+            Some(n) if n >= -1 => {
+                if n == -1 {
+                    usize::MAX
+                } else {
+                    n as usize
+                }
+            }
+            _ => return Reply::err("ERR count should be greater than or equal to -1"),
+        },
+    };
+    Reply::Array(
+        ctx.ex
+            .slowlog
+            .iter()
+            .take(count)
+            .map(|e| {
+                Reply::Array(vec![
+                    Reply::Int(e.id as i64),
+                    Reply::Int(e.time),
+                    Reply::Int(e.duration_us as i64),
+                    Reply::Array(e.args.iter().map(|a| Reply::Bulk(a.clone())).collect()),
+                    Reply::Bulk(e.addr.clone().into_bytes()),
+                    Reply::Bulk(e.name.clone()),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn slowlog_len(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.ex.slowlog.len() as i64)
+}
+
+fn slowlog_reset(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    ctx.ex.slowlog.clear();
+    Reply::ok()
+}
+
+fn slowlog_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    help_reply(
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    )
+}
+
+// ----- SHUTDOWN -------------------------------------------------------------------
+
+fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut save = None;
+    let mut abort = false;
+    for a in &args[1..] {
+        if is(a, "nosave") {
+            save = Some(false);
+        } else if is(a, "save") {
+            save = Some(true);
+        } else if is(a, "now") || is(a, "force") {
+        } else if is(a, "abort") {
+            abort = true;
+        } else {
+            return errors::SYNTAX;
+        }
+    }
+    if abort {
+        if args.len() != 2 {
+            return errors::SYNTAX;
+        }
+        return Reply::err("ERR No shutdown in progress.");
+    }
+    if save == Some(true) {
+        // Nothing can be saved until persistence exists; refuse rather than pretend.
+        crate::log::warning("SHUTDOWN SAVE requested but this server has no persistence configured: refusing to shut down.");
+        return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");
+    }
+    crate::log::warning("User requested shutdown...");
+    ctx.ex.shutdown = Some(ShutdownRequest { save });
+    ctx.client().close_after_reply = true;
+    Reply::NoReply
+}

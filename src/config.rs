@@ -1,0 +1,837 @@
+//! Configuration: redis.conf syntax, `--name value` command-line overrides, and the
+//! directive table that CONFIG GET/SET/RESETSTAT answer from.
+//!
+//! Every directive is one row: name, aliases, whether CONFIG SET may change it, and a
+//! typed accessor. Parsing the file, the command line and CONFIG SET all go through the
+//! same row, so a value accepted at startup is accepted at runtime and formatted the
+//! same way by CONFIG GET.
+
+use std::path::PathBuf;
+
+use crate::util::glob::glob_match;
+
+/// How a protected command (DEBUG) may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    No,
+    Yes,
+    Local,
+}
+
+/// One class of `client-output-buffer-limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub protected_mode: bool,
+    pub dir: PathBuf,
+    pub databases: usize,
+    pub maxclients: usize,
+    pub timeout: u64,
+    pub tcp_keepalive: u64,
+    pub tcp_backlog: i32,
+    pub requirepass: Option<Vec<u8>>,
+    pub loglevel: String,
+    pub logfile: String,
+    pub pidfile: String,
+    pub daemonize: bool,
+    pub hz: u32,
+    pub proto_max_bulk_len: i64,
+    pub client_query_buffer_limit: u64,
+    /// normal, replica, pubsub.
+    pub client_output_buffer_limit: [OutputLimit; 3],
+    pub maxmemory: u64,
+    pub maxmemory_policy: String,
+    pub maxmemory_samples: i64,
+    pub enable_debug_command: Protection,
+    pub lazyfree_lazy_user_del: bool,
+    pub lazyfree_lazy_user_flush: bool,
+    pub lazyfree_lazy_expire: bool,
+    pub lazyfree_lazy_server_del: bool,
+    pub active_expire_effort: i64,
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: i64,
+    pub latency_monitor_threshold: i64,
+    pub list_max_listpack_size: i64,
+    pub hash_max_listpack_entries: i64,
+    pub hash_max_listpack_value: i64,
+    pub set_max_intset_entries: i64,
+    pub set_max_listpack_entries: i64,
+    pub set_max_listpack_value: i64,
+    pub zset_max_listpack_entries: i64,
+    pub zset_max_listpack_value: i64,
+    pub config_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into(), "-::1".into()],
+            port: 6379,
+            protected_mode: true,
+            dir: PathBuf::from("."),
+            databases: 16,
+            maxclients: 10000,
+            timeout: 0,
+            tcp_keepalive: 300,
+            tcp_backlog: 511,
+            requirepass: None,
+            loglevel: "notice".into(),
+            logfile: String::new(),
+            pidfile: String::new(),
+            daemonize: false,
+            hz: 10,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            client_output_buffer_limit: [
+                OutputLimit::default(),
+                OutputLimit {
+                    hard: 256 << 20,
+                    soft: 64 << 20,
+                    soft_seconds: 60,
+                },
+                OutputLimit {
+                    hard: 32 << 20,
+                    soft: 8 << 20,
+                    soft_seconds: 60,
+                },
+            ],
+            maxmemory: 0,
+            maxmemory_policy: "noeviction".into(),
+            maxmemory_samples: 5,
+            enable_debug_command: Protection::No,
+            lazyfree_lazy_user_del: false,
+            lazyfree_lazy_user_flush: false,
+            lazyfree_lazy_expire: false,
+            lazyfree_lazy_server_del: false,
+            active_expire_effort: 1,
+            slowlog_log_slower_than: 10000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            config_file: None,
+        }
+    }
+}
+
+type Getter = fn(&Config) -> String;
+type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
+
+/// One configuration directive.
+pub struct Directive {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// Whether CONFIG SET may change it at runtime.
+    pub mutable: bool,
+    pub get: Getter,
+    pub set: Setter,
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+fn parse_int(v: &str, min: i64, max: i64) -> Result<i64, String> {
+    let n: i64 = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses a memory amount with Redis's units (`1k` = 1000, `1kb` = 1024, …).
+pub fn parse_memory(v: &str) -> Option<u64> {
+    let lower = v.to_ascii_lowercase();
+    let (digits, mul): (&str, u64) = [
+        ("gb", 1u64 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ]
+    .iter()
+    .find(|(suffix, _)| lower.ends_with(suffix))
+    .map(|(s, m)| (&lower[..lower.len() - s.len()], *m))
+    .unwrap_or((lower.as_str(), 1));
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+fn parse_mem_arg(v: &str, min: u64, max: u64) -> Result<u64, String> {
+    let n = parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
+}
+
+fn one(args: &[String]) -> Result<&str, String> {
+    match args {
+        [v] => Ok(v.as_str()),
+        _ => Err("wrong number of arguments".into()),
+    }
+}
+
+macro_rules! bool_directive {
+    ($name:literal, $field:ident, $mutable:expr) => {
+        Directive {
+            name: $name,
+            aliases: &[],
+            mutable: $mutable,
+            get: |c| yes_no(c.$field),
+            set: |c, a| {
+                c.$field = parse_bool(one(a)?)?;
+                Ok(())
+            },
+        }
+    };
+}
+
+macro_rules! int_directive {
+    ($name:literal, $aliases:expr, $field:ident, $ty:ty, $min:expr, $max:expr, $mutable:expr) => {
+        Directive {
+            name: $name,
+            aliases: $aliases,
+            mutable: $mutable,
+            get: |c| c.$field.to_string(),
+            set: |c, a| {
+                c.$field = parse_int(one(a)?, $min, $max)? as $ty;
+                Ok(())
+            },
+        }
+    };
+}
+
+macro_rules! mem_directive {
+    ($name:literal, $field:ident, $ty:ty, $min:expr, $max:expr) => {
+        Directive {
+            name: $name,
+            aliases: &[],
+            mutable: true,
+            get: |c| c.$field.to_string(),
+            set: |c, a| {
+                c.$field = parse_mem_arg(one(a)?, $min, $max)? as $ty;
+                Ok(())
+            },
+        }
+    };
+}
+
+fn enum_value(v: &str, allowed: &[&str]) -> Result<String, String> {
+    let lower = v.to_ascii_lowercase();
+    if allowed.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(format!(
+            "argument(s) must be one of the following: {}",
+            allowed.join(", ")
+        ))
+    }
+}
+
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+/// The directive table.
+pub static DIRECTIVES: &[Directive] = &[
+    Directive {
+        name: "bind",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.bind.join(" "),
+        set: |c, a| {
+            if a.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            c.bind = a
+                .iter()
+                .flat_map(|s| s.split_whitespace().map(String::from))
+                .collect();
+            Ok(())
+        },
+    },
+    int_directive!("port", &[], port, u16, 0, 65535, false),
+    bool_directive!("protected-mode", protected_mode, true),
+    Directive {
+        name: "dir",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            std::fs::canonicalize(&c.dir)
+                .unwrap_or_else(|_| c.dir.clone())
+                .to_string_lossy()
+                .into_owned()
+        },
+        set: |c, a| {
+            let d = PathBuf::from(one(a)?);
+            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+            if !d.is_dir() {
+                return Err("No such file or directory".into());
+            }
+            c.dir = d;
+            Ok(())
+        },
+    },
+    int_directive!(
+        "databases",
+        &[],
+        databases,
+        usize,
+        1,
+        i32::MAX as i64,
+        false
+    ),
+    int_directive!(
+        "maxclients",
+        &[],
+        maxclients,
+        usize,
+        1,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!("timeout", &[], timeout, u64, 0, i32::MAX as i64, true),
+    int_directive!(
+        "tcp-keepalive",
+        &[],
+        tcp_keepalive,
+        u64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "tcp-backlog",
+        &[],
+        tcp_backlog,
+        i32,
+        0,
+        i32::MAX as i64,
+        false
+    ),
+    Directive {
+        name: "requirepass",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            c.requirepass
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .unwrap_or_default()
+        },
+        set: |c, a| {
+            let p = one(a)?;
+            c.requirepass = if p.is_empty() {
+                None
+            } else {
+                Some(p.as_bytes().to_vec())
+            };
+            Ok(())
+        },
+    },
+    Directive {
+        name: "loglevel",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.loglevel.clone(),
+        set: |c, a| {
+            c.loglevel = enum_value(
+                one(a)?,
+                &["debug", "verbose", "notice", "warning", "nothing"],
+            )?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "logfile",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.logfile.clone(),
+        set: |c, a| {
+            c.logfile = one(a)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "pidfile",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.pidfile.clone(),
+        set: |c, a| {
+            c.pidfile = one(a)?.to_string();
+            Ok(())
+        },
+    },
+    bool_directive!("daemonize", daemonize, false),
+    int_directive!("hz", &[], hz, u32, 1, 500, true),
+    mem_directive!(
+        "proto-max-bulk-len",
+        proto_max_bulk_len,
+        i64,
+        1024 * 1024,
+        i64::MAX as u64
+    ),
+    mem_directive!(
+        "client-query-buffer-limit",
+        client_query_buffer_limit,
+        u64,
+        1024 * 1024,
+        u64::MAX
+    ),
+    Directive {
+        name: "client-output-buffer-limit",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            ["normal", "replica", "pubsub"]
+                .iter()
+                .zip(c.client_output_buffer_limit.iter())
+                .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_seconds))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+        set: |c, a| {
+            let words: Vec<&str> = a.iter().flat_map(|s| s.split_whitespace()).collect();
+            if words.is_empty() || words.len() % 4 != 0 {
+                return Err("Wrong number of arguments in buffer limit configuration.".into());
+            }
+            let mut limits = c.client_output_buffer_limit;
+            for w in words.chunks(4) {
+                let class = match w[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "replica" | "slave" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration.".into(),
+                        )
+                    }
+                };
+                let hard = parse_memory(w[1]);
+                let soft = parse_memory(w[2]);
+                let secs = w[3].parse::<u64>().ok();
+                match (hard, soft, secs) {
+                    (Some(hard), Some(soft), Some(soft_seconds)) => {
+                        limits[class] = OutputLimit { hard, soft, soft_seconds }
+                    }
+                    _ => return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into()),
+                }
+            }
+            c.client_output_buffer_limit = limits;
+            Ok(())
+        },
+    },
+    mem_directive!("maxmemory", maxmemory, u64, 0, u64::MAX),
+    Directive {
+        name: "maxmemory-policy",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.maxmemory_policy.clone(),
+        set: |c, a| {
+            c.maxmemory_policy = enum_value(one(a)?, POLICIES)?;
+            Ok(())
+        },
+    },
+    int_directive!(
+        "maxmemory-samples",
+        &[],
+        maxmemory_samples,
+        i64,
+        1,
+        64,
+        true
+    ),
+    Directive {
+        name: "enable-debug-command",
+        aliases: &[],
+        mutable: false,
+        get: |c| {
+            match c.enable_debug_command {
+                Protection::No => "no",
+                Protection::Yes => "yes",
+                Protection::Local => "local",
+            }
+            .into()
+        },
+        set: |c, a| {
+            c.enable_debug_command = match enum_value(one(a)?, &["no", "yes", "local"])?.as_str() {
+                "yes" => Protection::Yes,
+                "local" => Protection::Local,
+                _ => Protection::No,
+            };
+            Ok(())
+        },
+    },
+    bool_directive!("lazyfree-lazy-user-del", lazyfree_lazy_user_del, true),
+    bool_directive!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, true),
+    bool_directive!("lazyfree-lazy-expire", lazyfree_lazy_expire, true),
+    bool_directive!("lazyfree-lazy-server-del", lazyfree_lazy_server_del, true),
+    int_directive!(
+        "active-expire-effort",
+        &[],
+        active_expire_effort,
+        i64,
+        1,
+        10,
+        true
+    ),
+    int_directive!(
+        "slowlog-log-slower-than",
+        &[],
+        slowlog_log_slower_than,
+        i64,
+        -1,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "slowlog-max-len",
+        &[],
+        slowlog_max_len,
+        i64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "latency-monitor-threshold",
+        &[],
+        latency_monitor_threshold,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "list-max-listpack-size",
+        &["list-max-ziplist-size"],
+        list_max_listpack_size,
+        i64,
+        i32::MIN as i64,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "hash-max-listpack-entries",
+        &["hash-max-ziplist-entries"],
+        hash_max_listpack_entries,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "hash-max-listpack-value",
+        &["hash-max-ziplist-value"],
+        hash_max_listpack_value,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "set-max-intset-entries",
+        &[],
+        set_max_intset_entries,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "set-max-listpack-entries",
+        &[],
+        set_max_listpack_entries,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "set-max-listpack-value",
+        &[],
+        set_max_listpack_value,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "zset-max-listpack-entries",
+        &["zset-max-ziplist-entries"],
+        zset_max_listpack_entries,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "zset-max-listpack-value",
+        &["zset-max-ziplist-value"],
+        zset_max_listpack_value,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+];
+
+/// Finds a directive by name or alias, case-insensitively.
+pub fn find_directive(name: &str) -> Option<&'static Directive> {
+    let lower = name.to_ascii_lowercase();
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name == lower || d.aliases.contains(&lower.as_str()))
+}
+
+/// A startup configuration error, reported the way Redis reports a bad config file.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub line_no: usize,
+    pub line: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "\n*** FATAL CONFIG FILE ERROR (Cinnabar {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
+            crate::VERSION,
+            self.line_no,
+            self.line,
+            self.message
+        )
+    }
+}
+
+impl Config {
+    /// Applies configuration text in redis.conf syntax.
+    pub fn apply_text(&mut self, text: &str) -> Result<(), ConfigError> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fail = |message: String| ConfigError {
+                line_no: i + 1,
+                line: line.to_string(),
+                message,
+            };
+            let words = crate::protocol::parser::split_args(line.as_bytes())
+                .ok_or_else(|| fail("Unbalanced quotes in configuration line".into()))?;
+            let words: Vec<String> = words
+                .into_iter()
+                .map(|w| String::from_utf8_lossy(&w).into_owned())
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            if words[0].eq_ignore_ascii_case("include") {
+                let [_, path] = words.as_slice() else {
+                    return Err(fail("Bad directive or wrong number of arguments".into()));
+                };
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| fail(format!("Can't open include file: {e}")))?;
+                self.apply_text(&text)?;
+                continue;
+            }
+            let Some(d) = find_directive(&words[0]) else {
+                return Err(fail("Bad directive or wrong number of arguments".into()));
+            };
+            (d.set)(self, &words[1..]).map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Builds a configuration from `redis-server`-style arguments: an optional config
+    /// file path first, then `--name value...` pairs.
+    pub fn from_args(args: &[String]) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        let mut rest = args;
+        let mut text = String::new();
+        if let Some(first) = rest.first() {
+            if !first.starts_with("--") {
+                let content = if first == "-" {
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                        .map_err(|e| e.to_string())?;
+                    s
+                } else {
+                    cfg.config_file = Some(PathBuf::from(first));
+                    std::fs::read_to_string(first).map_err(|e| {
+                        format!("Fatal error, can't open config file '{first}': {e}")
+                    })?
+                };
+                text.push_str(&content);
+                text.push('\n');
+                rest = &rest[1..];
+            }
+        }
+        // Command-line directives are appended as config lines, as redis-server does.
+        let mut line = String::new();
+        for a in rest {
+            if let Some(name) = a.strip_prefix("--") {
+                if !line.is_empty() {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                line = name.to_string();
+            } else {
+                if line.is_empty() {
+                    return Err(format!(
+                        "Invalid argument '{a}': expected --directive value"
+                    ));
+                }
+                line.push(' ');
+                line.push_str(&quote(a));
+            }
+        }
+        if !line.is_empty() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        cfg.apply_text(&text).map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+
+    /// CONFIG GET: every (name, value) whose name or alias matches one of `patterns`.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for d in DIRECTIVES {
+            for name in std::iter::once(&d.name).chain(d.aliases.iter()) {
+                if patterns
+                    .iter()
+                    .any(|p| glob_match(p, name.as_bytes(), true))
+                    && !out.iter().any(|(n, _)| n == name)
+                {
+                    out.push((name.to_string(), (d.get)(self)));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Quotes a command-line value so the config-line parser reads it back as one word.
+fn quote(v: &str) -> String {
+    if !v.is_empty()
+        && !v.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
+    {
+        return v.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            _ => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn command_line_and_errors() {
+        let c = Config::from_args(&args(&[
+            "--port",
+            "7000",
+            "--maxmemory",
+            "1gb",
+            "--requirepass",
+            "",
+        ]))
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.maxmemory, 1 << 30);
+        assert_eq!(c.requirepass, None);
+        let e = Config::from_args(&args(&["--bogus", "1"])).unwrap_err();
+        assert!(
+            e.contains(">>> 'bogus 1'") && e.contains("Bad directive"),
+            "{e}"
+        );
+        let e = Config::from_args(&args(&["--port", "x"])).unwrap_err();
+        assert!(e.contains("couldn't be parsed into an integer"), "{e}");
+    }
+
+    #[test]
+    fn file_syntax() {
+        let mut c = Config::default();
+        c.apply_text("# comment\nport 1234\n  hz 20\nclient-output-buffer-limit pubsub 1mb 0 0\n")
+            .unwrap();
+        assert_eq!((c.port, c.hz), (1234, 20));
+        assert_eq!(c.client_output_buffer_limit[2].hard, 1 << 20);
+        let e = c.apply_text("port 1\nhz\n").unwrap_err();
+        assert_eq!(e.line_no, 2);
+    }
+
+    #[test]
+    fn get_matching_globs() {
+        let c = Config::default();
+        let got = c.get_matching(&[b"max*"]);
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"maxmemory") && names.contains(&"maxclients"));
+        assert_eq!(
+            c.get_matching(&[b"hash-max-ziplist-entries"]),
+            vec![("hash-max-ziplist-entries".into(), "128".into())]
+        );
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("2mb"), Some(2 << 20));
+        assert_eq!(parse_memory("x"), None);
+        assert_eq!(parse_memory("-1"), None);
+    }
+}

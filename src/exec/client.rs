@@ -1,0 +1,119 @@
+//! Per-client state owned by the executor: selected database, protocol version, name,
+//! authentication, reply mode and the output buffer that replies and pushes are
+//! encoded into. The network layer owns only the socket and the read buffer.
+
+use std::time::Instant;
+
+use crate::protocol::Reply;
+
+/// CLIENT REPLY modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply to the next command only.
+    SkipNext,
+    /// Skipping the reply of the current command.
+    Skipping,
+}
+
+#[derive(Debug)]
+pub struct Client {
+    pub id: u64,
+    pub db: usize,
+    pub proto: u8,
+    pub name: Option<Vec<u8>>,
+    pub lib_name: Option<Vec<u8>>,
+    pub lib_ver: Option<Vec<u8>>,
+    pub authenticated: bool,
+    pub user: String,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i64,
+    pub created: Instant,
+    pub last_interaction: Instant,
+    pub reply_mode: ReplyMode,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    /// Close once pending output is written (QUIT, protocol errors, CLIENT KILL of self).
+    pub close_after_reply: bool,
+    /// Close as soon as possible without writing more (CLIENT KILL, buffer limits).
+    pub close_asap: bool,
+    /// Encoded replies not yet written to the socket; `out_pos` bytes already written.
+    pub out: Vec<u8>,
+    pub out_pos: usize,
+    /// When the output buffer first went over the soft limit.
+    pub soft_limit_since: Option<Instant>,
+    /// Name of the last command run (CLIENT LIST `cmd=`).
+    pub last_cmd: &'static str,
+    /// Query buffer size as last reported by the network layer (CLIENT LIST `qbuf=`).
+    pub qbuf: usize,
+    /// Whether this client has unwritten output registered with the executor.
+    pub pending_write: bool,
+    /// Embedded clients (no socket) collect pushes here instead of `out`.
+    pub embedded: bool,
+}
+
+impl Client {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i64, authenticated: bool) -> Client {
+        let now = Instant::now();
+        Client {
+            id,
+            db: 0,
+            proto: 2,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            authenticated,
+            user: "default".into(),
+            addr,
+            laddr,
+            fd,
+            created: now,
+            last_interaction: now,
+            reply_mode: ReplyMode::On,
+            no_evict: false,
+            no_touch: false,
+            close_after_reply: false,
+            close_asap: false,
+            out: Vec::new(),
+            out_pos: 0,
+            soft_limit_since: None,
+            last_cmd: "NULL",
+            qbuf: 0,
+            pending_write: false,
+            embedded: false,
+        }
+    }
+
+    /// Bytes of output not yet written.
+    pub fn pending_output(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// Encodes `r` into the output buffer in the client's protocol.
+    pub fn push_reply(&mut self, r: &Reply) {
+        r.encode(self.proto, &mut self.out);
+    }
+
+    /// Flags for CLIENT LIST / CLIENT INFO.
+    pub fn flags_string(&self) -> String {
+        let mut f = String::new();
+        if self.close_asap {
+            f.push('A');
+        }
+        if self.close_after_reply {
+            f.push('c');
+        }
+        if self.no_evict {
+            f.push('e');
+        }
+        if self.no_touch {
+            f.push('T');
+        }
+        if f.is_empty() {
+            f.push('N');
+        }
+        f
+    }
+}

@@ -1,0 +1,513 @@
+//! The executor: owns the keyspace, the clients and the server's counters, and runs
+//! commands one at a time, so every command is atomic without locks.
+//!
+//! It knows nothing of sockets. The network layer (and the embedded API) register
+//! clients, hand it parsed commands, and write out whatever it encoded into each
+//! client's output buffer. Replies to other clients (pub/sub pushes, unblocked
+//! clients) go through the same buffers and the `pending_writes` list.
+
+pub mod client;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+pub use client::{Client, ReplyMode};
+
+use crate::commands::{self, flags, Command, Ctx};
+use crate::config::Config;
+use crate::keyspace::{unix_ms, Keyspace};
+use crate::protocol::Reply;
+
+/// Per-command counters (INFO commandstats).
+#[derive(Default, Debug, Clone)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
+}
+
+/// Server-wide counters (INFO stats).
+#[derive(Default, Debug, Clone)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub rejected_connections: u64,
+    pub total_net_input_bytes: u64,
+    pub total_net_output_bytes: u64,
+    pub total_error_replies: u64,
+    pub client_qbuf_limit_disconnections: u64,
+    pub client_outbuf_limit_disconnections: u64,
+    /// Samples of (time, commands processed) for instantaneous_ops_per_sec.
+    pub ops_samples: Vec<(Instant, u64)>,
+    pub instantaneous_ops_per_sec: u64,
+}
+
+/// An entry of the slow log.
+#[derive(Debug, Clone)]
+pub struct SlowlogEntry {
+    pub id: u64,
+    pub time: i64,
+    pub duration_us: u64,
+    pub args: Vec<Vec<u8>>,
+    pub addr: String,
+    pub name: Vec<u8>,
+}
+
+/// What SHUTDOWN asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownRequest {
+    pub save: Option<bool>,
+}
+
+/// CLIENT PAUSE state.
+#[derive(Debug, Clone, Copy)]
+pub struct Pause {
+    pub until: Instant,
+    /// Only write commands are paused (`WRITE` mode).
+    pub write_only: bool,
+}
+
+pub struct Executor {
+    pub config: Config,
+    pub ks: Keyspace,
+    clients: Vec<Option<Client>>,
+    free_slots: Vec<usize>,
+    client_count: usize,
+    next_client_id: u64,
+    pub stats: Stats,
+    pub cmd_stats: HashMap<&'static str, CmdStat>,
+    pub error_stats: HashMap<String, u64>,
+    /// Clients with new output since the network layer last flushed.
+    pub pending_writes: Vec<usize>,
+    pub shutdown: Option<ShutdownRequest>,
+    pub start_time: Instant,
+    pub run_id: String,
+    pub pause: Option<Pause>,
+    pub slowlog: std::collections::VecDeque<SlowlogEntry>,
+    pub slowlog_next_id: u64,
+    /// Keyspace event classes enabled (notify-keyspace-events), as a bit set.
+    pub notify_classes: u32,
+    /// Keyspace notifications raised by the current command, delivered after it.
+    pub pending_notifications: Vec<(u32, &'static str, usize, Vec<u8>)>,
+    pub tcp_port: u16,
+    /// DEBUG SET-ACTIVE-EXPIRE: whether the timer deletes expired keys.
+    pub active_expire: bool,
+    last_cron: Instant,
+    cron_loops: u64,
+}
+
+impl Executor {
+    pub fn new(config: Config) -> Executor {
+        let ks = Keyspace::new(config.databases);
+        let now = Instant::now();
+        Executor {
+            tcp_port: config.port,
+            config,
+            ks,
+            clients: Vec::new(),
+            free_slots: Vec::new(),
+            client_count: 0,
+            next_client_id: 1,
+            stats: Stats::default(),
+            cmd_stats: HashMap::new(),
+            error_stats: HashMap::new(),
+            pending_writes: Vec::new(),
+            shutdown: None,
+            start_time: now,
+            run_id: (0..40)
+                .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
+                .collect(),
+            active_expire: true,
+            pause: None,
+            slowlog: std::collections::VecDeque::new(),
+            slowlog_next_id: 0,
+            notify_classes: 0,
+            pending_notifications: Vec::new(),
+            last_cron: now,
+            cron_loops: 0,
+        }
+    }
+
+    // ----- clients -----------------------------------------------------------------
+
+    /// Registers a client and returns its slot.
+    pub fn connect(&mut self, addr: String, laddr: String, fd: i64) -> usize {
+        let authenticated = self.config.requirepass.is_none();
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        let c = Client::new(id, addr, laddr, fd, authenticated);
+        self.stats.total_connections_received += 1;
+        self.client_count += 1;
+        match self.free_slots.pop() {
+            Some(slot) => {
+                self.clients[slot] = Some(c);
+                slot
+            }
+            None => {
+                self.clients.push(Some(c));
+                self.clients.len() - 1
+            }
+        }
+    }
+
+    pub fn disconnect(&mut self, slot: usize) {
+        if let Some(Some(_)) = self.clients.get(slot) {
+            self.clients[slot] = None;
+            self.free_slots.push(slot);
+            self.client_count -= 1;
+        }
+    }
+
+    pub fn client(&self, slot: usize) -> &Client {
+        self.clients[slot].as_ref().expect("live client slot")
+    }
+
+    pub fn client_mut(&mut self, slot: usize) -> &mut Client {
+        self.clients[slot].as_mut().expect("live client slot")
+    }
+
+    pub fn client_count(&self) -> usize {
+        self.client_count
+    }
+
+    /// Live clients with their slots, in slot order.
+    pub fn clients(&self) -> impl Iterator<Item = (usize, &Client)> {
+        self.clients
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+    }
+
+    pub fn clients_mut(&mut self) -> impl Iterator<Item = (usize, &mut Client)> {
+        self.clients
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_mut().map(|c| (i, c)))
+    }
+
+    /// Marks a client as having output to flush.
+    pub fn mark_pending_write(&mut self, slot: usize) {
+        let c = self.client_mut(slot);
+        if !c.pending_write {
+            c.pending_write = true;
+            self.pending_writes.push(slot);
+        }
+    }
+
+    /// Whether a client may run its next command now (CLIENT PAUSE and, later,
+    /// blocking operations hold clients back).
+    pub fn can_run(&mut self, _slot: usize, next_cmd: Option<&[u8]>) -> bool {
+        let Some(p) = self.pause else { return true };
+        if Instant::now() >= p.until {
+            self.pause = None;
+            return true;
+        }
+        if !p.write_only {
+            return false;
+        }
+        match next_cmd.and_then(commands::lookup) {
+            Some(c) => !c.is_write() && c.flags & flags::MAY_REPLICATE == 0,
+            None => true,
+        }
+    }
+
+    // ----- execution ---------------------------------------------------------------
+
+    /// Runs one command for `slot` and encodes its reply into the client's output
+    /// buffer (honouring CLIENT REPLY).
+    pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
+        let reply = self.execute(slot, args);
+        let c = self.client_mut(slot);
+        match c.reply_mode {
+            ReplyMode::On => c.push_reply(&reply),
+            ReplyMode::Off => {}
+            ReplyMode::SkipNext => c.reply_mode = ReplyMode::Skipping,
+            ReplyMode::Skipping => c.reply_mode = ReplyMode::On,
+        }
+        if c.pending_output() > 0 {
+            self.mark_pending_write(slot);
+        }
+        self.check_output_limits(slot);
+    }
+
+    /// Runs one command and returns its reply.
+    pub fn execute(&mut self, slot: usize, args: &[&[u8]]) -> Reply {
+        if args.is_empty() {
+            return Reply::NoReply;
+        }
+        let Some(mut cmd) = commands::lookup(args[0]) else {
+            return self.reject(None, unknown_command(args));
+        };
+        if !cmd.subcommands.is_empty() && (args.len() >= 2 || cmd.arity != -1) {
+            if args.len() < 2 {
+                return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
+            }
+            match commands::lookup_subcommand(cmd, args[1]) {
+                Some(sub) => cmd = sub,
+                None => return self.reject(Some(cmd), commands::unknown_subcommand(args)),
+            }
+        }
+        if !commands::arity_ok(cmd.arity, args.len()) {
+            return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
+        }
+        {
+            let c = self.client_mut(slot);
+            c.last_interaction = Instant::now();
+            c.last_cmd = cmd.name;
+            if !c.authenticated && cmd.flags & flags::NO_AUTH == 0 {
+                return self.reject(Some(cmd), commands::errors::NOAUTH);
+            }
+        }
+        self.call(slot, cmd, args)
+    }
+
+    /// Calls a resolved command: the handler, then statistics, slow log and the
+    /// after-command work (notifications, expired-key events).
+    pub fn call(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) -> Reply {
+        let start = Instant::now();
+        let now_ms = unix_ms();
+        let db = self.client(slot).db;
+        let reply = {
+            let mut ctx = Ctx {
+                ex: self,
+                client: slot,
+                db,
+                now_ms,
+                cmd,
+            };
+            (cmd.handler)(&mut ctx, args)
+        };
+        let elapsed = start.elapsed();
+        let usec = elapsed.as_micros() as u64;
+        self.stats.total_commands_processed += 1;
+        let st = self.cmd_stats.entry(cmd.name).or_default();
+        st.calls += 1;
+        st.usec += usec;
+        if let Reply::Error(e) = &reply {
+            st.failed_calls += 1;
+            self.count_error(e);
+        }
+        self.after_command();
+        if cmd.flags & flags::SKIP_SLOWLOG == 0 {
+            self.slowlog_maybe(slot, args, usec);
+        }
+        reply
+    }
+
+    /// Work that happens after each command: keys that expired during it become
+    /// events, and notifications raised are delivered.
+    fn after_command(&mut self) {
+        if !self.ks.expired_events.is_empty() {
+            let events = std::mem::take(&mut self.ks.expired_events);
+            for (db, key) in events {
+                self.notify(crate::commands::ctx::notify::EXPIRED, "expired", db, key);
+            }
+        }
+        self.pending_notifications.clear();
+    }
+
+    /// Records a keyspace notification if its class is enabled.
+    pub fn notify(&mut self, class: u32, event: &'static str, db: usize, key: Vec<u8>) {
+        if self.notify_classes & class != 0 {
+            self.pending_notifications.push((class, event, db, key));
+        }
+    }
+
+    fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
+        if let Some(c) = cmd {
+            self.cmd_stats.entry(c.name).or_default().rejected_calls += 1;
+        }
+        if let Reply::Error(e) = &reply {
+            self.count_error(e);
+        }
+        reply
+    }
+
+    fn count_error(&mut self, e: &str) {
+        self.stats.total_error_replies += 1;
+        let code = e.split(' ').next().unwrap_or("ERR");
+        match self.error_stats.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                // Redis caps the number of distinct error codes it tracks at 128.
+                if self.error_stats.len() < 128 {
+                    self.error_stats.insert(code.to_string(), 1);
+                }
+            }
+        }
+    }
+
+    fn slowlog_maybe(&mut self, slot: usize, args: &[&[u8]], usec: u64) {
+        let threshold = self.config.slowlog_log_slower_than;
+        if threshold < 0 || (usec as i64) < threshold {
+            return;
+        }
+        let max_args = 32;
+        let mut saved: Vec<Vec<u8>> = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if i == max_args - 1 && args.len() > max_args {
+                saved.push(
+                    format!("... ({} more arguments)", args.len() - max_args + 1).into_bytes(),
+                );
+                break;
+            }
+            if a.len() > 128 {
+                let mut v = a[..128].to_vec();
+                v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+                saved.push(v);
+            } else {
+                saved.push(a.to_vec());
+            }
+        }
+        let c = self.client(slot);
+        let entry = SlowlogEntry {
+            id: self.slowlog_next_id,
+            time: unix_ms() / 1000,
+            duration_us: usec,
+            args: saved,
+            addr: c.addr.clone(),
+            name: c.name.clone().unwrap_or_default(),
+        };
+        self.slowlog_next_id += 1;
+        self.slowlog.push_front(entry);
+        while self.slowlog.len() > self.config.slowlog_max_len.max(0) as usize {
+            self.slowlog.pop_back();
+        }
+    }
+
+    /// Applies `client-output-buffer-limit normal` to a client.
+    fn check_output_limits(&mut self, slot: usize) {
+        let limit = self.config.client_output_buffer_limit[0];
+        let c = self.client_mut(slot);
+        let used = c.pending_output() as u64;
+        let mut over = limit.hard > 0 && used >= limit.hard;
+        if limit.soft > 0 && used >= limit.soft {
+            let since = *c.soft_limit_since.get_or_insert_with(Instant::now);
+            if since.elapsed().as_secs() >= limit.soft_seconds {
+                over = true;
+            }
+        } else {
+            c.soft_limit_since = None;
+        }
+        if over && !c.close_asap {
+            c.close_asap = true;
+            crate::log::warning(&format!(
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                c.id, c.addr
+            ));
+            self.stats.client_outbuf_limit_disconnections += 1;
+        }
+    }
+
+    // ----- timers ------------------------------------------------------------------
+
+    /// Milliseconds until the next cron tick is due.
+    pub fn ms_until_cron(&self) -> u64 {
+        let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
+        period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64
+    }
+
+    /// Periodic work: rehashing, active expiry, idle-client timeouts, ops sampling.
+    pub fn cron(&mut self) {
+        let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
+        if self.last_cron.elapsed() < period {
+            return;
+        }
+        self.last_cron = Instant::now();
+        self.cron_loops += 1;
+        // Redis's active expiry takes up to 25% of each tick at effort 1.
+        let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
+        let budget = period * (25 + 2 * (effort - 1)) / 100;
+        // Each slice is short so that clients are served between slices.
+        let slice = budget.min(Duration::from_millis(2));
+        let start = Instant::now();
+        if !self.active_expire {
+            self.ks.cron(unix_ms(), Duration::ZERO);
+            self.after_command();
+        }
+        while self.active_expire {
+            self.ks.cron(unix_ms(), slice);
+            if self.ks.dbs.iter().all(|d| d.volatile == 0) || start.elapsed() + slice > budget {
+                break;
+            }
+            if self.ks.expired_events.is_empty() {
+                break;
+            }
+            self.after_command();
+        }
+        self.after_command();
+        self.sample_ops();
+        self.close_idle_clients();
+    }
+
+    fn sample_ops(&mut self) {
+        let now = Instant::now();
+        let total = self.stats.total_commands_processed;
+        self.stats.ops_samples.push((now, total));
+        if self.stats.ops_samples.len() > 16 {
+            self.stats.ops_samples.remove(0);
+        }
+        if let (Some(first), Some(last)) = (
+            self.stats.ops_samples.first(),
+            self.stats.ops_samples.last(),
+        ) {
+            let dt = last.0.duration_since(first.0).as_secs_f64();
+            if dt > 0.0 {
+                self.stats.instantaneous_ops_per_sec = ((last.1 - first.1) as f64 / dt) as u64;
+            }
+        }
+    }
+
+    fn close_idle_clients(&mut self) {
+        let timeout = self.config.timeout;
+        if timeout == 0 {
+            return;
+        }
+        for (_, c) in self.clients_mut() {
+            if !c.embedded && c.last_interaction.elapsed().as_secs() > timeout {
+                c.close_asap = true;
+            }
+        }
+    }
+
+    /// Applies side effects of a configuration change (CONFIG SET).
+    pub fn apply_config(&mut self) {
+        self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
+        let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+        self.cmd_stats.clear();
+        self.error_stats.clear();
+        self.slowlog.clear();
+        let ks = &mut self.ks.stats;
+        *ks = Default::default();
+    }
+
+    /// Uptime in seconds.
+    pub fn uptime(&self) -> u64 {
+        self.start_time.elapsed().as_secs()
+    }
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` exactly as Redis
+/// builds it (arguments listed while the list is under 128 bytes).
+fn unknown_command(args: &[&[u8]]) -> Reply {
+    let mut listed = String::new();
+    for a in &args[1..] {
+        if listed.len() >= 128 {
+            break;
+        }
+        let room = 128 - listed.len();
+        let s = String::from_utf8_lossy(a);
+        let s: String = s.chars().take(room).collect();
+        listed.push_str(&format!("'{s}' "));
+    }
+    let name: String = String::from_utf8_lossy(args[0]).chars().take(128).collect();
+    Reply::error(format!(
+        "ERR unknown command '{name}', with args beginning with: {listed}"
+    ))
+}

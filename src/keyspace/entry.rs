@@ -1,0 +1,393 @@
+//! One key-table entry: chain link, metadata, key, optional expiry and value packed into
+//! a single allocation.
+//!
+//! Layout (offsets in bytes):
+//!
+//! ```text
+//! 0   next     *mut u8   next entry in the bucket chain (null at the end)
+//! 8   meta     u32       access clock (24 bits) | value kind (3 bits) | has-expiry (1 bit)
+//! 12  keylen   u8        key length, or 255 followed by a u32 length for long keys
+//! ..  key      [u8]
+//! ..  expire   i64       absolute unix time in ms, present only with the has-expiry bit
+//! ..  payload            INT: i64 · EMB: u8 length + bytes · RAW: Box<Vec<u8>> · OBJ: Box<Object>
+//! ```
+//!
+//! A million `key:N` → `value:N` pairs cost one 40-byte allocation each plus an 8-byte
+//! bucket slot, against Redis's dictEntry + sds key + robj (about 88 bytes per key).
+//! Because the entry is one block, changing a string to one of another length, or
+//! adding/removing an expiry, reallocates the entry; the table relinks it in place.
+//! Everything unsafe about the layout is confined to this file.
+
+use std::alloc::{alloc, dealloc, Layout};
+use std::ptr::{self, NonNull};
+
+use super::value::{Object, Value, ValueRef, EMBSTR_MAX};
+
+const NEXT: usize = 0;
+const META: usize = 8;
+const KEYLEN: usize = 12;
+const ALIGN: usize = 8;
+
+const KIND_SHIFT: u32 = 24;
+const KIND_MASK: u32 = 0b111 << KIND_SHIFT;
+const HAS_EXPIRE: u32 = 1 << 27;
+const LRU_MASK: u32 = (1 << 24) - 1;
+
+const KIND_INT: u32 = 0;
+const KIND_EMB: u32 = 1;
+const KIND_RAW: u32 = 2;
+const KIND_OBJ: u32 = 3;
+
+/// An owning pointer to an entry. The key table holds these in its chains; it is the
+/// only owner, and frees entries with `into_value`.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct EntryPtr(NonNull<u8>);
+
+fn key_header_len(key_len: usize) -> usize {
+    if key_len < 255 {
+        1
+    } else {
+        5
+    }
+}
+
+fn payload_len(value: &Value) -> usize {
+    match value {
+        Value::Int(_) => 8,
+        Value::Str(b) if b.len() <= EMBSTR_MAX => 1 + b.len(),
+        Value::Str(_) | Value::RawStr(_) | Value::Obj(_) => 8,
+    }
+}
+
+impl EntryPtr {
+    /// Allocates an entry holding `key`, `expire` and `value`.
+    pub fn new(key: &[u8], expire: Option<i64>, value: Value, lru: u32) -> EntryPtr {
+        assert!(key.len() <= u32::MAX as usize, "key longer than 4 GiB");
+        let key_off = KEYLEN + key_header_len(key.len());
+        let exp_off = key_off + key.len();
+        let val_off = exp_off + if expire.is_some() { 8 } else { 0 };
+        let size = val_off + payload_len(&value);
+        let layout = Layout::from_size_align(size, ALIGN).expect("entry layout");
+        // SAFETY: `size` is at least 13 bytes, so the layout is non-zero-sized.
+        let p = unsafe { alloc(layout) };
+        let Some(nn) = NonNull::new(p) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        let (kind, payload): (u32, Payload) = match value {
+            Value::Int(n) => (KIND_INT, Payload::Int(n)),
+            Value::Str(b) if b.len() <= EMBSTR_MAX => (KIND_EMB, Payload::Emb(b)),
+            Value::Str(b) | Value::RawStr(b) => (
+                KIND_RAW,
+                Payload::Ptr(Box::into_raw(Box::new(b)) as *mut u8),
+            ),
+            Value::Obj(o) => (KIND_OBJ, Payload::Ptr(Box::into_raw(o) as *mut u8)),
+        };
+        let meta =
+            (lru & LRU_MASK) | (kind << KIND_SHIFT) | if expire.is_some() { HAS_EXPIRE } else { 0 };
+        // SAFETY: every write below stays within the `size` bytes computed above from the
+        // same key length, expiry presence and payload kind; unaligned writes are used for
+        // fields past the fixed header.
+        unsafe {
+            ptr::write(p.add(NEXT) as *mut *mut u8, ptr::null_mut());
+            ptr::write(p.add(META) as *mut u32, meta);
+            if key.len() < 255 {
+                *p.add(KEYLEN) = key.len() as u8;
+            } else {
+                *p.add(KEYLEN) = 255;
+                ptr::write_unaligned(p.add(KEYLEN + 1) as *mut u32, key.len() as u32);
+            }
+            ptr::copy_nonoverlapping(key.as_ptr(), p.add(key_off), key.len());
+            if let Some(t) = expire {
+                ptr::write_unaligned(p.add(exp_off) as *mut i64, t);
+            }
+            match payload {
+                Payload::Int(n) => ptr::write_unaligned(p.add(val_off) as *mut i64, n),
+                Payload::Emb(b) => {
+                    *p.add(val_off) = b.len() as u8;
+                    ptr::copy_nonoverlapping(b.as_ptr(), p.add(val_off + 1), b.len());
+                }
+                Payload::Ptr(q) => ptr::write_unaligned(p.add(val_off) as *mut *mut u8, q),
+            }
+        }
+        EntryPtr(nn)
+    }
+
+    pub fn as_ptr(self) -> *mut u8 {
+        self.0.as_ptr()
+    }
+
+    /// # Safety
+    /// `p` must be non-null and come from `EntryPtr::as_ptr` of a live entry.
+    pub unsafe fn from_raw(p: *mut u8) -> EntryPtr {
+        // SAFETY: the caller guarantees `p` is a live entry pointer, hence non-null.
+        EntryPtr(unsafe { NonNull::new_unchecked(p) })
+    }
+
+    fn meta(self) -> u32 {
+        // SAFETY: every live entry has an initialised u32 at META (aligned: the block is
+        // 8-aligned and META is 8).
+        unsafe { ptr::read(self.0.as_ptr().add(META) as *const u32) }
+    }
+
+    fn set_meta(self, m: u32) {
+        // SAFETY: as in `meta`; the table owns the entry exclusively while mutating.
+        unsafe { ptr::write(self.0.as_ptr().add(META) as *mut u32, m) }
+    }
+
+    pub fn next(self) -> *mut u8 {
+        // SAFETY: NEXT holds an initialised, aligned pointer in every live entry.
+        unsafe { ptr::read(self.0.as_ptr().add(NEXT) as *const *mut u8) }
+    }
+
+    pub fn set_next(self, n: *mut u8) {
+        // SAFETY: as in `next`.
+        unsafe { ptr::write(self.0.as_ptr().add(NEXT) as *mut *mut u8, n) }
+    }
+
+    /// Pointer to the `next` field, so a chain can be relinked through it.
+    pub fn next_slot(self) -> *mut *mut u8 {
+        // SAFETY: the field lies inside the allocation.
+        unsafe { self.0.as_ptr().add(NEXT) as *mut *mut u8 }
+    }
+
+    fn key_len_and_off(self) -> (usize, usize) {
+        let p = self.0.as_ptr();
+        // SAFETY: the key-length header is initialised at KEYLEN; the long form's four
+        // bytes exist whenever the first byte is 255.
+        unsafe {
+            let b = *p.add(KEYLEN);
+            if b < 255 {
+                (b as usize, KEYLEN + 1)
+            } else {
+                (
+                    ptr::read_unaligned(p.add(KEYLEN + 1) as *const u32) as usize,
+                    KEYLEN + 5,
+                )
+            }
+        }
+    }
+
+    /// The key. The slice lives as long as the entry; callers tie it to a borrow of the
+    /// table (see `EntryRef`).
+    pub fn key<'a>(self) -> &'a [u8] {
+        let (len, off) = self.key_len_and_off();
+        // SAFETY: `len` bytes of key were copied at `off` when the entry was built.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(off), len) }
+    }
+
+    fn expire_off(self) -> usize {
+        let (len, off) = self.key_len_and_off();
+        off + len
+    }
+
+    fn value_off(self) -> usize {
+        self.expire_off() + if self.meta() & HAS_EXPIRE != 0 { 8 } else { 0 }
+    }
+
+    pub fn expire(self) -> Option<i64> {
+        if self.meta() & HAS_EXPIRE == 0 {
+            return None;
+        }
+        // SAFETY: the has-expiry bit guarantees an i64 at the expiry offset.
+        Some(unsafe { ptr::read_unaligned(self.0.as_ptr().add(self.expire_off()) as *const i64) })
+    }
+
+    /// Overwrites the expiry of an entry that already has one (no reallocation).
+    pub fn set_expire_in_place(self, t: i64) -> bool {
+        if self.meta() & HAS_EXPIRE == 0 {
+            return false;
+        }
+        // SAFETY: as in `expire`.
+        unsafe { ptr::write_unaligned(self.0.as_ptr().add(self.expire_off()) as *mut i64, t) };
+        true
+    }
+
+    fn kind(self) -> u32 {
+        (self.meta() & KIND_MASK) >> KIND_SHIFT
+    }
+
+    pub fn lru(self) -> u32 {
+        self.meta() & LRU_MASK
+    }
+
+    pub fn set_lru(self, lru: u32) {
+        self.set_meta((self.meta() & !LRU_MASK) | (lru & LRU_MASK));
+    }
+
+    /// A view of the value. The lifetime is chosen by the caller, which must tie it to
+    /// a borrow of the owning table.
+    pub fn value<'a>(self) -> ValueRef<'a> {
+        let p = self.0.as_ptr();
+        let off = self.value_off();
+        // SAFETY: the kind bits say which payload was written at `off` by `new`, and
+        // boxed payloads stay alive until `into_value`.
+        unsafe {
+            match self.kind() {
+                KIND_INT => ValueRef::Int(ptr::read_unaligned(p.add(off) as *const i64)),
+                KIND_EMB => {
+                    let len = *p.add(off) as usize;
+                    ValueRef::Emb(std::slice::from_raw_parts(p.add(off + 1), len))
+                }
+                KIND_RAW => {
+                    let v = ptr::read_unaligned(p.add(off) as *const *const Vec<u8>);
+                    ValueRef::Raw((*v).as_slice())
+                }
+                _ => {
+                    let o = ptr::read_unaligned(p.add(off) as *const *const Object);
+                    ValueRef::Obj(&*o)
+                }
+            }
+        }
+    }
+
+    /// Mutable access to a boxed object; `None` for strings.
+    pub fn object_mut<'a>(self) -> Option<&'a mut Object> {
+        if self.kind() != KIND_OBJ {
+            return None;
+        }
+        // SAFETY: OBJ payloads are a live `Box<Object>` pointer; exclusivity comes from the
+        // caller holding the table mutably.
+        unsafe {
+            let o =
+                ptr::read_unaligned(self.0.as_ptr().add(self.value_off()) as *const *mut Object);
+            Some(&mut *o)
+        }
+    }
+
+    /// Mutable access to a heap string; `None` for other kinds.
+    pub fn raw_string_mut<'a>(self) -> Option<&'a mut Vec<u8>> {
+        if self.kind() != KIND_RAW {
+            return None;
+        }
+        // SAFETY: RAW payloads are a live `Box<Vec<u8>>` pointer; exclusivity as above.
+        unsafe {
+            let v =
+                ptr::read_unaligned(self.0.as_ptr().add(self.value_off()) as *const *mut Vec<u8>);
+            Some(&mut *v)
+        }
+    }
+
+    /// Overwrites an integer value in place; false if the value is not an integer.
+    pub fn set_int_in_place(self, n: i64) -> bool {
+        if self.kind() != KIND_INT {
+            return false;
+        }
+        // SAFETY: INT payloads are 8 bytes at the value offset.
+        unsafe { ptr::write_unaligned(self.0.as_ptr().add(self.value_off()) as *mut i64, n) };
+        true
+    }
+
+    /// Size of the allocation, for MEMORY USAGE.
+    pub fn alloc_size(self) -> usize {
+        let off = self.value_off();
+        off + match self.kind() {
+            // SAFETY: EMB payloads start with their length byte.
+            KIND_EMB => 1 + unsafe { *self.0.as_ptr().add(off) } as usize,
+            _ => 8,
+        }
+    }
+
+    /// Frees the entry and hands back its value (and expiry).
+    ///
+    /// # Safety
+    /// The entry must be unlinked from every chain and never used again.
+    pub unsafe fn into_value(self) -> (Value, Option<i64>) {
+        let p = self.0.as_ptr();
+        let off = self.value_off();
+        let expire = self.expire();
+        let size = self.alloc_size();
+        // SAFETY: as in `value`; boxed payloads are taken back exactly once here, and the
+        // block is freed with the layout it was allocated with (same size and alignment).
+        unsafe {
+            let value = match self.kind() {
+                KIND_INT => Value::Int(ptr::read_unaligned(p.add(off) as *const i64)),
+                KIND_EMB => {
+                    let len = *p.add(off) as usize;
+                    Value::Str(std::slice::from_raw_parts(p.add(off + 1), len).to_vec())
+                }
+                KIND_RAW => {
+                    let v = ptr::read_unaligned(p.add(off) as *const *mut Vec<u8>);
+                    Value::RawStr(*Box::from_raw(v))
+                }
+                _ => {
+                    let o = ptr::read_unaligned(p.add(off) as *const *mut Object);
+                    Value::Obj(Box::from_raw(o))
+                }
+            };
+            dealloc(p, Layout::from_size_align_unchecked(size, ALIGN));
+            (value, expire)
+        }
+    }
+}
+
+enum Payload {
+    Int(i64),
+    Emb(Vec<u8>),
+    Ptr(*mut u8),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(key: &[u8], expire: Option<i64>, v: Value) {
+        let e = EntryPtr::new(key, expire, v, 12345);
+        assert_eq!(e.key(), key);
+        assert_eq!(e.expire(), expire);
+        assert_eq!(e.lru(), 12345);
+        assert!(e.next().is_null());
+        // SAFETY: the entry was never linked anywhere.
+        let (back, exp) = unsafe { e.into_value() };
+        assert_eq!(exp, expire);
+        drop(back);
+    }
+
+    #[test]
+    fn layouts_round_trip() {
+        let long_key = vec![b'k'; 300];
+        for key in [&b""[..], b"a", &long_key] {
+            for expire in [None, Some(1_700_000_000_000)] {
+                roundtrip(key, expire, Value::Int(-7));
+                roundtrip(key, expire, Value::Str(b"short".to_vec()));
+                roundtrip(key, expire, Value::Str(vec![b'x'; 45]));
+                roundtrip(key, expire, Value::RawStr(b"r".to_vec()));
+            }
+        }
+    }
+
+    #[test]
+    fn views_and_in_place_updates() {
+        let e = EntryPtr::new(b"key:1", Some(5), Value::Int(41), 0);
+        assert!(matches!(e.value(), ValueRef::Int(41)));
+        assert!(e.set_int_in_place(42));
+        assert!(matches!(e.value(), ValueRef::Int(42)));
+        assert!(e.set_expire_in_place(9));
+        assert_eq!(e.expire(), Some(9));
+        e.set_lru(0xFF_FFFF);
+        assert_eq!(e.lru(), 0xFF_FFFF);
+        assert!(
+            matches!(e.value(), ValueRef::Int(42)),
+            "lru must not clobber kind"
+        );
+        assert_eq!(e.alloc_size(), 8 + 4 + 1 + 5 + 8 + 8);
+        // SAFETY: unlinked test entry.
+        unsafe { e.into_value() };
+
+        let e = EntryPtr::new(b"k", None, Value::RawStr(b"ab".to_vec()), 0);
+        e.raw_string_mut().unwrap().extend_from_slice(b"cd");
+        assert!(matches!(e.value(), ValueRef::Raw(b"abcd")));
+        assert!(e.object_mut().is_none());
+        assert!(!e.set_expire_in_place(1));
+        // SAFETY: unlinked test entry.
+        let (v, _) = unsafe { e.into_value() };
+        assert!(matches!(v, Value::RawStr(ref b) if b == b"abcd"));
+    }
+
+    #[test]
+    fn populate_sized_entry_fits_forty_bytes() {
+        let e = EntryPtr::new(b"key:123456", None, Value::Str(b"value:123456".to_vec()), 0);
+        assert!(e.alloc_size() <= 40);
+        // SAFETY: unlinked test entry.
+        unsafe { e.into_value() };
+    }
+}

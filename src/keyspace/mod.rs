@@ -1,0 +1,453 @@
+//! The keyspace: numbered databases of keys with expiry, the access clock, and the
+//! counters and hooks that the rest of the server observes.
+//!
+//! Expiry is lazy (a key found expired on access is deleted then) plus active: a
+//! budgeted cycle walks each database's table with a SCAN cursor and deletes what has
+//! expired. Expiry times live inside the key's entry, so keys without a TTL pay nothing;
+//! the active cycle's cost per pass is the table size, bounded per tick by its budget.
+
+pub mod entry;
+pub mod lazyfree;
+pub mod table;
+pub mod value;
+
+use std::time::{Duration, Instant};
+
+pub use table::{EntryMut, EntryRef, KeyTable};
+pub use value::{Object, Value, ValueRef};
+
+/// Redis's LRU clock resolution is one second with 24 bits.
+pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+/// One numbered database.
+#[derive(Default)]
+pub struct Db {
+    pub table: KeyTable,
+    /// Keys carrying an expiry (INFO keyspace `expires=`).
+    pub volatile: usize,
+    /// Where the active expiry cycle resumes in this database's table.
+    expire_cursor: u64,
+    /// Running average TTL of keys sampled by the active cycle (INFO `avg_ttl`).
+    pub avg_ttl: i64,
+}
+
+/// Counters the keyspace maintains for INFO.
+#[derive(Default, Debug, Clone)]
+pub struct KeyspaceStats {
+    pub expired_keys: u64,
+    pub expired_stale_perc: f64,
+    pub expired_time_cap_reached_count: u64,
+    pub expire_cycle_cpu_milliseconds: u64,
+    pub evicted_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+}
+
+pub struct Keyspace {
+    pub dbs: Vec<Db>,
+    /// Writes since the last save (INFO `rdb_changes_since_last_save`).
+    pub dirty: u64,
+    pub stats: KeyspaceStats,
+    pub lazyfree: lazyfree::LazyFree,
+    /// Keys deleted by expiry since the last drain: (db, key). The executor turns them
+    /// into notifications, invalidations and propagated DELs.
+    pub expired_events: Vec<(usize, Vec<u8>)>,
+    /// Whether the access field holds LFU data (an LFU maxmemory policy) instead of
+    /// the LRU clock.
+    pub lfu: bool,
+}
+
+/// Absolute unix time in milliseconds.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The 24-bit LRU clock for a unix time in ms.
+pub fn lru_clock(now_ms: i64) -> u32 {
+    ((now_ms / 1000) as u32) & LRU_CLOCK_MAX
+}
+
+/// Minutes resolution clock for LFU decay, 16 bits as in Redis.
+fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms / 60_000) as u32) & 0xFFFF
+}
+
+/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
+pub const LFU_INIT_VAL: u32 = 5;
+
+/// The access field of a new key under an LFU policy: minutes (16 bits) | counter (8).
+pub fn lfu_initial(now_ms: i64) -> u32 {
+    (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL
+}
+
+/// The LFU counter after decay: one point per minute elapsed since the last access
+/// (lfu-decay-time 1).
+pub fn lfu_counter(field: u32, now_ms: i64) -> u32 {
+    let last = field >> 8;
+    let now = lfu_minutes(now_ms);
+    let elapsed = if now >= last {
+        now - last
+    } else {
+        65535 - last + now
+    };
+    (field & 0xFF).saturating_sub(elapsed)
+}
+
+/// An access under an LFU policy: decay, then a logarithmic increment (lfu-log-factor 10).
+pub fn lfu_touch(field: u32, now_ms: i64) -> u32 {
+    let mut counter = lfu_counter(field, now_ms);
+    if counter < 255 {
+        let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+        if fastrand::f64() < 1.0 / (base * 10.0 + 1.0) {
+            counter += 1;
+        }
+    }
+    (lfu_minutes(now_ms) << 8) | counter
+}
+
+/// Seconds since an LRU clock value, accounting for wrap-around.
+pub fn lru_idle_ms(lru: u32, now_ms: i64) -> i64 {
+    let now = lru_clock(now_ms);
+    let idle = if now >= lru {
+        now - lru
+    } else {
+        LRU_CLOCK_MAX - lru + now
+    };
+    idle as i64 * 1000
+}
+
+impl Keyspace {
+    pub fn new(databases: usize) -> Self {
+        Keyspace {
+            dbs: (0..databases.max(1)).map(|_| Db::default()).collect(),
+            dirty: 0,
+            stats: KeyspaceStats::default(),
+            lazyfree: lazyfree::LazyFree::new(),
+            expired_events: Vec::new(),
+            lfu: false,
+        }
+    }
+
+    /// Whether `key` exists and has not expired, without touching it.
+    pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        self.expire_if_needed(db, key, now_ms);
+        self.dbs[db].table.contains(key)
+    }
+
+    /// Deletes `key` if its expiry has passed; returns true if it did.
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        let expired = match self.dbs[db].table.get(key) {
+            Some(e) => matches!(e.expire(), Some(t) if t <= now_ms),
+            None => false,
+        };
+        if expired {
+            self.delete_expired(db, key);
+        }
+        expired
+    }
+
+    fn delete_expired(&mut self, db: usize, key: &[u8]) {
+        if self.remove(db, key).is_some() {
+            self.stats.expired_keys += 1;
+            self.dirty += 1;
+            self.expired_events.push((db, key.to_vec()));
+        }
+    }
+
+    /// Looks a key up for reading: expired keys are deleted first; a hit refreshes the
+    /// access clock unless `touch` is false. Counts keyspace hits and misses.
+    pub fn lookup(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        touch: bool,
+    ) -> Option<EntryRef<'_>> {
+        self.expire_if_needed(db, key, now_ms);
+        let lfu = self.lfu;
+        let table = &mut self.dbs[db].table;
+        let found = if touch {
+            table.get_mut(key).map(|mut e| {
+                let field = if lfu {
+                    lfu_touch(e.lru(), now_ms)
+                } else {
+                    lru_clock(now_ms)
+                };
+                e.set_lru(field);
+                e.into_ref()
+            })
+        } else {
+            table.get(key)
+        };
+        match found {
+            Some(_) => self.stats.keyspace_hits += 1,
+            None => self.stats.keyspace_misses += 1,
+        }
+        found
+    }
+
+    /// Looks a key up for writing.
+    pub fn lookup_mut(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<EntryMut<'_>> {
+        self.expire_if_needed(db, key, now_ms);
+        let lfu = self.lfu;
+        let mut e = self.dbs[db].table.get_mut(key)?;
+        let field = if lfu {
+            lfu_touch(e.lru(), now_ms)
+        } else {
+            lru_clock(now_ms)
+        };
+        e.set_lru(field);
+        Some(e)
+    }
+
+    /// Stores `value` under `key`, replacing any previous value. `expire` is the new
+    /// expiry; `keep_ttl` keeps the old one instead (SET KEEPTTL).
+    pub fn set(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Value,
+        expire: Option<i64>,
+        keep_ttl: bool,
+        now_ms: i64,
+    ) {
+        let d = &mut self.dbs[db];
+        let expire = if keep_ttl {
+            d.table.get(key).and_then(|e| e.expire()).or(expire)
+        } else {
+            expire
+        };
+        let field = if self.lfu {
+            lfu_initial(now_ms)
+        } else {
+            lru_clock(now_ms)
+        };
+        let old = d.table.insert(key, expire, value, field);
+        let old_volatile = matches!(old, Some((_, Some(_))));
+        match (old_volatile, expire.is_some()) {
+            (false, true) => d.volatile += 1,
+            (true, false) => d.volatile -= 1,
+            _ => {}
+        }
+        if let Some((v, _)) = old {
+            self.lazyfree.free(v);
+        }
+    }
+
+    /// Removes a key, returning its value (the caller decides how to free it).
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Value> {
+        let d = &mut self.dbs[db];
+        let (v, exp) = d.table.remove(key)?;
+        if exp.is_some() {
+            d.volatile -= 1;
+        }
+        Some(v)
+    }
+
+    /// Deletes a key, freeing big values in the background. Returns whether it existed.
+    pub fn delete(&mut self, db: usize, key: &[u8]) -> bool {
+        match self.remove(db, key) {
+            Some(v) => {
+                self.lazyfree.free(v);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets or clears a key's expiry. Returns false if the key does not exist.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], expire: Option<i64>) -> bool {
+        let d = &mut self.dbs[db];
+        let had = match d.table.get(key) {
+            Some(e) => e.expire().is_some(),
+            None => return false,
+        };
+        d.table.set_expire(key, expire);
+        match (had, expire.is_some()) {
+            (false, true) => d.volatile += 1,
+            (true, false) => d.volatile -= 1,
+            _ => {}
+        }
+        true
+    }
+
+    /// Empties one database.
+    pub fn flush_db(&mut self, db: usize, lazy: bool) {
+        let d = &mut self.dbs[db];
+        let table = std::mem::take(&mut d.table);
+        d.volatile = 0;
+        d.expire_cursor = 0;
+        d.avg_ttl = 0;
+        if lazy || table.len() > lazyfree::LAZYFREE_THRESHOLD {
+            self.lazyfree.free_table(table);
+        } else {
+            drop(table);
+        }
+    }
+
+    pub fn flush_all(&mut self, lazy: bool) {
+        for db in 0..self.dbs.len() {
+            self.flush_db(db, lazy);
+        }
+    }
+
+    /// Exchanges two databases' contents (SWAPDB).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+    }
+
+    /// Total keys across databases.
+    pub fn key_count(&self) -> usize {
+        self.dbs.iter().map(|d| d.table.len()).sum()
+    }
+
+    /// Background housekeeping for one timer tick: incremental rehashing and shrinking
+    /// (about 1 ms per database with work), and the active expiry cycle within `budget`.
+    pub fn cron(&mut self, now_ms: i64, expire_budget: Duration) {
+        for d in &mut self.dbs {
+            d.table.shrink_if_needed();
+            if d.table.is_rehashing() {
+                d.table.rehash_for(Duration::from_millis(1));
+            }
+        }
+        if !expire_budget.is_zero() {
+            self.active_expire_cycle(now_ms, expire_budget);
+        }
+    }
+
+    /// Walks tables with a cursor, deleting expired keys, until `budget` is spent or
+    /// each volatile database has been visited for a bounded number of buckets.
+    /// Returns the number of keys expired.
+    pub fn active_expire_cycle(&mut self, now_ms: i64, budget: Duration) -> usize {
+        let start = Instant::now();
+        let mut expired_total = 0;
+        let mut sampled_total = 0usize;
+        let mut expired_found = 0usize;
+        for db in 0..self.dbs.len() {
+            if self.dbs[db].volatile == 0 {
+                continue;
+            }
+            // Visit buckets in batches, re-checking the clock between batches.
+            let mut batches = 0;
+            loop {
+                let mut to_delete: Vec<Vec<u8>> = Vec::new();
+                let d = &mut self.dbs[db];
+                let mut cursor = d.expire_cursor;
+                let mut visited = 0;
+                let mut ttl_sum: i64 = 0;
+                let mut ttl_n: i64 = 0;
+                while visited < 64 {
+                    cursor = d.table.scan(cursor, |e| {
+                        if let Some(t) = e.expire() {
+                            sampled_total += 1;
+                            if t <= now_ms {
+                                to_delete.push(e.key().to_vec());
+                            } else {
+                                ttl_sum += t - now_ms;
+                                ttl_n += 1;
+                            }
+                        }
+                    });
+                    visited += 1;
+                    if cursor == 0 {
+                        break;
+                    }
+                }
+                d.expire_cursor = cursor;
+                if ttl_n > 0 {
+                    let avg = ttl_sum / ttl_n;
+                    d.avg_ttl = if d.avg_ttl == 0 {
+                        avg
+                    } else {
+                        (d.avg_ttl / 50) * 49 + avg / 50
+                    };
+                }
+                expired_found += to_delete.len();
+                for k in &to_delete {
+                    self.delete_expired(db, k);
+                }
+                expired_total += to_delete.len();
+                batches += 1;
+                if start.elapsed() >= budget {
+                    self.stats.expired_time_cap_reached_count += 1;
+                    self.finish_cycle(start, sampled_total, expired_found);
+                    return expired_total;
+                }
+                // Keep going on this database only while expired keys are plentiful
+                // (more than 10% of what was sampled), as Redis's adaptive cycle does.
+                if cursor == 0 || batches >= 16 && to_delete.len() * 10 < 64 {
+                    break;
+                }
+                if self.dbs[db].volatile == 0 {
+                    break;
+                }
+            }
+        }
+        self.finish_cycle(start, sampled_total, expired_found);
+        expired_total
+    }
+
+    fn finish_cycle(&mut self, start: Instant, sampled: usize, expired: usize) {
+        self.stats.expire_cycle_cpu_milliseconds += start.elapsed().as_millis() as u64;
+        let current = if sampled > 0 {
+            expired as f64 / sampled as f64
+        } else {
+            0.0
+        };
+        self.stats.expired_stale_perc = current * 0.05 + self.stats.expired_stale_perc * 0.95;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lazy_and_active_expiry() {
+        let mut ks = Keyspace::new(2);
+        let now = 1_000_000;
+        ks.set(0, b"a", Value::Int(1), Some(now + 10), false, now);
+        ks.set(0, b"b", Value::Int(2), None, false, now);
+        assert_eq!(ks.dbs[0].volatile, 1);
+        assert!(ks.lookup(0, b"a", now, true).is_some());
+        assert!(ks.lookup(0, b"a", now + 10, true).is_none());
+        assert_eq!(ks.stats.expired_keys, 1);
+        assert_eq!(ks.dbs[0].volatile, 0);
+        assert_eq!(ks.expired_events, vec![(0, b"a".to_vec())]);
+
+        for i in 0..5000 {
+            ks.set(
+                1,
+                format!("k{i}").as_bytes(),
+                Value::Int(i),
+                Some(now + 5),
+                false,
+                now,
+            );
+        }
+        let mut n = 0;
+        while ks.dbs[1].volatile > 0 {
+            n += ks.active_expire_cycle(now + 6, Duration::from_millis(50));
+        }
+        assert_eq!(n, 5000);
+        assert_eq!(ks.dbs[1].table.len(), 0);
+    }
+
+    #[test]
+    fn keep_ttl_and_volatile_count() {
+        let mut ks = Keyspace::new(1);
+        ks.set(0, b"k", Value::Int(1), Some(50), false, 0);
+        ks.set(0, b"k", Value::Int(2), None, true, 0);
+        assert_eq!(ks.dbs[0].table.get(b"k").unwrap().expire(), Some(50));
+        assert_eq!(ks.dbs[0].volatile, 1);
+        ks.set(0, b"k", Value::Int(3), None, false, 0);
+        assert_eq!(ks.dbs[0].volatile, 0);
+        assert!(ks.set_expire(0, b"k", Some(9)));
+        assert_eq!(ks.dbs[0].volatile, 1);
+        assert!(ks.delete(0, b"k"));
+        assert_eq!(ks.dbs[0].volatile, 0);
+    }
+}

@@ -1,0 +1,631 @@
+//! The key table: a chained hash table of packed entries that grows and shrinks
+//! incrementally.
+//!
+//! Like Redis's dict it keeps two bucket arrays while resizing and moves a few buckets
+//! on every write and on a timer, so doubling at ten million keys never stops the
+//! world. Bucket counts are powers of two, which is what lets SCAN's reverse-binary
+//! cursor visit every bucket of the smaller table together with all of its images in
+//! the larger one: a key present for a whole SCAN is returned at least once even while
+//! the table grows or shrinks between calls.
+
+use std::hash::BuildHasher;
+use std::ptr;
+
+use super::entry::EntryPtr;
+use super::value::{Value, ValueRef};
+
+const INITIAL_BUCKETS: usize = 4;
+/// Buckets examined at most per rehash step when they turn out empty.
+const EMPTY_VISITS_PER_STEP: usize = 10;
+
+pub struct KeyTable {
+    tables: [Vec<*mut u8>; 2],
+    /// Next bucket of `tables[0]` to move while resizing; `None` when not resizing.
+    rehash_idx: Option<usize>,
+    len: usize,
+    hasher: foldhash::fast::FixedState,
+}
+
+// SAFETY: the table exclusively owns every entry reachable from its buckets, and the
+// entries own their boxed payloads, which are `Send` (Value's contents are all `Send`).
+unsafe impl Send for KeyTable {}
+
+/// A borrowed entry: key, expiry and value, valid while the table is borrowed.
+#[derive(Clone, Copy)]
+pub struct EntryRef<'a> {
+    ptr: EntryPtr,
+    _table: std::marker::PhantomData<&'a KeyTable>,
+}
+
+impl<'a> EntryRef<'a> {
+    pub fn key(&self) -> &'a [u8] {
+        self.ptr.key()
+    }
+    pub fn expire(&self) -> Option<i64> {
+        self.ptr.expire()
+    }
+    pub fn value(&self) -> ValueRef<'a> {
+        self.ptr.value()
+    }
+    pub fn lru(&self) -> u32 {
+        self.ptr.lru()
+    }
+    /// Bytes used by the entry and its bucket slot, for MEMORY USAGE.
+    pub fn alloc_size(&self) -> usize {
+        self.ptr.alloc_size()
+    }
+}
+
+/// A mutably borrowed entry.
+pub struct EntryMut<'a> {
+    ptr: EntryPtr,
+    _table: std::marker::PhantomData<&'a mut KeyTable>,
+}
+
+impl<'a> EntryMut<'a> {
+    pub fn key(&self) -> &[u8] {
+        self.ptr.key()
+    }
+    pub fn expire(&self) -> Option<i64> {
+        self.ptr.expire()
+    }
+    pub fn value(&self) -> ValueRef<'_> {
+        self.ptr.value()
+    }
+    pub fn object_mut(&mut self) -> Option<&mut super::value::Object> {
+        self.ptr.object_mut()
+    }
+    pub fn raw_string_mut(&mut self) -> Option<&mut Vec<u8>> {
+        self.ptr.raw_string_mut()
+    }
+    pub fn set_int_in_place(&mut self, n: i64) -> bool {
+        self.ptr.set_int_in_place(n)
+    }
+    pub fn set_expire_in_place(&mut self, t: i64) -> bool {
+        self.ptr.set_expire_in_place(t)
+    }
+    pub fn set_lru(&mut self, lru: u32) {
+        self.ptr.set_lru(lru)
+    }
+    pub fn lru(&self) -> u32 {
+        self.ptr.lru()
+    }
+    pub fn into_ref(self) -> EntryRef<'a> {
+        EntryRef {
+            ptr: self.ptr,
+            _table: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Default for KeyTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeyTable {
+    pub fn new() -> Self {
+        KeyTable {
+            tables: [Vec::new(), Vec::new()],
+            rehash_idx: None,
+            len: 0,
+            hasher: foldhash::fast::FixedState::with_seed(fastrand::u64(..)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Total bucket slots, for INFO-style reporting and tests.
+    pub fn buckets(&self) -> usize {
+        self.tables[0].len() + self.tables[1].len()
+    }
+
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_idx.is_some()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Finds the link (bucket slot or predecessor's `next` field) pointing at `key`'s entry.
+    fn find_link(&self, key: &[u8], h: u64) -> Option<*mut *mut u8> {
+        for t in 0..=1 {
+            let table = &self.tables[t];
+            if table.is_empty() {
+                continue;
+            }
+            let idx = (h as usize) & (table.len() - 1);
+            let mut link = table.as_ptr().wrapping_add(idx) as *mut *mut u8;
+            // SAFETY: `link` points at a bucket slot of a live table or at the `next`
+            // field of a live entry; chains contain only live entries.
+            unsafe {
+                while !(*link).is_null() {
+                    let e = EntryPtr::from_raw(*link);
+                    if e.key() == key {
+                        return Some(link);
+                    }
+                    link = e.next_slot();
+                }
+            }
+            if self.rehash_idx.is_none() {
+                break;
+            }
+        }
+        None
+    }
+
+    fn find(&self, key: &[u8]) -> Option<EntryPtr> {
+        if self.len == 0 {
+            return None;
+        }
+        let h = self.hash(key);
+        // SAFETY: a found link points at a live entry.
+        self.find_link(key, h)
+            .map(|l| unsafe { EntryPtr::from_raw(*l) })
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<EntryRef<'_>> {
+        self.find(key).map(|ptr| EntryRef {
+            ptr,
+            _table: std::marker::PhantomData,
+        })
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<EntryMut<'_>> {
+        self.rehash_step();
+        self.find(key).map(|ptr| EntryMut {
+            ptr,
+            _table: std::marker::PhantomData,
+        })
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// Inserts or replaces `key`. Returns the previous value and expiry if there was one.
+    pub fn insert(
+        &mut self,
+        key: &[u8],
+        expire: Option<i64>,
+        value: Value,
+        lru: u32,
+    ) -> Option<(Value, Option<i64>)> {
+        self.rehash_step();
+        let h = self.hash(key);
+        let entry = EntryPtr::new(key, expire, value, lru);
+        if let Some(link) = self.find_link(key, h) {
+            // SAFETY: `link` holds the live old entry; the new one takes its place in the
+            // chain, after which the old one is unlinked and freed exactly once.
+            unsafe {
+                let old = EntryPtr::from_raw(*link);
+                entry.set_next(old.next());
+                *link = entry.as_ptr();
+                return Some(old.into_value());
+            }
+        }
+        self.expand_if_needed();
+        let t = if self.rehash_idx.is_some() { 1 } else { 0 };
+        let table = &mut self.tables[t];
+        let idx = (h as usize) & (table.len() - 1);
+        entry.set_next(table[idx]);
+        table[idx] = entry.as_ptr();
+        self.len += 1;
+        None
+    }
+
+    /// Rebuilds `key`'s entry with a new expiry, keeping value and access clock.
+    /// Returns false if the key is absent.
+    pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>) -> bool {
+        let h = self.hash(key);
+        let Some(link) = self.find_link(key, h) else {
+            return false;
+        };
+        // SAFETY: as in `insert`: the rebuilt entry replaces the old one in its chain.
+        unsafe {
+            let old = EntryPtr::from_raw(*link);
+            if let Some(t) = expire {
+                if old.set_expire_in_place(t) {
+                    return true;
+                }
+            } else if old.expire().is_none() {
+                return true;
+            }
+            let next = old.next();
+            let lru = old.lru();
+            let (value, _) = old.into_value();
+            let entry = EntryPtr::new(key, expire, value, lru);
+            entry.set_next(next);
+            *link = entry.as_ptr();
+        }
+        true
+    }
+
+    /// Removes `key`, returning its value and expiry.
+    pub fn remove(&mut self, key: &[u8]) -> Option<(Value, Option<i64>)> {
+        if self.len == 0 {
+            return None;
+        }
+        self.rehash_step();
+        let h = self.hash(key);
+        let link = self.find_link(key, h)?;
+        // SAFETY: unlink the entry from its chain, then free it exactly once.
+        unsafe {
+            let old = EntryPtr::from_raw(*link);
+            *link = old.next();
+            self.len -= 1;
+            Some(old.into_value())
+        }
+    }
+
+    /// Removes every entry, handing the values to `sink` (which may drop them here or
+    /// on another thread).
+    pub fn clear_into(&mut self, mut sink: impl FnMut(Value)) {
+        for t in 0..2 {
+            let table = std::mem::take(&mut self.tables[t]);
+            for mut p in table {
+                while !p.is_null() {
+                    // SAFETY: each chained entry is visited once and freed after reading
+                    // its successor.
+                    unsafe {
+                        let e = EntryPtr::from_raw(p);
+                        p = e.next();
+                        sink(e.into_value().0);
+                    }
+                }
+            }
+        }
+        self.rehash_idx = None;
+        self.len = 0;
+    }
+
+    fn expand_if_needed(&mut self) {
+        if self.rehash_idx.is_some() {
+            return;
+        }
+        if self.tables[0].is_empty() {
+            self.tables[0] = vec![ptr::null_mut(); INITIAL_BUCKETS];
+            return;
+        }
+        if self.len >= self.tables[0].len() {
+            self.start_resize((self.len + 1).next_power_of_two());
+        }
+    }
+
+    /// Starts shrinking when the table is under 10% full, as Redis does from its cron.
+    pub fn shrink_if_needed(&mut self) {
+        if self.rehash_idx.is_some() {
+            return;
+        }
+        let size = self.tables[0].len();
+        if size > INITIAL_BUCKETS && self.len * 100 / size < 10 {
+            self.start_resize(self.len.next_power_of_two().max(INITIAL_BUCKETS));
+        }
+    }
+
+    fn start_resize(&mut self, buckets: usize) {
+        if buckets == self.tables[0].len() {
+            return;
+        }
+        // A zeroed allocation: the pages are mapped lazily, so even a 128 MB bucket
+        // array costs no pause here.
+        self.tables[1] = vec![ptr::null_mut(); buckets];
+        self.rehash_idx = Some(0);
+    }
+
+    /// Moves one bucket (skipping a few empty ones) from the old table to the new.
+    pub fn rehash_step(&mut self) {
+        let Some(mut idx) = self.rehash_idx else {
+            return;
+        };
+        let mut empty_visits = EMPTY_VISITS_PER_STEP;
+        let old_len = self.tables[0].len();
+        while idx < old_len && self.tables[0][idx].is_null() {
+            idx += 1;
+            empty_visits -= 1;
+            if empty_visits == 0 {
+                self.rehash_idx = Some(idx);
+                return;
+            }
+        }
+        if idx < old_len {
+            let mut p = std::mem::replace(&mut self.tables[0][idx], ptr::null_mut());
+            let mask = self.tables[1].len() - 1;
+            while !p.is_null() {
+                // SAFETY: each entry of the moved chain is relinked into the new table
+                // exactly once; entries themselves do not move in memory.
+                unsafe {
+                    let e = EntryPtr::from_raw(p);
+                    p = e.next();
+                    let slot = (self.hash(e.key()) as usize) & mask;
+                    e.set_next(self.tables[1][slot]);
+                    self.tables[1][slot] = e.as_ptr();
+                }
+            }
+            idx += 1;
+        }
+        if idx >= old_len {
+            self.tables[0] = std::mem::take(&mut self.tables[1]);
+            self.rehash_idx = None;
+        } else {
+            self.rehash_idx = Some(idx);
+        }
+    }
+
+    /// Rehashes for up to `budget`; returns true if a resize is still in progress.
+    pub fn rehash_for(&mut self, budget: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        while self.rehash_idx.is_some() {
+            for _ in 0..100 {
+                self.rehash_step();
+            }
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+        self.rehash_idx.is_some()
+    }
+
+    /// Visits buckets from `cursor` on, calling `f` on each entry of at least one bucket
+    /// (and all its images in the other table while resizing). Returns the next cursor,
+    /// 0 when the iteration is complete. This is Redis's reverse-binary cursor scan.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(EntryRef<'_>)) -> u64 {
+        if self.len == 0 {
+            return 0;
+        }
+        let mut v = cursor;
+        let mut emit_bucket = |table: &Vec<*mut u8>, idx: usize| {
+            let mut p = table[idx];
+            while !p.is_null() {
+                // SAFETY: chains hold live entries; the table is borrowed immutably.
+                let e = unsafe { EntryPtr::from_raw(p) };
+                p = e.next();
+                f(EntryRef {
+                    ptr: e,
+                    _table: std::marker::PhantomData,
+                });
+            }
+        };
+        if self.rehash_idx.is_none() {
+            let m0 = (self.tables[0].len() - 1) as u64;
+            emit_bucket(&self.tables[0], (v & m0) as usize);
+            v |= !m0;
+            v = v.reverse_bits().wrapping_add(1).reverse_bits();
+        } else {
+            let (small, large) = if self.tables[0].len() <= self.tables[1].len() {
+                (&self.tables[0], &self.tables[1])
+            } else {
+                (&self.tables[1], &self.tables[0])
+            };
+            let m0 = (small.len() - 1) as u64;
+            let m1 = (large.len() - 1) as u64;
+            emit_bucket(small, (v & m0) as usize);
+            loop {
+                emit_bucket(large, (v & m1) as usize);
+                v |= !m1;
+                v = v.reverse_bits().wrapping_add(1).reverse_bits();
+                if v & (m0 ^ m1) == 0 {
+                    break;
+                }
+            }
+        }
+        v
+    }
+
+    /// A uniformly chosen bucket's random entry (Redis's approach: fair enough for
+    /// RANDOMKEY and eviction sampling, and O(1) on a table that is not nearly empty).
+    pub fn random_entry(&self) -> Option<EntryRef<'_>> {
+        if self.len == 0 {
+            return None;
+        }
+        loop {
+            let p = match self.rehash_idx {
+                Some(done) => {
+                    let n0 = self.tables[0].len();
+                    let total = n0 + self.tables[1].len();
+                    let i = done + fastrand::usize(..total - done);
+                    if i < n0 {
+                        self.tables[0][i]
+                    } else {
+                        self.tables[1][i - n0]
+                    }
+                }
+                None => self.tables[0][fastrand::usize(..self.tables[0].len())],
+            };
+            if p.is_null() {
+                continue;
+            }
+            let mut chain = 0;
+            let mut q = p;
+            while !q.is_null() {
+                chain += 1;
+                // SAFETY: live chain entries.
+                q = unsafe { EntryPtr::from_raw(q) }.next();
+            }
+            let mut pick = fastrand::usize(..chain);
+            let mut q = p;
+            while pick > 0 {
+                // SAFETY: live chain entries.
+                q = unsafe { EntryPtr::from_raw(q) }.next();
+                pick -= 1;
+            }
+            // SAFETY: `q` is a live entry of the chain.
+            let ptr = unsafe { EntryPtr::from_raw(q) };
+            return Some(EntryRef {
+                ptr,
+                _table: std::marker::PhantomData,
+            });
+        }
+    }
+}
+
+impl Drop for KeyTable {
+    fn drop(&mut self) {
+        self.clear_into(drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn val(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    fn int_of(v: ValueRef<'_>) -> i64 {
+        match v {
+            ValueRef::Int(n) => n,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn insert_get_remove_through_resizes() {
+        let mut t = KeyTable::new();
+        for i in 0..10_000i64 {
+            assert!(t
+                .insert(format!("k{i}").as_bytes(), None, val(i), 0)
+                .is_none());
+        }
+        assert_eq!(t.len(), 10_000);
+        for i in 0..10_000i64 {
+            assert_eq!(
+                int_of(t.get(format!("k{i}").as_bytes()).unwrap().value()),
+                i
+            );
+        }
+        let old = t.insert(b"k5", Some(99), val(-5), 0).unwrap();
+        assert!(matches!(old, (Value::Int(5), None)));
+        assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
+        for i in 0..9_990i64 {
+            assert!(t.remove(format!("k{i}").as_bytes()).is_some());
+        }
+        assert_eq!(t.len(), 10);
+        t.shrink_if_needed();
+        t.rehash_for(std::time::Duration::from_secs(1));
+        assert!(t.buckets() <= 16, "shrunk to {}", t.buckets());
+        for i in 9_990..10_000i64 {
+            assert!(t.contains(format!("k{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn set_expire_rebuilds_and_keeps_value() {
+        let mut t = KeyTable::new();
+        t.insert(b"a", None, Value::Str(b"hello".to_vec()), 7);
+        assert!(t.set_expire(b"a", Some(1000)));
+        assert!(t.set_expire(b"a", Some(2000)));
+        let e = t.get(b"a").unwrap();
+        assert_eq!(e.expire(), Some(2000));
+        assert_eq!(e.lru(), 7);
+        assert!(matches!(e.value(), ValueRef::Emb(b"hello")));
+        assert!(t.set_expire(b"a", None));
+        assert_eq!(t.get(b"a").unwrap().expire(), None);
+        assert!(!t.set_expire(b"missing", Some(1)));
+    }
+
+    /// Every key present for the whole scan is returned, whatever resizes happen between
+    /// calls.
+    #[test]
+    fn scan_guarantee_across_growth_and_shrink() {
+        let mut t = KeyTable::new();
+        for i in 0..1000 {
+            t.insert(format!("stable{i}").as_bytes(), None, val(i), 0);
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            cursor = t.scan(cursor, |e| {
+                seen.insert(e.key().to_vec());
+            });
+            // Alternate heavy growth and heavy shrinkage while scanning.
+            if round % 20 < 10 {
+                for j in 0..300 {
+                    t.insert(format!("tmp{round}_{j}").as_bytes(), None, val(0), 0);
+                }
+            } else {
+                for r in (round - 10)..round {
+                    for j in 0..300 {
+                        t.remove(format!("tmp{r}_{j}").as_bytes());
+                    }
+                }
+                t.shrink_if_needed();
+            }
+            round += 1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..1000 {
+            assert!(
+                seen.contains(format!("stable{i}").as_bytes()),
+                "missed stable{i}"
+            );
+        }
+    }
+
+    #[test]
+    fn random_entry_finds_members() {
+        let mut t = KeyTable::new();
+        assert!(t.random_entry().is_none());
+        for i in 0..50 {
+            t.insert(format!("r{i}").as_bytes(), None, val(i), 0);
+        }
+        let mut seen = HashSet::new();
+        for _ in 0..2000 {
+            seen.insert(t.random_entry().unwrap().key().to_vec());
+        }
+        assert!(seen.len() > 40);
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_hashmap(ops in prop::collection::vec((0u8..4, 0u16..200, any::<i64>()), 1..600)) {
+            let mut t = KeyTable::new();
+            let mut model: HashMap<Vec<u8>, (i64, Option<i64>)> = HashMap::new();
+            for (op, k, v) in ops {
+                let key = format!("key{k}").into_bytes();
+                match op {
+                    0 => {
+                        let exp = if v % 3 == 0 { Some(v) } else { None };
+                        let old = t.insert(&key, exp, Value::Int(v), 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
+                        prop_assert_eq!(old, model.insert(key, (v, exp)));
+                    }
+                    1 => {
+                        let old = t.remove(&key).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
+                        prop_assert_eq!(old, model.remove(&key));
+                    }
+                    2 => {
+                        let exp = if v % 2 == 0 { Some(v) } else { None };
+                        let present = t.set_expire(&key, exp);
+                        prop_assert_eq!(present, model.contains_key(&key));
+                        if let Some(e) = model.get_mut(&key) { e.1 = exp; }
+                    }
+                    _ => t.shrink_if_needed(),
+                }
+                prop_assert_eq!(t.len(), model.len());
+            }
+            for (k, (v, e)) in &model {
+                let got = t.get(k).unwrap();
+                prop_assert_eq!(int_of(got.value()), *v);
+                prop_assert_eq!(got.expire(), *e);
+            }
+            let mut all = HashSet::new();
+            let mut c = 0;
+            loop { c = t.scan(c, |e| { all.insert(e.key().to_vec()); }); if c == 0 { break; } }
+            prop_assert_eq!(all.len(), model.len());
+        }
+    }
+}

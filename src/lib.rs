@@ -1,0 +1,22 @@
+//! Cinnabar: a Redis-compatible data-structure server.
+//!
+//! Layers, each depending only on those above it in this list:
+//! `util` and `protocol` (wire format), `types` (data-type internals), `keyspace`
+//! (databases, key table, expiry), `commands` (the command table and families),
+//! `exec` (the single-threaded executor), `net` (the event loop) and `embedded`
+//! (the in-process API). `config` and `log` serve the process.
+
+pub mod alloc;
+pub mod commands;
+pub mod config;
+pub mod embedded;
+pub mod exec;
+pub mod keyspace;
+pub mod log;
+pub mod net;
+pub mod protocol;
+pub mod types;
+pub mod util;
+
+/// Cinnabar's own version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

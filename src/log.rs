@@ -1,0 +1,117 @@
+//! Redis-style log lines: `pid:M 22 Nov 2026 11:43:00.123 * message`, to stdout or the
+//! configured `logfile`, filtered by `loglevel`.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+static LEVEL: AtomicU8 = AtomicU8::new(2);
+static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+const DEBUG: u8 = 0;
+const VERBOSE: u8 = 1;
+const NOTICE: u8 = 2;
+const WARNING: u8 = 3;
+
+/// Applies `loglevel` and `logfile`.
+pub fn configure(level: &str, file: &str) -> std::io::Result<()> {
+    LEVEL.store(
+        match level {
+            "debug" => DEBUG,
+            "verbose" => VERBOSE,
+            "notice" => NOTICE,
+            "warning" => WARNING,
+            _ => u8::MAX,
+        },
+        Ordering::Relaxed,
+    );
+    let f = if file.is_empty() {
+        None
+    } else {
+        Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)?,
+        )
+    };
+    *FILE.lock().unwrap_or_else(|e| e.into_inner()) = f;
+    Ok(())
+}
+
+pub fn debug(msg: &str) {
+    write(DEBUG, msg)
+}
+
+pub fn verbose(msg: &str) {
+    write(VERBOSE, msg)
+}
+
+pub fn notice(msg: &str) {
+    write(NOTICE, msg)
+}
+
+pub fn warning(msg: &str) {
+    write(WARNING, msg)
+}
+
+fn write(level: u8, msg: &str) {
+    if level < LEVEL.load(Ordering::Relaxed) {
+        return;
+    }
+    let mark = ['.', '-', '*', '#'][level as usize];
+    let line = format!(
+        "{}:M {} {mark} {msg}\n",
+        std::process::id(),
+        timestamp(crate::keyspace::unix_ms())
+    );
+    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    match file.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(line.as_bytes());
+        }
+    }
+}
+
+/// `22 Nov 2026 11:43:00.123` (UTC) for a unix time in ms.
+pub fn timestamp(ms: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86400);
+    let sod = secs.rem_euclid(86400);
+    // Days to civil date (proleptic Gregorian), after Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    format!(
+        "{day:02} {} {year} {:02}:{:02}:{:02}.{:03}",
+        MONTHS[(month - 1) as usize],
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_dates() {
+        assert_eq!(super::timestamp(0), "01 Jan 1970 00:00:00.000");
+        assert_eq!(
+            super::timestamp(1_795_349_000_123),
+            "22 Nov 2026 12:03:20.123"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! The `cinnabar` binary, used exactly like `redis-server`:
+//! `cinnabar [/path/to/redis.conf] [--directive value ...]`.
+
+use cinnabar::config::Config;
+
+#[global_allocator]
+static GLOBAL: cinnabar::alloc::CountingAlloc = cinnabar::alloc::CountingAlloc;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-v" || a == "--version") {
+        println!(
+            "Cinnabar server v={} (Redis {} compatible)",
+            cinnabar::VERSION,
+            cinnabar::commands::connection::REDIS_VERSION
+        );
+        return;
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("Usage: cinnabar [/path/to/redis.conf] [options]\n       cinnabar -v or --version\n       cinnabar -h or --help\n\nExamples:\n       cinnabar (run the server with default config)\n       cinnabar /etc/redis/6379.conf\n       cinnabar --port 7777\n       cinnabar /etc/myredis.conf --loglevel verbose");
+        return;
+    }
+    let config = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = cinnabar::log::configure(&config.loglevel, &config.logfile) {
+        eprintln!("Can't open the log file: {e}");
+        std::process::exit(1);
+    }
+    if let Err(e) = std::env::set_current_dir(&config.dir) {
+        eprintln!("Can't chdir to '{}': {e}", config.dir.display());
+        std::process::exit(1);
+    }
+    if !config.pidfile.is_empty() {
+        let _ = std::fs::write(&config.pidfile, format!("{}\n", std::process::id()));
+    }
+    cinnabar::log::notice(&format!(
+        "Cinnabar {} starting, pid={}",
+        cinnabar::VERSION,
+        std::process::id()
+    ));
+    let pidfile = config.pidfile.clone();
+    let mut server = match cinnabar::net::Server::bind(config) {
+        Ok(s) => s,
+        Err(e) => {
+            cinnabar::log::warning(&e.to_string());
+            std::process::exit(1);
+        }
+    };
+    cinnabar::log::notice("Server initialized");
+    let result = server.run();
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
+    if let Err(e) = result {
+        cinnabar::log::warning(&format!("Event loop failed: {e}"));
+        std::process::exit(1);
+    }
+}

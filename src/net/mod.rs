@@ -1,0 +1,435 @@
+//! Layer 6: the network event loop on mio (epoll, edge-triggered).
+//!
+//! One thread accepts, reads, parses and hands whole commands to the executor, then
+//! writes each client's encoded replies with one `write` per connection per loop turn.
+//! A connection owns only its socket, read buffer and parser state; everything a
+//! command can see lives in the executor. Reads are bounded per turn so one client
+//! pipelining megabytes cannot starve the others.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::config::Config;
+use crate::exec::Executor;
+use crate::protocol::{Limits, Request, RequestParser};
+
+/// Bytes read per `read` call at most, and per connection per loop turn at most.
+const READ_CHUNK: usize = 64 * 1024;
+const READ_BUDGET_PER_TURN: usize = 1024 * 1024;
+/// Output buffers larger than this are released once drained.
+const OUT_KEEP: usize = 64 * 1024;
+
+const SIGNAL_TOKEN: Token = Token(usize::MAX);
+const LISTENER_BASE: usize = usize::MAX - 64;
+
+struct Conn {
+    stream: TcpStream,
+    /// Read buffer: bytes `start..end` are received but not yet consumed.
+    rbuf: Vec<u8>,
+    start: usize,
+    end: usize,
+    parser: RequestParser,
+    /// Owned arguments of an inline command (multibulk arguments are borrowed).
+    inline: Vec<Vec<u8>>,
+}
+
+pub struct Server {
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    conns: Vec<Option<Conn>>,
+    pub ex: Executor,
+    signals: mio::net::UnixStream,
+    /// Connections with unread input left over from the last turn's budget.
+    pending_reads: Vec<usize>,
+    /// Connections whose next command is held back (CLIENT PAUSE).
+    held: Vec<usize>,
+}
+
+/// Parses a `bind` entry (`127.0.0.1`, `-::1`, `*`, `::*`) into an address and whether
+/// failing to bind it is tolerated.
+fn bind_addr(entry: &str, port: u16) -> Option<(SocketAddr, bool)> {
+    let (optional, addr) = match entry.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, entry),
+    };
+    let ip: IpAddr = match addr {
+        "*" => IpAddr::from([0, 0, 0, 0]),
+        "::*" => IpAddr::from([0u16; 8]),
+        a => a.parse().ok()?,
+    };
+    Some((SocketAddr::new(ip, port), optional))
+}
+
+impl Server {
+    /// Binds the configured addresses and prepares the loop.
+    pub fn bind(config: Config) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        let mut listeners = Vec::new();
+        for entry in &config.bind {
+            let Some((addr, optional)) = bind_addr(entry, config.port) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("Invalid bind address '{entry}'"),
+                ));
+            };
+            match TcpListener::bind(addr) {
+                Ok(l) => listeners.push(l),
+                Err(e) if optional => {
+                    crate::log::verbose(&format!("Skipping optional bind {addr}: {e}"))
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "Failed listening on port {} (tcp), aborting: {e}",
+                            config.port
+                        ),
+                    ))
+                }
+            }
+        }
+        for (i, l) in listeners.iter_mut().enumerate() {
+            poll.registry()
+                .register(l, Token(LISTENER_BASE + i), Interest::READABLE)?;
+        }
+        let (sig_read, sig_write) = std::os::unix::net::UnixStream::pair()?;
+        sig_read.set_nonblocking(true)?;
+        sig_write.set_nonblocking(true)?;
+        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::low_level::pipe::register(sig, sig_write.try_clone()?)?;
+        }
+        let mut signals = mio::net::UnixStream::from_std(sig_read);
+        poll.registry()
+            .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        Ok(Server {
+            poll,
+            listeners,
+            conns: Vec::new(),
+            ex: Executor::new(config),
+            signals,
+            pending_reads: Vec::new(),
+            held: Vec::new(),
+        })
+    }
+
+    /// The addresses actually bound.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
+    }
+
+    /// Runs until SHUTDOWN or a termination signal.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        crate::log::notice("Ready to accept connections tcp");
+        loop {
+            let timeout = if self.pending_reads.is_empty() && self.held.is_empty() {
+                Duration::from_millis(self.ex.ms_until_cron().max(1))
+            } else if self.pending_reads.is_empty() {
+                Duration::from_millis(1)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    SIGNAL_TOKEN => self.on_signal(),
+                    Token(t) if t >= LISTENER_BASE => self.accept(t - LISTENER_BASE),
+                    Token(slot) => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read_and_process(slot);
+                        }
+                        if ev.is_writable() {
+                            self.flush(slot);
+                        }
+                    }
+                }
+            }
+            for slot in std::mem::take(&mut self.pending_reads) {
+                self.read_and_process(slot);
+            }
+            for slot in std::mem::take(&mut self.held) {
+                self.process(slot);
+            }
+            self.flush_pending();
+            self.ex.cron();
+            self.close_marked();
+            if self.ex.shutdown.is_some() {
+                self.flush_pending();
+                crate::log::warning("Cinnabar is now ready to exit, bye bye...");
+                return Ok(());
+            }
+        }
+    }
+
+    fn on_signal(&mut self) {
+        let mut buf = [0u8; 64];
+        while let Ok(n) = self.signals.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        crate::log::warning("Received SIGTERM scheduling shutdown...");
+        self.ex.shutdown = Some(crate::exec::ShutdownRequest { save: None });
+    }
+
+    fn accept(&mut self, idx: usize) {
+        loop {
+            let (mut stream, peer) = match self.listeners[idx].accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    crate::log::warning(&format!("Accepting client connection: {e}"));
+                    return;
+                }
+            };
+            if self.ex.client_count() >= self.ex.config.maxclients {
+                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                self.ex.stats.rejected_connections += 1;
+                continue;
+            }
+            if self.ex.config.protected_mode
+                && self.ex.config.requirepass.is_none()
+                && !peer.ip().is_loopback()
+            {
+                let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
+                self.ex.stats.rejected_connections += 1;
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let laddr = stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let fd = stream.as_raw_fd() as i64;
+            let slot = self.ex.connect(peer.to_string(), laddr, fd);
+            if let Err(e) = self.poll.registry().register(
+                &mut stream,
+                Token(slot),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                crate::log::warning(&format!("Registering client: {e}"));
+                self.ex.disconnect(slot);
+                continue;
+            }
+            if self.conns.len() <= slot {
+                self.conns.resize_with(slot + 1, || None);
+            }
+            self.conns[slot] = Some(Conn {
+                stream,
+                rbuf: Vec::new(),
+                start: 0,
+                end: 0,
+                parser: RequestParser::new(),
+                inline: Vec::new(),
+            });
+            crate::log::verbose(&format!("Accepted {peer}"));
+        }
+    }
+
+    /// Reads what the socket has (within this turn's budget) and runs complete commands.
+    fn read_and_process(&mut self, slot: usize) {
+        let qbuf_limit = self.ex.config.client_query_buffer_limit as usize;
+        let mut budget = READ_BUDGET_PER_TURN;
+        loop {
+            let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+                return;
+            };
+            // Grow only by what is about to be read, never by an announced size.
+            let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
+            let room = READ_CHUNK.max(want.saturating_sub(conn.end - conn.start));
+            if conn.rbuf.len() - conn.end < room {
+                if conn.start > 0
+                    && conn.end - conn.start < conn.rbuf.len() / 2
+                    && !conn.parser.in_progress()
+                {
+                    conn.rbuf.copy_within(conn.start..conn.end, 0);
+                    conn.end -= conn.start;
+                    conn.start = 0;
+                }
+                if conn.rbuf.len() - conn.end < room {
+                    let new_len = (conn.end + room).max(conn.rbuf.len() * 3 / 2);
+                    conn.rbuf.resize(new_len, 0);
+                }
+            }
+            let limit = (conn.end + room).min(conn.rbuf.len());
+            match conn.stream.read(&mut conn.rbuf[conn.end..limit]) {
+                Ok(0) => {
+                    self.close(slot);
+                    return;
+                }
+                Ok(n) => {
+                    conn.end += n;
+                    self.ex.stats.total_net_input_bytes += n as u64;
+                    if conn.end - conn.start > qbuf_limit {
+                        crate::log::warning("Closing client that reached max query buffer length");
+                        self.ex.stats.client_qbuf_limit_disconnections += 1;
+                        self.close(slot);
+                        return;
+                    }
+                    self.process(slot);
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        self.pending_reads.push(slot);
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.close(slot);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs every complete command in the connection's buffer.
+    fn process(&mut self, slot: usize) {
+        let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+            return;
+        };
+        let ex = &mut self.ex;
+        loop {
+            if conn.start == conn.end {
+                conn.start = 0;
+                conn.end = 0;
+                break;
+            }
+            {
+                let c = ex.client(slot);
+                if c.close_after_reply || c.close_asap {
+                    break;
+                }
+            }
+            let limits = Limits {
+                max_bulk_len: ex.config.proto_max_bulk_len,
+                authenticated: ex.client(slot).authenticated,
+            };
+            let buf = &conn.rbuf[conn.start..conn.end];
+            match conn.parser.parse(buf, &limits) {
+                Ok(None) => break,
+                Ok(Some(Request::Empty { consumed })) => conn.start += consumed,
+                Ok(Some(Request::Multibulk { consumed })) => {
+                    let args: smallvec::SmallVec<[&[u8]; 8]> = conn
+                        .parser
+                        .ranges()
+                        .iter()
+                        .map(|&(s, e)| &buf[s..e])
+                        .collect();
+                    if !ex.can_run(slot, args.first().copied()) {
+                        self.held.push(slot);
+                        break;
+                    }
+                    ex.execute_and_reply(slot, &args);
+                    conn.start += consumed;
+                }
+                Ok(Some(Request::Inline { consumed, args })) => {
+                    conn.inline = args;
+                    let args: smallvec::SmallVec<[&[u8]; 8]> =
+                        conn.inline.iter().map(|a| a.as_slice()).collect();
+                    if !ex.can_run(slot, args.first().copied()) {
+                        self.held.push(slot);
+                        break;
+                    }
+                    ex.execute_and_reply(slot, &args);
+                    conn.start += consumed;
+                }
+                Err(e) => {
+                    crate::log::verbose(&format!(
+                        "Protocol error ({}) from client: {}",
+                        e.0,
+                        ex.client(slot).addr
+                    ));
+                    let c = ex.client_mut(slot);
+                    c.push_reply(&crate::protocol::Reply::error(format!("ERR {}", e.0)));
+                    c.close_after_reply = true;
+                    ex.mark_pending_write(slot);
+                    break;
+                }
+            }
+        }
+        ex.client_mut(slot).qbuf = conn.end - conn.start;
+    }
+
+    /// Writes every client with new output once.
+    fn flush_pending(&mut self) {
+        let pending = std::mem::take(&mut self.ex.pending_writes);
+        for slot in pending {
+            if let Some(Some(_)) = self.conns.get(slot) {
+                self.ex.client_mut(slot).pending_write = false;
+                self.flush(slot);
+            }
+        }
+    }
+
+    fn flush(&mut self, slot: usize) {
+        let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+            return;
+        };
+        let c = self.ex.client_mut(slot);
+        if c.close_asap {
+            self.close(slot);
+            return;
+        }
+        if c.pending_output() > 0 {
+            match conn.stream.write(&c.out[c.out_pos..]) {
+                Ok(n) => {
+                    c.out_pos += n;
+                    self.ex.stats.total_net_output_bytes += n as u64;
+                }
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.close(slot);
+                    return;
+                }
+            }
+        }
+        let c = self.ex.client_mut(slot);
+        if c.pending_output() == 0 {
+            c.out.clear();
+            c.out_pos = 0;
+            if c.out.capacity() > OUT_KEEP {
+                c.out.shrink_to(OUT_KEEP);
+            }
+            if c.close_after_reply {
+                self.close(slot);
+            }
+        }
+    }
+
+    /// Closes clients the executor marked (CLIENT KILL, idle timeout, buffer limits).
+    fn close_marked(&mut self) {
+        let marked: Vec<usize> = self
+            .ex
+            .clients()
+            .filter(|(_, c)| c.close_asap || (c.close_after_reply && c.pending_output() == 0))
+            .map(|(s, _)| s)
+            .collect();
+        for slot in marked {
+            self.close(slot);
+        }
+    }
+
+    fn close(&mut self, slot: usize) {
+        if let Some(mut conn) = self.conns.get_mut(slot).and_then(|c| c.take()) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            self.ex.disconnect(slot);
+        }
+    }
+}
+
+const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";

@@ -1,0 +1,7 @@
+//! Layer 1: the RESP2/RESP3 wire protocol — request parsing and reply encoding.
+
+pub mod parser;
+pub mod reply;
+
+pub use parser::{Limits, ProtocolError, Request, RequestParser};
+pub use reply::Reply;

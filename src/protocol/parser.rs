@@ -1,0 +1,507 @@
+//! Incremental request parser: RESP multibulk and inline commands.
+//!
+//! The parser never copies a multibulk argument: it records `(start, end)` ranges into
+//! the connection's read buffer, and keeps its position across calls so that a command
+//! arriving in many small reads is scanned once, not once per read. It never reserves
+//! memory for an announced bulk length: the buffer grows only with bytes that arrived,
+//! so a client announcing 500 MB and stalling costs nothing.
+//!
+//! Errors carry Redis's exact `Protocol error: …` text; the caller replies with it and
+//! closes the connection, as Redis does.
+
+use memchr::memchr;
+
+/// Longest inline command or `*`/`$` header line accepted (Redis's PROTO_INLINE_MAX_SIZE).
+pub const MAX_INLINE_SIZE: usize = 64 * 1024;
+
+/// Limits enforced while parsing.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `proto-max-bulk-len`.
+    pub max_bulk_len: i64,
+    /// Whether the client has authenticated (unauthenticated clients get tight limits).
+    pub authenticated: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: 512 * 1024 * 1024,
+            authenticated: true,
+        }
+    }
+}
+
+/// One complete request found at the start of the buffer.
+#[derive(Debug, PartialEq)]
+pub enum Request {
+    /// A multibulk command; its arguments are the parser's `ranges()` into the buffer.
+    Multibulk { consumed: usize },
+    /// An inline command; arguments are unquoted copies.
+    Inline { consumed: usize, args: Vec<Vec<u8>> },
+    /// Bytes that hold no command (an empty line, `*0`, `*-1`): drop them.
+    Empty { consumed: usize },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    /// Arguments still to read in the current multibulk; `None` outside one.
+    remaining: Option<usize>,
+    /// Where parsing resumes, relative to the start of the current command.
+    pos: usize,
+    /// Length of the bulk whose header was read but whose payload has not fully arrived.
+    pending_bulk: Option<usize>,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl RequestParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Argument ranges of the last `Request::Multibulk`, relative to the buffer given.
+    pub fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges
+    }
+
+    /// How many more bytes the command in progress needs at least, when known (used to
+    /// size reads of a large bulk without trusting the announced size up front).
+    pub fn bytes_wanted(&self) -> Option<usize> {
+        self.pending_bulk.map(|n| n + 2)
+    }
+
+    /// Whether a command is partly parsed (so the buffer's start must not move).
+    pub fn in_progress(&self) -> bool {
+        self.remaining.is_some()
+    }
+
+    /// Parses one request from `buf`, which must start at the current command's first
+    /// byte. Returns `Ok(None)` when more bytes are needed.
+    pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<Request>, ProtocolError> {
+        if self.remaining.is_none() {
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            if buf[0] != b'*' {
+                return parse_inline(buf);
+            }
+            let Some((count, next)) = read_line_number(buf, 1, "mbulk")? else {
+                return Ok(None);
+            };
+            let count = match count {
+                Some(n) if n <= i32::MAX as i64 => n,
+                _ => return Err(proto("invalid multibulk length")),
+            };
+            if !limits.authenticated && count > 10 {
+                return Err(proto("unauthenticated multibulk length"));
+            }
+            if count <= 0 {
+                return Ok(Some(Request::Empty { consumed: next }));
+            }
+            self.ranges.clear();
+            // Reserve modestly: the count is announced, not proven.
+            self.ranges.reserve((count as usize).min(1024));
+            self.remaining = Some(count as usize);
+            self.pos = next;
+            self.pending_bulk = None;
+        }
+        while let Some(left) = self.remaining {
+            if left == 0 {
+                let consumed = self.pos;
+                self.remaining = None;
+                self.pos = 0;
+                return Ok(Some(Request::Multibulk { consumed }));
+            }
+            let len = match self.pending_bulk {
+                Some(len) => len,
+                None => {
+                    if self.pos >= buf.len() {
+                        return Ok(None);
+                    }
+                    if buf[self.pos] != b'$' {
+                        let got = buf[self.pos] as char;
+                        return Err(ProtocolError(format!(
+                            "Protocol error: expected '$', got '{got}'"
+                        )));
+                    }
+                    let Some((len, next)) = read_line_number(buf, self.pos + 1, "bulk")? else {
+                        return Ok(None);
+                    };
+                    let len = match len {
+                        Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
+                        _ => return Err(proto("invalid bulk length")),
+                    };
+                    if !limits.authenticated && len > 16384 {
+                        return Err(proto("unauthenticated bulk length"));
+                    }
+                    self.pos = next;
+                    self.pending_bulk = Some(len);
+                    len
+                }
+            };
+            // The two bytes after the payload are skipped unchecked, as Redis does.
+            if buf.len() < self.pos + len + 2 {
+                return Ok(None);
+            }
+            self.ranges.push((self.pos, self.pos + len));
+            self.pos += len + 2;
+            self.pending_bulk = None;
+            self.remaining = Some(left - 1);
+        }
+        unreachable!("the loop returns once the multibulk is complete")
+    }
+}
+
+fn proto(msg: &str) -> ProtocolError {
+    ProtocolError(format!("Protocol error: {msg}"))
+}
+
+/// Reads a `\r\n`-terminated number starting at `from`. `Ok(None)`: line incomplete.
+/// The inner `None` means the line was not a valid integer.
+#[allow(clippy::type_complexity)]
+fn read_line_number(
+    buf: &[u8],
+    from: usize,
+    what: &str,
+) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
+    let rest = &buf[from.min(buf.len())..];
+    match memchr(b'\r', rest) {
+        None => {
+            if rest.len() > MAX_INLINE_SIZE {
+                return Err(ProtocolError(format!(
+                    "Protocol error: too big {what} count string"
+                )));
+            }
+            Ok(None)
+        }
+        Some(i) => {
+            if i > MAX_INLINE_SIZE {
+                return Err(ProtocolError(format!(
+                    "Protocol error: too big {what} count string"
+                )));
+            }
+            // The '\n' after '\r' must have arrived before the line counts as read.
+            if from + i + 1 >= buf.len() {
+                return Ok(None);
+            }
+            Ok(Some((
+                crate::util::numeric::parse_i64(&rest[..i]),
+                from + i + 2,
+            )))
+        }
+    }
+}
+
+fn parse_inline(buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
+    let Some(nl) = memchr(b'\n', buf) else {
+        if buf.len() > MAX_INLINE_SIZE {
+            return Err(proto("too big inline request"));
+        }
+        return Ok(None);
+    };
+    if nl > MAX_INLINE_SIZE {
+        return Err(proto("too big inline request"));
+    }
+    let mut line = &buf[..nl];
+    if line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    let args = split_args(line).ok_or_else(|| proto("unbalanced quotes in request"))?;
+    if args.is_empty() {
+        return Ok(Some(Request::Empty { consumed: nl + 1 }));
+    }
+    Ok(Some(Request::Inline {
+        consumed: nl + 1,
+        args,
+    }))
+}
+
+/// Splits an inline command line into arguments with redis-cli's quoting rules:
+/// `"..."` with `\n \r \t \b \a \\ \" \xHH` escapes, `'...'` with `\'`. A closing quote
+/// must be followed by a space or the end of the line. `None`: unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // Redis splits the line as a C string: a NUL byte ends it.
+    let line = match memchr(0, line) {
+        Some(nul) => &line[..nul],
+        None => line,
+    };
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit()
+                {
+                    cur.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    c if c.is_ascii_whitespace() => {
+                        break;
+                    }
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        args.push(cur);
+    }
+}
+
+fn hex(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c - b'A' + 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Parses everything in `input`, feeding it in the given chunk sizes, and returns the
+    /// commands found (or the first error).
+    fn parse_all(input: &[u8], chunks: &[usize]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut parser = RequestParser::new();
+        let limits = Limits::default();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut fed = 0;
+        let mut out = Vec::new();
+        let mut chunk_iter = chunks.iter().cycle();
+        while fed < input.len() || !buf.is_empty() {
+            let step = if chunks.is_empty() {
+                input.len()
+            } else {
+                *chunk_iter.next().unwrap()
+            };
+            let end = (fed + step.max(1)).min(input.len());
+            buf.extend_from_slice(&input[fed..end]);
+            fed = end;
+            loop {
+                match parser.parse(&buf, &limits)? {
+                    None => break,
+                    Some(Request::Multibulk { consumed }) => {
+                        out.push(
+                            parser
+                                .ranges()
+                                .iter()
+                                .map(|&(s, e)| buf[s..e].to_vec())
+                                .collect(),
+                        );
+                        buf.drain(..consumed);
+                    }
+                    Some(Request::Inline { consumed, args }) => {
+                        out.push(args);
+                        buf.drain(..consumed);
+                    }
+                    Some(Request::Empty { consumed }) => {
+                        buf.drain(..consumed);
+                    }
+                }
+            }
+            if fed == input.len() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode(cmds: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in cmds {
+            out.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+            for a in c {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn multibulk_and_inline() {
+        let got = parse_all(
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nset a \"b c\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                vec![b"GET".to_vec(), b"k".to_vec()],
+                vec![b"PING".to_vec()],
+                vec![b"set".to_vec(), b"a".to_vec(), b"b c".to_vec()],
+            ]
+        );
+    }
+
+    #[test]
+    fn protocol_errors_match_redis() {
+        let rows: &[(&[u8], &str)] = &[
+            (b"*x\r\n", "Protocol error: invalid multibulk length"),
+            (
+                b"*3000000000\r\n",
+                "Protocol error: invalid multibulk length",
+            ),
+            (b"*1\r\nfoo\r\n", "Protocol error: expected '$', got 'f'"),
+            (b"*1\r\n$-1\r\n", "Protocol error: invalid bulk length"),
+            (
+                b"*1\r\n$600000000\r\n",
+                "Protocol error: invalid bulk length",
+            ),
+            (
+                b"set a \"b\n",
+                "Protocol error: unbalanced quotes in request",
+            ),
+            (
+                b"set a \"b\"c\n",
+                "Protocol error: unbalanced quotes in request",
+            ),
+        ];
+        for (input, msg) in rows {
+            assert_eq!(
+                parse_all(input, &[]).unwrap_err().0,
+                *msg,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+        let long = vec![b'a'; MAX_INLINE_SIZE + 10];
+        assert_eq!(
+            parse_all(&long, &[]).unwrap_err().0,
+            "Protocol error: too big inline request"
+        );
+        let mut mb = b"*1\r\n$".to_vec();
+        mb.extend(std::iter::repeat_n(b'1', MAX_INLINE_SIZE + 10));
+        assert_eq!(
+            parse_all(&mb, &[]).unwrap_err().0,
+            "Protocol error: too big bulk count string"
+        );
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let mut p = RequestParser::new();
+        let limits = Limits {
+            authenticated: false,
+            ..Limits::default()
+        };
+        assert_eq!(
+            p.parse(b"*11\r\n", &limits).unwrap_err().0,
+            "Protocol error: unauthenticated multibulk length"
+        );
+        let mut p = RequestParser::new();
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n", &limits).unwrap_err().0,
+            "Protocol error: unauthenticated bulk length"
+        );
+    }
+
+    #[test]
+    fn announced_bulk_is_not_trusted() {
+        let mut p = RequestParser::new();
+        let r = p
+            .parse(b"*1\r\n$500000000\r\nabc", &Limits::default())
+            .unwrap();
+        assert_eq!(r, None);
+        assert_eq!(p.bytes_wanted(), Some(500_000_002));
+        assert!(p.ranges.capacity() <= 1024);
+    }
+
+    #[test]
+    fn quoting_rules() {
+        let rows: &[(&[u8], &[&[u8]])] = &[
+            (br#"a "b\x41\n" 'c\'d'"#, &[b"a", b"bA\n", b"c'd"]),
+            (b"  x   y ", &[b"x", b"y"]),
+            (b"a\0b c", &[b"a"]),
+            (br#""" ''"#, &[b"", b""]),
+        ];
+        for (line, want) in rows {
+            let got = split_args(line).unwrap();
+            let want: Vec<Vec<u8>> = want.iter().map(|a| a.to_vec()).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_same_commands(
+            cmds in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..6), 1..8),
+            chunks in prop::collection::vec(1usize..17, 1..8),
+        ) {
+            let input = encode(&cmds);
+            let got = parse_all(&input, &chunks).unwrap();
+            prop_assert_eq!(got, cmds);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(input in prop::collection::vec(any::<u8>(), 0..300), chunks in prop::collection::vec(1usize..9, 1..4)) {
+            let _ = parse_all(&input, &chunks);
+        }
+    }
+}

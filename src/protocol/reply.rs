@@ -1,0 +1,240 @@
+//! The reply value every command returns, and its encoding for RESP2 and RESP3.
+//!
+//! Handlers build a `Reply` without knowing the connection's protocol version; the
+//! encoder decides how RESP3-only types (maps, sets, doubles, booleans, nulls, pushes)
+//! are flattened for RESP2 clients, exactly as Redis does.
+
+use std::borrow::Cow;
+
+use crate::util::numeric::{format_f64, format_i64};
+
+/// A reply to one command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A simple string (`+OK`).
+    Status(Cow<'static, str>),
+    /// An error line without the leading `-`, e.g. `ERR syntax error`.
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(Vec<u8>),
+    /// The null bulk string (`$-1` in RESP2, `_` in RESP3).
+    Null,
+    /// The null array (`*-1` in RESP2, `_` in RESP3).
+    NullArray,
+    Array(Vec<Reply>),
+    /// A map in RESP3; a flat array of key, value, key, value… in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// A set in RESP3; an array in RESP2.
+    Set(Vec<Reply>),
+    /// A double in RESP3; a bulk string in RESP2.
+    Double(f64),
+    /// A boolean in RESP3; the integer 1 or 0 in RESP2.
+    Bool(bool),
+    /// A verbatim string (`=`) in RESP3 with its three-letter format; a bulk string in RESP2.
+    Verbatim(&'static str, Vec<u8>),
+    /// An out-of-band push (`>`) in RESP3; an array in RESP2 (pub/sub messages).
+    Push(Vec<Reply>),
+    /// Several replies to be written one after another (a command that answers more than
+    /// once, like SUBSCRIBE with several channels).
+    Multi(Vec<Reply>),
+    /// Nothing is written (the reply was already sent, or the client asked for silence).
+    NoReply,
+}
+
+impl Reply {
+    pub const fn ok() -> Reply {
+        Reply::Status(Cow::Borrowed("OK"))
+    }
+
+    pub const fn status(s: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(s))
+    }
+
+    pub const fn err(s: &'static str) -> Reply {
+        Reply::Error(Cow::Borrowed(s))
+    }
+
+    pub fn error(s: String) -> Reply {
+        Reply::Error(Cow::Owned(s))
+    }
+
+    pub fn bulk(b: &[u8]) -> Reply {
+        Reply::Bulk(b.to_vec())
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Encodes the reply for protocol version `proto` (2 or 3), appending to `out`.
+    pub fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        match self {
+            Reply::Status(s) => {
+                out.push(b'+');
+                out.extend_from_slice(s.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Error(e) => {
+                out.push(b'-');
+                // An error must stay on one line whatever the message carries.
+                for &c in e.as_bytes() {
+                    out.push(if c == b'\r' || c == b'\n' { b' ' } else { c });
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Int(n) => {
+                out.push(b':');
+                format_i64(*n, out);
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Bulk(b) => encode_bulk(b, out),
+            Reply::Null => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Reply::NullArray => {
+                out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"*-1\r\n" })
+            }
+            Reply::Array(items) => {
+                encode_header(b'*', items.len(), out);
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                if proto >= 3 {
+                    encode_header(b'%', pairs.len(), out);
+                } else {
+                    encode_header(b'*', pairs.len() * 2, out);
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+            Reply::Set(items) => {
+                encode_header(if proto >= 3 { b'~' } else { b'*' }, items.len(), out);
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::Double(d) => {
+                let s = format_f64(*d);
+                if proto >= 3 {
+                    out.push(b',');
+                    out.extend_from_slice(s.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(s.as_bytes(), out);
+                }
+            }
+            Reply::Bool(b) => {
+                if proto >= 3 {
+                    out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+                } else {
+                    out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+                }
+            }
+            Reply::Verbatim(fmt, body) => {
+                if proto >= 3 {
+                    encode_header(b'=', body.len() + 4, out);
+                    out.extend_from_slice(fmt.as_bytes());
+                    out.push(b':');
+                    out.extend_from_slice(body);
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(body, out);
+                }
+            }
+            Reply::Push(items) => {
+                encode_header(if proto >= 3 { b'>' } else { b'*' }, items.len(), out);
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::Multi(items) => {
+                for r in items {
+                    r.encode(proto, out);
+                }
+            }
+            Reply::NoReply => {}
+        }
+    }
+}
+
+impl From<i64> for Reply {
+    fn from(n: i64) -> Reply {
+        Reply::Int(n)
+    }
+}
+
+impl From<Vec<u8>> for Reply {
+    fn from(b: Vec<u8>) -> Reply {
+        Reply::Bulk(b)
+    }
+}
+
+/// Appends a bulk string frame.
+pub fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
+    encode_header(b'$', b.len(), out);
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends an aggregate or bulk header such as `*3\r\n`.
+pub fn encode_header(kind: u8, len: usize, out: &mut Vec<u8>) {
+    out.push(kind);
+    format_i64(len as i64, out);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(r: &Reply, proto: u8) -> String {
+        let mut out = Vec::new();
+        r.encode(proto, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn encodings_per_protocol() {
+        let rows: Vec<(Reply, &str, &str)> = vec![
+            (Reply::ok(), "+OK\r\n", "+OK\r\n"),
+            (Reply::err("ERR x"), "-ERR x\r\n", "-ERR x\r\n"),
+            (Reply::Int(-5), ":-5\r\n", ":-5\r\n"),
+            (Reply::bulk(b"ab"), "$2\r\nab\r\n", "$2\r\nab\r\n"),
+            (Reply::Null, "$-1\r\n", "_\r\n"),
+            (Reply::NullArray, "*-1\r\n", "_\r\n"),
+            (
+                Reply::Map(vec![(Reply::bulk(b"k"), Reply::Int(1))]),
+                "*2\r\n$1\r\nk\r\n:1\r\n",
+                "%1\r\n$1\r\nk\r\n:1\r\n",
+            ),
+            (
+                Reply::Set(vec![Reply::Int(1)]),
+                "*1\r\n:1\r\n",
+                "~1\r\n:1\r\n",
+            ),
+            (Reply::Double(1.5), "$3\r\n1.5\r\n", ",1.5\r\n"),
+            (Reply::Bool(true), ":1\r\n", "#t\r\n"),
+            (
+                Reply::Verbatim("txt", b"hi".to_vec()),
+                "$2\r\nhi\r\n",
+                "=6\r\ntxt:hi\r\n",
+            ),
+            (
+                Reply::Push(vec![Reply::Int(1)]),
+                "*1\r\n:1\r\n",
+                ">1\r\n:1\r\n",
+            ),
+            (
+                Reply::error("ERR a\r\nb".into()),
+                "-ERR a  b\r\n",
+                "-ERR a  b\r\n",
+            ),
+        ];
+        for (r, two, three) in rows {
+            assert_eq!(enc(&r, 2), two, "{r:?}");
+            assert_eq!(enc(&r, 3), three, "{r:?}");
+        }
+    }
+}
