@@ -1,0 +1,328 @@
+//! Test harness: starts a real `cinnabar` process on an ephemeral loopback port in a
+//! fresh temporary directory, and talks to it over TCP either with the `redis` crate or
+//! with a raw connection that returns each reply's exact bytes.
+//!
+//! Table-driven tests use `RawConn::check`: rows of (command, RESP2 reply, RESP3 reply).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+pub struct TestServer {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl TestServer {
+    /// Starts a server with test-friendly defaults plus `extra` directives.
+    pub fn start() -> TestServer {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> TestServer {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("cinnabar-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut args: Vec<String> = vec![
+                "--port".into(),
+                port.to_string(),
+                "--bind".into(),
+                "127.0.0.1".into(),
+                "--dir".into(),
+                dir.display().to_string(),
+                "--enable-debug-command".into(),
+                "yes".into(),
+                "--loglevel".into(),
+                "warning".into(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn cinnabar");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // Exited: probably lost the port race; try another port.
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return TestServer { child, port, dir };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("cinnabar did not start");
+    }
+
+    /// A `redis` crate connection speaking RESP2.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// A `redis` crate connection speaking RESP3.
+    pub fn client3(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// A raw connection in RESP2 (`proto` 2) or RESP3 (`proto` 3, after HELLO 3).
+    pub fn raw(&self, proto: u8) -> RawConn {
+        RawConn::connect(self.port, proto)
+    }
+
+    /// Whether the server process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the exit status code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        // SAFETY: sending a signal to our own child process id.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A raw RESP connection returning replies as exact text.
+pub struct RawConn {
+    pub reader: BufReader<TcpStream>,
+    pub stream: TcpStream,
+}
+
+impl RawConn {
+    pub fn connect(port: u16, proto: u8) -> RawConn {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut c = RawConn {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            stream,
+        };
+        if proto == 3 {
+            let r = c.cmd(&["HELLO", "3"]);
+            assert!(r.starts_with('%'), "HELLO 3 failed: {r}");
+        }
+        c
+    }
+
+    /// Encodes and sends a command without reading the reply.
+    pub fn send(&mut self, args: &[&str]) {
+        self.send_bytes(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+    }
+
+    pub fn send_bytes(&mut self, args: &[&[u8]]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.stream.write_all(&out).unwrap();
+    }
+
+    /// Sends a command and returns its reply's exact bytes as text.
+    pub fn cmd(&mut self, args: &[&str]) -> String {
+        self.send(args);
+        self.read_reply()
+    }
+
+    /// Reads one complete reply frame (nested aggregates included).
+    pub fn read_reply(&mut self) -> String {
+        let mut out = Vec::new();
+        self.read_frame(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn read_frame(&mut self, out: &mut Vec<u8>) {
+        let mut line = Vec::new();
+        self.reader.read_until(b'\n', &mut line).unwrap();
+        assert!(!line.is_empty(), "connection closed");
+        out.extend_from_slice(&line);
+        let kind = line[0];
+        let body = std::str::from_utf8(&line[1..line.len() - 2]).unwrap_or("0");
+        match kind {
+            b'$' | b'=' | b'!' => {
+                let n: i64 = body.parse().unwrap();
+                if n >= 0 {
+                    let mut buf = vec![0; n as usize + 2];
+                    self.reader.read_exact(&mut buf).unwrap();
+                    out.extend_from_slice(&buf);
+                }
+            }
+            b'*' | b'~' | b'>' => {
+                let n: i64 = body.parse().unwrap();
+                for _ in 0..n.max(0) {
+                    self.read_frame(out);
+                }
+            }
+            b'%' => {
+                let n: i64 = body.parse().unwrap();
+                for _ in 0..n * 2 {
+                    self.read_frame(out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Runs each (command, expected reply) row, asserting the exact reply text.
+    pub fn check(&mut self, rows: &[(&[&str], &str)]) {
+        for (args, want) in rows {
+            let got = self.cmd(args);
+            assert_eq!(got, *want, "command {args:?}");
+        }
+    }
+}
+
+/// Runs table rows of (command, RESP2 reply, RESP3 reply) on fresh connections of
+/// both protocol versions, flushing the database before each column.
+pub fn check_both(server: &TestServer, rows: &[(&[&str], &str, &str)]) {
+    for proto in [2u8, 3] {
+        let mut c = server.raw(proto);
+        c.cmd(&["FLUSHALL"]);
+        for (args, two, three) in rows {
+            let got = c.cmd(args);
+            let want = if proto == 2 { two } else { three };
+            assert_eq!(&got, want, "RESP{proto} command {args:?}");
+        }
+    }
+}
+
+/// Whether Debian's redis-server is installed (differential tests run only then).
+pub fn redis_server_available() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A reference redis-server on an ephemeral port, for differential tests.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("cinnabar-redis-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    &dir.display().to_string(),
+                    "--enable-debug-command",
+                    "yes",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return RedisServer { child, port, dir };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start");
+    }
+
+    pub fn raw(&self, proto: u8) -> RawConn {
+        RawConn::connect(self.port, proto)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends the same commands to Cinnabar and to redis-server and asserts identical raw
+/// replies, in RESP2 and RESP3.
+pub fn assert_same_as_redis(server: &TestServer, redis: &RedisServer, commands: &[&[&str]]) {
+    for proto in [2u8, 3] {
+        let mut ours = server.raw(proto);
+        let mut theirs = redis.raw(proto);
+        ours.cmd(&["FLUSHALL"]);
+        theirs.cmd(&["FLUSHALL"]);
+        for args in commands {
+            let a = ours.cmd(args);
+            let b = theirs.cmd(args);
+            assert_eq!(
+                a, b,
+                "RESP{proto} reply differs from redis-server for {args:?}"
+            );
+        }
+    }
+}
