@@ -77,7 +77,7 @@ static COMMAND_SUBCOMMANDS: &[Command] = &[
     ),
     command!(
         "command|getkeys",
-        -3,
+        -4,
         LOADING | STALE,
         (0, 0, 0),
         CONN_SLOW,
@@ -89,7 +89,7 @@ static COMMAND_SUBCOMMANDS: &[Command] = &[
     ),
     command!(
         "command|getkeysandflags",
-        -3,
+        -4,
         LOADING | STALE,
         (0, 0, 0),
         CONN_SLOW,

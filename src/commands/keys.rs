@@ -581,6 +581,6 @@ pub fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
     )];
     out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
     out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Print this help."));
+    out.push(Reply::status("    Prints this help."));
     Reply::Array(out)
 }
