@@ -432,7 +432,7 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         set: |c, a| {
             let words: Vec<&str> = a.iter().flat_map(|s| s.split_whitespace()).collect();
-            if words.is_empty() || words.len() % 4 != 0 {
+            if words.is_empty() || !words.len().is_multiple_of(4) {
                 return Err("Wrong number of arguments in buffer limit configuration.".into());
             }
             let mut limits = c.client_output_buffer_limit;

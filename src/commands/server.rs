@@ -522,7 +522,7 @@ fn config_get(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if (args.len() - 2) % 2 != 0 {
+    if !(args.len() - 2).is_multiple_of(2) {
         return crate::commands::wrong_arity(ctx.cmd.name);
     }
     let mut updated = ctx.ex.config.clone();

@@ -178,7 +178,7 @@ fn set_generic(
 ) -> Reply {
     let old: Option<Reply> = if o.get {
         match ctx.read_string(key) {
-            Err(e) => return Err::<(), _>(e).unwrap_err(),
+            Err(e) => return e,
             Ok(v) => Some(string_reply(v)),
         }
     } else {
@@ -223,7 +223,7 @@ fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         get: false,
         expire: ExpireOpt::None,
     };
-    set_generic(ctx, args[1], args[3 - 1], &o, Reply::Int(1), Reply::Int(0))
+    set_generic(ctx, args[1], args[2], &o, Reply::Int(1), Reply::Int(0))
 }
 
 fn setex_generic(ctx: &mut Ctx, args: &[&[u8]], secs: bool) -> Reply {
@@ -316,7 +316,7 @@ fn mget(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return crate::commands::wrong_arity(ctx.cmd.name);
     }
     for kv in args[1..].chunks(2) {
@@ -327,7 +327,7 @@ fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn msetnx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return crate::commands::wrong_arity(ctx.cmd.name);
     }
     if args[1..].chunks(2).any(|kv| ctx.exists(kv[0])) {
@@ -556,12 +556,9 @@ fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let mut strings: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     for (i, s) in strings.iter_mut().enumerate() {
-        match ctx.lookup_read(args[1 + i]).map(|e| e.value()) {
-            None => {}
-            Some(v) => {
-                if !v.append_string(s) {
-                    return Reply::err("ERR The specified keys must contain string values");
-                }
+        if let Some(v) = ctx.lookup_read(args[1 + i]).map(|e| e.value()) {
+            if !v.append_string(s) {
+                return Reply::err("ERR The specified keys must contain string values");
             }
         }
     }

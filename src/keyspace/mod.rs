@@ -6,7 +6,7 @@
 //! expired. Expiry times live inside the key's entry, so keys without a TTL pay nothing;
 //! the active cycle's cost per pass is the table size, bounded per tick by its budget.
 
-pub mod entry;
+pub(crate) mod entry;
 pub mod lazyfree;
 pub mod table;
 pub mod value;
