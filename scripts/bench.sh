@@ -44,12 +44,12 @@ for P in 1 16; do
         for s in "${servers[@]}"; do
             name=${s%%:*}; port=${s##*:}
             redis-benchmark -p "$port" -t "$TESTS" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -d 16 -P "$P" --csv 2>/dev/null \
-                | tail -n +2 | tr -d '"' | while IFS=, read -r test rps _; do echo "$name $P $test $rps"; done >> "$work/raw"
+                | tail -n +2 | tr -d '"' | while IFS=, read -r test rps _; do echo "$name $P ${test// /_} $rps"; done >> "$work/raw"
         done
     done
 done
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 printf "%-22s %4s %14s %14s %8s\n" test P cinnabar redis ratio
 for P in 1 16; do
     for test in $(awk -v p="$P" '$2==p {print $3}' "$work/raw" | sort -u); do
