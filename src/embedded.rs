@@ -34,6 +34,7 @@ impl Database {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
         let reply = self.ex.execute(self.client, &args);
         self.ex.cron();
+        self.ex.expire_slice();
         reply
     }
 

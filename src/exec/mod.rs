@@ -93,6 +93,8 @@ pub struct Executor {
     pub tcp_port: u16,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the timer deletes expired keys.
     pub active_expire: bool,
+    /// Active-expiry time left in the current tick.
+    expire_budget: Duration,
     last_cron: Instant,
     cron_loops: u64,
 }
@@ -119,6 +121,7 @@ impl Executor {
                 .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
                 .collect(),
             active_expire: true,
+            expire_budget: Duration::ZERO,
             pause: None,
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
@@ -416,29 +419,40 @@ impl Executor {
         }
         self.last_cron = Instant::now();
         self.cron_loops += 1;
-        // Redis's active expiry takes up to 25% of each tick at effort 1.
+        self.ks.housekeeping();
+        // Redis's active expiry may take up to 25% of each tick at effort 1.
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
-        let budget = period * (25 + 2 * (effort - 1)) / 100;
-        // Each slice is short so that clients are served between slices.
-        let slice = budget.min(Duration::from_millis(2));
-        let start = Instant::now();
-        if !self.active_expire {
-            self.ks.cron(unix_ms(), Duration::ZERO);
-            self.after_command();
-        }
-        while self.active_expire {
-            self.ks.cron(unix_ms(), slice);
-            if self.ks.dbs.iter().all(|d| d.volatile == 0) || start.elapsed() + slice > budget {
-                break;
-            }
-            if self.ks.expired_events.is_empty() {
-                break;
-            }
-            self.after_command();
-        }
-        self.after_command();
+        self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
         self.sample_ops();
         self.close_idle_clients();
+    }
+
+    /// One slice of active expiry (at most 1 ms), run once per event-loop turn while
+    /// the tick's budget lasts: an expiry storm is spread over many short slices with
+    /// clients served in between, never one long pause.
+    pub fn expire_slice(&mut self) {
+        if !self.active_expire
+            || self.expire_budget.is_zero()
+            || self.ks.dbs.iter().all(|d| d.volatile == 0)
+        {
+            self.expire_budget = Duration::ZERO;
+            return;
+        }
+        let slice = self.expire_budget.min(Duration::from_millis(1));
+        let start = Instant::now();
+        self.ks.active_expire_cycle(unix_ms(), slice);
+        self.expire_budget = self
+            .expire_budget
+            .saturating_sub(start.elapsed().max(Duration::from_micros(100)));
+        if !self.ks.expire_backlog {
+            self.expire_budget = Duration::ZERO;
+        }
+        self.after_command();
+    }
+
+    /// Whether timer work is pending that wants the loop to come back at once.
+    pub fn has_pending_timer_work(&self) -> bool {
+        !self.expire_budget.is_zero()
     }
 
     fn sample_ops(&mut self) {

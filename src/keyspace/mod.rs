@@ -55,6 +55,8 @@ pub struct Keyspace {
     /// Whether the access field holds LFU data (an LFU maxmemory policy) instead of
     /// the LRU clock.
     pub lfu: bool,
+    /// Whether the last active expiry cycle ran out of time with work left.
+    pub expire_backlog: bool,
 }
 
 /// Absolute unix time in milliseconds.
@@ -128,6 +130,7 @@ impl Keyspace {
             lazyfree: lazyfree::LazyFree::new(),
             expired_events: Vec::new(),
             lfu: false,
+            expire_backlog: false,
         }
     }
 
@@ -306,23 +309,29 @@ impl Keyspace {
 
     /// Background housekeeping for one timer tick: incremental rehashing and shrinking
     /// (about 1 ms per database with work), and the active expiry cycle within `budget`.
-    pub fn cron(&mut self, now_ms: i64, expire_budget: Duration) {
+    /// Timer housekeeping: starts shrinking sparse tables and rehashes for about 1 ms in
+    /// total.
+    pub fn housekeeping(&mut self) {
+        let start = Instant::now();
         for d in &mut self.dbs {
             d.table.shrink_if_needed();
             if d.table.is_rehashing() {
-                d.table.rehash_for(Duration::from_millis(1));
+                let left = Duration::from_millis(1).saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                d.table.rehash_for(left);
             }
-        }
-        if !expire_budget.is_zero() {
-            self.active_expire_cycle(now_ms, expire_budget);
         }
     }
 
     /// Walks tables with a cursor, deleting expired keys, until `budget` is spent or
     /// each volatile database has been visited for a bounded number of buckets.
-    /// Returns the number of keys expired.
+    /// Returns the number of keys expired; `expire_backlog` tells whether it stopped
+    /// because the budget ran out.
     pub fn active_expire_cycle(&mut self, now_ms: i64, budget: Duration) -> usize {
         let start = Instant::now();
+        self.expire_backlog = false;
         let mut expired_total = 0;
         let mut sampled_total = 0usize;
         let mut expired_found = 0usize;
@@ -373,6 +382,7 @@ impl Keyspace {
                 batches += 1;
                 if start.elapsed() >= budget {
                     self.stats.expired_time_cap_reached_count += 1;
+                    self.expire_backlog = true;
                     self.finish_cycle(start, sampled_total, expired_found);
                     return expired_total;
                 }

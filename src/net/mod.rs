@@ -130,7 +130,9 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         crate::log::notice("Ready to accept connections tcp");
         loop {
-            let timeout = if self.pending_reads.is_empty() && self.held.is_empty() {
+            let timeout = if self.ex.has_pending_timer_work() {
+                Duration::ZERO
+            } else if self.pending_reads.is_empty() && self.held.is_empty() {
                 Duration::from_millis(self.ex.ms_until_cron().max(1))
             } else if self.pending_reads.is_empty() {
                 Duration::from_millis(1)
@@ -164,6 +166,7 @@ impl Server {
             }
             self.flush_pending();
             self.ex.cron();
+            self.ex.expire_slice();
             self.close_marked();
             if self.ex.shutdown.is_some() {
                 self.flush_pending();
