@@ -27,6 +27,18 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if config.port == 0 {
+        eprintln!("Configured to not listen anywhere, exiting.");
+        std::process::exit(1);
+    }
+    if config.daemonize {
+        // SAFETY: called before any thread is started; daemon() forks and detaches,
+        // keeping the working directory (nochdir = 1) and sending stdio to /dev/null.
+        if unsafe { libc::daemon(1, 0) } != 0 {
+            eprintln!("Can't daemonize: {}", std::io::Error::last_os_error());
+            std::process::exit(1);
+        }
+    }
     if let Err(e) = cinnabar::log::configure(&config.loglevel, &config.logfile) {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);

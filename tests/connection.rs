@@ -195,3 +195,23 @@ fn quit_closes_and_redis_crate_resp3() {
     let v: Option<String> = redis::cmd("GET").arg("none").query(&mut r).unwrap();
     assert_eq!(v, None);
 }
+
+#[test]
+fn maxclients_and_idle_timeout() {
+    let s = TestServer::start_with(&["--maxclients", "2", "--timeout", "1"]);
+    let mut a = s.raw(2);
+    let _b = s.raw(2);
+    let mut third = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let mut buf = String::new();
+    third.read_to_string(&mut buf).unwrap();
+    assert_eq!(buf, "-ERR max number of clients reached\r\n");
+    assert_eq!(a.cmd(&["PING"]), "+PONG\r\n");
+    // Idle clients are closed after `timeout` seconds.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let mut b = [0u8; 8];
+    assert_eq!(
+        a.stream.read(&mut b).unwrap_or(0),
+        0,
+        "idle client should be closed"
+    );
+}

@@ -237,3 +237,82 @@ fn bad_configuration_stops_startup_naming_the_directive() {
         .unwrap();
     assert!(String::from_utf8_lossy(&v.stdout).starts_with("Cinnabar server v="));
 }
+
+#[test]
+fn maxmemory_noeviction_and_lru_eviction() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["DEBUG", "POPULATE", "20000", "key", "100"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    assert_eq!(
+        c.cmd(&["SET", "x", "y"]),
+        "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["GET", "key:1"]),
+        format!("$100\r\nvalue:1{}\r\n", "\0".repeat(93))
+    );
+    assert_eq!(
+        c.cmd(&["DEL", "key:1"]),
+        ":1\r\n",
+        "commands that free memory still run"
+    );
+
+    // Under allkeys-lru the server evicts until it fits.
+    let info = c.cmd(&["INFO", "memory"]);
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let limit = used - 1_000_000;
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    assert_eq!(c.cmd(&["SET", "x", "y"]), "+OK\r\n");
+    let stats = c.cmd(&["INFO", "stats"]);
+    let evicted: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(evicted > 1000, "evicted {evicted}");
+    let dbsize = c.cmd(&["DBSIZE"]);
+    let n: u64 = dbsize.trim().trim_start_matches(':').parse().unwrap();
+    assert!(n < 20000, "{n}");
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+}
+
+#[test]
+fn output_buffer_limit_closes_the_client() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let big = "x".repeat(4 << 20);
+    assert_eq!(c.cmd(&["SET", "big", &big]), "+OK\r\n");
+    assert_eq!(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 1mb 0 0"
+        ]),
+        "+OK\r\n"
+    );
+    let mut victim = s.raw(2);
+    victim.send(&["GET", "big"]);
+    let mut buf = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut victim.stream, &mut buf);
+    assert!(
+        buf.len() < big.len(),
+        "a reply over the hard limit is not sent"
+    );
+    let stats = c.cmd(&["INFO", "stats"]);
+    assert!(
+        stats.contains("client_output_buffer_limit_disconnections:1\r\n"),
+        "{stats}"
+    );
+    assert_eq!(c.cmd(&["STRLEN", "big"]), ":4194304\r\n");
+}

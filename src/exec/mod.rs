@@ -7,6 +7,7 @@
 //! clients) go through the same buffers and the `pending_writes` list.
 
 pub mod client;
+mod evict;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -261,6 +262,13 @@ impl Executor {
             if !c.authenticated && cmd.flags & flags::NO_AUTH == 0 {
                 return self.reject(Some(cmd), commands::errors::NOAUTH);
             }
+        }
+        if self.config.maxmemory > 0 && !self.perform_evictions() && cmd.flags & flags::DENYOOM != 0
+        {
+            return self.reject(
+                Some(cmd),
+                Reply::err("OOM command not allowed when used memory > 'maxmemory'."),
+            );
         }
         self.call(slot, cmd, args)
     }

@@ -93,6 +93,10 @@ impl Server {
                 }
             }
         }
+        for l in &listeners {
+            // SAFETY: listen() on a socket we own just updates its accept backlog.
+            unsafe { libc::listen(l.as_raw_fd(), config.tcp_backlog) };
+        }
         for (i, l) in listeners.iter_mut().enumerate() {
             poll.registry()
                 .register(l, Token(LISTENER_BASE + i), Interest::READABLE)?;
@@ -211,6 +215,7 @@ impl Server {
                 continue;
             }
             let _ = stream.set_nodelay(true);
+            set_keepalive(&stream, self.ex.config.tcp_keepalive);
             let laddr = stream
                 .local_addr()
                 .map(|a| a.to_string())
@@ -432,6 +437,43 @@ impl Server {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             self.ex.disconnect(slot);
         }
+    }
+}
+
+/// Applies `tcp-keepalive` (seconds of idleness before probes; 0 disables).
+fn set_keepalive(stream: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let fd = stream.as_raw_fd();
+    let on: libc::c_int = 1;
+    let idle = secs.min(i32::MAX as u64) as libc::c_int;
+    let interval = (idle / 3).max(1);
+    let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: setsockopt on a socket we own, with pointers to live c_int values and their
+    // exact size.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_KEEPALIVE,
+            &on as *const _ as *const libc::c_void,
+            size,
+        );
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPIDLE,
+            &idle as *const _ as *const libc::c_void,
+            size,
+        );
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            &interval as *const _ as *const libc::c_void,
+            size,
+        );
     }
 }
 
