@@ -634,6 +634,7 @@ fn kill_slot(ctx: &mut Ctx, slot: usize, me: usize) {
         c.close_after_reply = true;
     } else {
         c.close_asap = true;
+        ctx.ex.close_pending = true;
     }
 }
 

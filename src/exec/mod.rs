@@ -94,6 +94,9 @@ pub struct Executor {
     pub tcp_port: u16,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the timer deletes expired keys.
     pub active_expire: bool,
+    /// Set when a client other than the caller was marked for closing (CLIENT KILL,
+    /// buffer limits, idle timeout): the network layer then sweeps for marked clients.
+    pub close_pending: bool,
     /// Active-expiry time left in the current tick.
     expire_budget: Duration,
     last_cron: Instant,
@@ -123,6 +126,7 @@ impl Executor {
                 .collect(),
             active_expire: true,
             expire_budget: Duration::ZERO,
+            close_pending: false,
             pause: None,
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
@@ -407,6 +411,7 @@ impl Executor {
                 "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
                 c.id, c.addr
             ));
+            self.close_pending = true;
             self.stats.client_outbuf_limit_disconnections += 1;
         }
     }
@@ -419,11 +424,12 @@ impl Executor {
         period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64
     }
 
-    /// Periodic work: rehashing, active expiry, idle-client timeouts, ops sampling.
-    pub fn cron(&mut self) {
+    /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
+    /// expiry budget for the tick. Returns whether a tick ran.
+    pub fn cron(&mut self) -> bool {
         let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
         if self.last_cron.elapsed() < period {
-            return;
+            return false;
         }
         self.last_cron = Instant::now();
         self.cron_loops += 1;
@@ -433,6 +439,7 @@ impl Executor {
         self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
         self.sample_ops();
         self.close_idle_clients();
+        true
     }
 
     /// One slice of active expiry (at most 1 ms), run once per event-loop turn while
@@ -486,11 +493,14 @@ impl Executor {
         if timeout == 0 {
             return;
         }
+        let mut any = false;
         for (_, c) in self.clients_mut() {
             if !c.embedded && c.last_interaction.elapsed().as_secs() > timeout {
                 c.close_asap = true;
+                any = true;
             }
         }
+        self.close_pending |= any;
     }
 
     /// Applies side effects of a configuration change (CONFIG SET).

@@ -169,9 +169,13 @@ impl Server {
                 self.process(slot);
             }
             self.flush_pending();
-            self.ex.cron();
+            if self.ex.cron() {
+                self.ex.close_pending = true;
+            }
             self.ex.expire_slice();
-            self.close_marked();
+            if std::mem::take(&mut self.ex.close_pending) {
+                self.close_marked();
+            }
             if self.ex.shutdown.is_some() {
                 self.flush_pending();
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
