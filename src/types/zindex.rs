@@ -393,6 +393,41 @@ mod tests {
         assert_eq!(tree.select(want.len()), None);
     }
 
+    /// Enough elements for three levels (64 * 32 < n), then removals that force merges
+    /// at every level, checking ranks throughout.
+    #[test]
+    fn deep_tree_inserts_and_removals() {
+        let n = 20_000u32;
+        let mut slab = Slab(Vec::new());
+        let mut tree = Tree::default();
+        // A scrambled insertion order.
+        for i in 0..n {
+            let k = (i as u64 * 7919 % n as u64) as u32;
+            slab.0.push(((k / 3) as f64, format!("{k:06}").into_bytes()));
+            tree.insert(i, &slab);
+        }
+        let mut model: BTreeMap<(F, Vec<u8>), u32> = slab
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, (s, m))| ((F(*s), m.clone()), i as u32))
+            .collect();
+        check(&tree, &slab, &model);
+        // Remove three quarters, in an order unrelated to the key order.
+        for i in (0..n).filter(|i| i % 4 != 0) {
+            let id = (i as u64 * 104729 % n as u64) as u32;
+            let (s, m) = slab.0[id as usize].clone();
+            if model.remove(&(F(s), m)).is_some() {
+                assert!(tree.remove(id, &slab));
+            }
+        }
+        check(&tree, &slab, &model);
+        assert_eq!(
+            tree.partition_point(&slab, |k| k.0 < 1000.0),
+            model.keys().filter(|k| k.0 .0 < 1000.0).count()
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
