@@ -14,6 +14,7 @@ pub mod introspection;
 pub mod keys;
 pub mod server;
 pub mod strings;
+pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -218,6 +219,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         strings::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
+        zsets::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

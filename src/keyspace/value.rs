@@ -22,32 +22,44 @@ pub enum Value {
 
 /// The non-string data types. Each lives in its own module under `types/`.
 #[derive(Debug)]
-pub enum Object {}
+pub enum Object {
+    ZSet(crate::types::zset::ZSet),
+}
 
 impl Object {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::ZSet(_) => "zset",
+        }
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::ZSet(z) => z.encoding(),
+        }
     }
 
     /// Rough heap footprint, for MEMORY USAGE and lazy-free decisions.
     pub fn heap_size(&self) -> usize {
-        match *self {}
+        match self {
+            Object::ZSet(z) => z.heap_size(),
+        }
     }
 
     /// A deep copy (COPY).
     pub fn duplicate(&self) -> Object {
-        match *self {}
+        match self {
+            Object::ZSet(z) => Object::ZSet(z.clone()),
+        }
     }
 
     /// Number of elements, used to decide whether freeing is done in the background.
     pub fn element_count(&self) -> usize {
-        match *self {}
+        match self {
+            Object::ZSet(z) => z.len(),
+        }
     }
 }
 

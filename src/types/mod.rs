@@ -2,3 +2,5 @@
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
 pub mod strings;
+pub mod zindex;
+pub mod zset;
