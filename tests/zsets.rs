@@ -282,10 +282,15 @@ fn same_as_redis_listpack_and_skiplist() {
         let mut cmds: Vec<Vec<String>> = vec![split(&format!(
             "config set zset-max-listpack-entries {entries}"
         ))];
-        cmds.extend(batch.iter().cloned().filter(|c| {
-            // Hash-ordered replies differ by design in the big encoding.
-            entries == "128" || !c[0].eq_ignore_ascii_case("zscan")
-        }));
+        cmds.extend(
+            batch
+                .iter()
+                .filter(|c| {
+                    // Hash-ordered replies differ by design in the big encoding.
+                    entries == "128" || !c[0].eq_ignore_ascii_case("zscan")
+                })
+                .cloned(),
+        );
         let refs: Vec<Vec<&str>> = cmds
             .iter()
             .map(|c| c.iter().map(String::as_str).collect())
