@@ -22,32 +22,44 @@ pub enum Value {
 
 /// The non-string data types. Each lives in its own module under `types/`.
 #[derive(Debug)]
-pub enum Object {}
+pub enum Object {
+    List(crate::types::list::List),
+}
 
 impl Object {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::List(_) => "list",
+        }
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::List(l) => l.encoding(),
+        }
     }
 
     /// Rough heap footprint, for MEMORY USAGE and lazy-free decisions.
     pub fn heap_size(&self) -> usize {
-        match *self {}
+        match self {
+            Object::List(l) => std::mem::size_of::<Object>() + l.heap_size(),
+        }
     }
 
     /// A deep copy (COPY).
     pub fn duplicate(&self) -> Object {
-        match *self {}
+        match self {
+            Object::List(l) => Object::List(l.clone()),
+        }
     }
 
     /// Number of elements, used to decide whether freeing is done in the background.
     pub fn element_count(&self) -> usize {
-        match *self {}
+        match self {
+            Object::List(l) => l.node_count(),
+        }
     }
 }
 

@@ -2,3 +2,4 @@
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
 pub mod strings;
+pub mod list;
