@@ -12,6 +12,7 @@ pub mod connection;
 pub mod ctx;
 pub mod introspection;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod strings;
 
@@ -216,6 +217,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         connection::COMMANDS,
         keys::COMMANDS,
         strings::COMMANDS,
+        lists::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
     ]

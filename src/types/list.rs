@@ -222,8 +222,8 @@ fn decode(buf: &[u8], p: usize) -> (Elem<'_>, usize) {
     } else {
         match b {
             0xF0 => {
-                let len = u32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]])
-                    as usize;
+                let len =
+                    u32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]]) as usize;
                 (Elem::Str(&buf[p + 5..p + 5 + len]), 5 + len)
             }
             0xF1 => (
@@ -235,8 +235,9 @@ fn decode(buf: &[u8], p: usize) -> (Elem<'_>, usize) {
                 (Elem::Int(n as i64), 4)
             }
             0xF3 => (
-                Elem::Int(i32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]])
-                    as i64),
+                Elem::Int(
+                    i32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]]) as i64,
+                ),
                 5,
             ),
             _ => {
@@ -726,6 +727,8 @@ impl List {
     /// LINSERT: inserts `v` before or after the first element equal to `pivot`.
     /// Returns false when the pivot is not found.
     pub fn insert(&mut self, pivot: &[u8], after: bool, v: &[u8], fill: i64) -> bool {
+        // As Redis, the encoding may change even when the pivot is then not found.
+        self.grow_check(v.len(), 1, fill);
         let mut found = None;
         'outer: for (k, n) in self.nodes.iter().enumerate() {
             let mut off = 0;
@@ -739,7 +742,6 @@ impl List {
             }
         }
         let Some(p) = found else { return false };
-        self.grow_check(v.len(), 1, fill);
         self.insert_at(p, after, v, fill);
         true
     }
@@ -938,14 +940,41 @@ mod tests {
     #[test]
     fn entry_roundtrip() {
         let samples: Vec<Vec<u8>> = [
-            "0", "1", "127", "128", "-1", "-4096", "4095", "4096", "-4097", "32767", "-32768",
-            "32768", "8388607", "-8388608", "8388608", "2147483647", "-2147483648",
-            "2147483648", "9223372036854775807", "-9223372036854775808", "01", "+1", "-0",
-            "", "a", "hello",
+            "0",
+            "1",
+            "127",
+            "128",
+            "-1",
+            "-4096",
+            "4095",
+            "4096",
+            "-4097",
+            "32767",
+            "-32768",
+            "32768",
+            "8388607",
+            "-8388608",
+            "8388608",
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "01",
+            "+1",
+            "-0",
+            "",
+            "a",
+            "hello",
         ]
         .iter()
         .map(|s| s.as_bytes().to_vec())
-        .chain([vec![b'x'; 63], vec![b'y'; 64], vec![b'z'; 4095], vec![b'w'; 5000]])
+        .chain([
+            vec![b'x'; 63],
+            vec![b'y'; 64],
+            vec![b'z'; 4095],
+            vec![b'w'; 5000],
+        ])
         .collect();
         for s in &samples {
             let mut b = Vec::new();
@@ -1120,8 +1149,8 @@ mod tests {
             }
             let all: Vec<Vec<u8>> = m.iter().cloned().collect();
             prop_assert_eq!(l.to_vecs(), all.clone());
-            for i in 0..m.len() {
-                prop_assert_eq!(l.get(i as i64).unwrap().to_vec(), all[i].clone());
+            for (i, want) in all.iter().enumerate() {
+                prop_assert_eq!(&l.get(i as i64).unwrap().to_vec(), want);
             }
             let mut rev = Vec::new();
             l.for_each_rev(|e| { rev.push(e.to_vec()); true });
