@@ -478,7 +478,13 @@ impl Executor {
         if timeout == 0 {
             return;
         }
-        for (_, c) in self.clients_mut() {
+        let blocking = &self.blocking;
+        for (slot, c) in self.clients.iter_mut().enumerate() {
+            let Some(c) = c.as_mut() else { continue };
+            // Blocked clients wait as long as their own timeout says, as in Redis.
+            if blocking.is_blocked(slot) {
+                continue;
+            }
             if !c.embedded && c.last_interaction.elapsed().as_secs() > timeout {
                 c.close_asap = true;
             }
