@@ -689,20 +689,21 @@ fn client_reply(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
 }
 
-fn client_unblock(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let Ok(_id) = arg_i64(args[2]) else {
+fn client_unblock(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let Ok(id) = arg_i64(args[2]) else {
         return errors::NOT_INTEGER;
     };
-    match args.get(3) {
-        None => {}
-        Some(m) if is(m, "timeout") || is(m, "error") => {}
+    let error = match args.get(3) {
+        None => false,
+        Some(m) if is(m, "timeout") => false,
+        Some(m) if is(m, "error") => true,
         Some(_) => return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
-    }
+    };
     if args.len() > 4 {
         return errors::SYNTAX;
     }
-    // No client is blocked until blocking commands exist, so nothing is unblocked.
-    Reply::Int(0)
+    let found = crate::exec::blocking::unblock_by_id(ctx.ex, id as u64, error);
+    Reply::Int(found as i64)
 }
 
 fn on_off(a: &[u8]) -> Option<bool> {

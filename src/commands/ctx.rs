@@ -107,8 +107,9 @@ impl<'a> Ctx<'a> {
 
     /// Signals that `key` in the current database changed: counted for persistence.
     /// WATCH, client-side caching and replication observe this hook.
-    pub fn modified(&mut self, _key: &[u8]) {
+    pub fn modified(&mut self, key: &[u8]) {
         self.ex.ks.dirty += 1;
+        self.ex.blocking.signal(self.db, key);
     }
 
     /// Raises a keyspace notification for `key` in the current database.

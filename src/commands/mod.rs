@@ -12,6 +12,7 @@ pub mod connection;
 pub mod ctx;
 pub mod introspection;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod strings;
 pub mod zsets;
@@ -217,6 +218,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         connection::COMMANDS,
         keys::COMMANDS,
         strings::COMMANDS,
+        lists::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
         zsets::COMMANDS,

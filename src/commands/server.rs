@@ -333,13 +333,13 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                     .max()
                     .unwrap_or(0)
             );
-            field!("blocked_clients:0");
+            field!("blocked_clients:{}", ex.blocking.blocked_clients());
             field!("tracking_clients:0");
             field!("pubsub_clients:0");
             field!("watching_clients:0");
             field!("clients_in_timeout_table:0");
             field!("total_watched_keys:0");
-            field!("total_blocking_keys:0");
+            field!("total_blocking_keys:{}", ex.blocking.blocking_keys());
             field!("total_blocking_keys_on_nokey:0");
         }
         "memory" => {

@@ -6,6 +6,7 @@
 //! client's output buffer. Replies to other clients (pub/sub pushes, unblocked
 //! clients) go through the same buffers and the `pending_writes` list.
 
+pub mod blocking;
 pub mod client;
 mod evict;
 
@@ -101,6 +102,8 @@ pub struct Executor {
     expire_budget: Duration,
     last_cron: Instant,
     cron_loops: u64,
+    /// Clients blocked by blocking commands and the keys they wait on.
+    pub blocking: blocking::Blocking,
 }
 
 impl Executor {
@@ -134,6 +137,7 @@ impl Executor {
             pending_notifications: Vec::new(),
             last_cron: now,
             cron_loops: 0,
+            blocking: blocking::Blocking::default(),
         }
     }
 
@@ -161,6 +165,7 @@ impl Executor {
 
     pub fn disconnect(&mut self, slot: usize) {
         if let Some(Some(_)) = self.clients.get(slot) {
+            self.blocking.disconnect(slot);
             self.clients[slot] = None;
             self.free_slots.push(slot);
             self.client_count -= 1;
@@ -205,7 +210,10 @@ impl Executor {
 
     /// Whether a client may run its next command now (CLIENT PAUSE and, later,
     /// blocking operations hold clients back).
-    pub fn can_run(&mut self, _slot: usize, next_cmd: Option<&[u8]>) -> bool {
+    pub fn can_run(&mut self, slot: usize, next_cmd: Option<&[u8]>) -> bool {
+        if self.blocking.is_blocked(slot) {
+            return false;
+        }
         let Some(p) = self.pause else { return true };
         if Instant::now() >= p.until {
             self.pause = None;
@@ -237,6 +245,11 @@ impl Executor {
             self.mark_pending_write(slot);
         }
         self.check_output_limits(slot);
+        // Keys made ready by this command (or MULTI/EXEC block, or script) wake
+        // their waiters now that it has finished.
+        if self.blocking.has_ready() {
+            blocking::handle_ready(self);
+        }
     }
 
     /// Runs one command and returns its reply.
@@ -421,7 +434,8 @@ impl Executor {
     /// Milliseconds until the next cron tick is due.
     pub fn ms_until_cron(&self) -> u64 {
         let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
-        period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64
+        (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
+            .min(self.blocking.ms_until_deadline())
     }
 
     /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
@@ -494,7 +508,13 @@ impl Executor {
             return;
         }
         let mut any = false;
-        for (_, c) in self.clients_mut() {
+        let blocking = &self.blocking;
+        for (slot, c) in self.clients.iter_mut().enumerate() {
+            let Some(c) = c.as_mut() else { continue };
+            // Blocked clients wait as long as their own timeout says, as in Redis.
+            if blocking.is_blocked(slot) {
+                continue;
+            }
             if !c.embedded && c.last_interaction.elapsed().as_secs() > timeout {
                 c.close_asap = true;
                 any = true;

@@ -24,6 +24,7 @@ pub enum Value {
 #[derive(Debug)]
 pub enum Object {
     ZSet(crate::types::zset::ZSet),
+    List(crate::types::list::List),
 }
 
 impl Object {
@@ -31,6 +32,7 @@ impl Object {
     pub fn type_name(&self) -> &'static str {
         match self {
             Object::ZSet(_) => "zset",
+            Object::List(_) => "list",
         }
     }
 
@@ -38,6 +40,7 @@ impl Object {
     pub fn encoding(&self) -> &'static str {
         match self {
             Object::ZSet(z) => z.encoding(),
+            Object::List(l) => l.encoding(),
         }
     }
 
@@ -45,6 +48,7 @@ impl Object {
     pub fn heap_size(&self) -> usize {
         match self {
             Object::ZSet(z) => z.heap_size(),
+            Object::List(l) => std::mem::size_of::<Object>() + l.heap_size(),
         }
     }
 
@@ -52,6 +56,7 @@ impl Object {
     pub fn duplicate(&self) -> Object {
         match self {
             Object::ZSet(z) => Object::ZSet(z.clone()),
+            Object::List(l) => Object::List(l.clone()),
         }
     }
 
@@ -59,6 +64,7 @@ impl Object {
     pub fn element_count(&self) -> usize {
         match self {
             Object::ZSet(z) => z.len(),
+            Object::List(l) => l.node_count(),
         }
     }
 }

@@ -170,6 +170,16 @@ impl Server {
             for slot in std::mem::take(&mut self.held) {
                 self.process(slot);
             }
+            crate::exec::blocking::tick(&mut self.ex);
+            loop {
+                let resumed = self.ex.blocking.take_resumed();
+                if resumed.is_empty() {
+                    break;
+                }
+                for slot in resumed {
+                    self.process(slot);
+                }
+            }
             self.flush_pending();
             if self.ex.cron() {
                 self.ex.close_pending = true;
@@ -343,7 +353,10 @@ impl Server {
                         .map(|&(s, e)| &buf[s..e])
                         .collect();
                     if !ex.can_run(slot, args.first().copied()) {
-                        self.held.push(slot);
+                        // Blocked clients resume through `blocking.take_resumed`.
+                        if !ex.blocking.is_blocked(slot) {
+                            self.held.push(slot);
+                        }
                         break;
                     }
                     ex.execute_and_reply(slot, &args);
@@ -354,7 +367,10 @@ impl Server {
                     let args: smallvec::SmallVec<[&[u8]; 8]> =
                         conn.inline.iter().map(|a| a.as_slice()).collect();
                     if !ex.can_run(slot, args.first().copied()) {
-                        self.held.push(slot);
+                        // Blocked clients resume through `blocking.take_resumed`.
+                        if !ex.blocking.is_blocked(slot) {
+                            self.held.push(slot);
+                        }
                         break;
                     }
                     ex.execute_and_reply(slot, &args);

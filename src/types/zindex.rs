@@ -403,7 +403,8 @@ mod tests {
         // A scrambled insertion order.
         for i in 0..n {
             let k = (i as u64 * 7919 % n as u64) as u32;
-            slab.0.push(((k / 3) as f64, format!("{k:06}").into_bytes()));
+            slab.0
+                .push(((k / 3) as f64, format!("{k:06}").into_bytes()));
             tree.insert(i, &slab);
         }
         let mut model: BTreeMap<(F, Vec<u8>), u32> = slab

@@ -1,0 +1,329 @@
+//! Blocked clients: the wait queues of blocking commands (BLPOP, BLMOVE, BLMPOP, …),
+//! the ready-key signals that wake them, timeouts, CLIENT UNBLOCK and disconnects.
+//!
+//! ## How it works
+//! - A blocking command's handler first tries to serve itself like its non-blocking
+//!   form. When it cannot, it returns [`block`]`(ctx, args, keys, btype, deadline,
+//!   timeout_reply)`. That registers the client in the FIFO wait queue of each key
+//!   (queues are keyed by database + key) and answers `Reply::NoReply`, so nothing
+//!   is written yet.
+//! - While a client is blocked, `Executor::can_run` is false for it: the network
+//!   layer keeps its further input buffered. When it is unblocked its slot is queued
+//!   in [`Blocking::take_resumed`] so the network layer resumes processing it.
+//! - Every key modification goes through `Ctx::modified`, which calls
+//!   [`Blocking::signal`]: a key with waiters is queued as ready (cheap when nobody
+//!   waits). Nothing is served during the command that signalled.
+//! - After a top-level command finishes (for a MULTI/EXEC block or a script, that is
+//!   after the whole block, since their inner commands are not top level),
+//!   `Executor::execute_and_reply` calls [`handle_ready`]. For each ready key, in the
+//!   order signalled, waiters whose blocked type matches the key's type are re-run in
+//!   the order they blocked: the stored command is executed again through
+//!   `Executor::call`. If it produces a reply, the client is unblocked and the reply
+//!   goes to its output buffer; if it calls [`block`] again (the key was emptied by an
+//!   earlier waiter), it keeps its place and its original deadline. Commands run on
+//!   wake-up may make other keys ready (BLMOVE pushing to a list another client waits
+//!   on); those are handled in the same loop, so chains resolve before the next
+//!   command is read.
+//! - Deadlines are kept in an ordered set; [`tick`] (called every event-loop turn,
+//!   and the loop's poll timeout includes [`Blocking::ms_until_deadline`]) answers
+//!   expired waiters with their timeout reply (null array or null bulk).
+//! - `deny_blocking` makes [`block`] answer the timeout reply at once, as Redis does
+//!   for blocking commands inside MULTI/EXEC and scripts: EXEC and the scripting host
+//!   set it while they run queued/script commands.
+//!
+//! ## Adding a blocking command (sorted sets, streams)
+//! 1. Give the row the `flags::BLOCKING` flag. In the handler, parse arguments (use
+//!    [`parse_timeout`] for seconds-as-decimal timeouts, or compute an `Instant`
+//!    deadline yourself, e.g. XREAD BLOCK milliseconds), try to serve, and when there is
+//!    nothing to serve `return block(ctx, args, &keys, "zset", deadline, Reply::NullArray)`
+//!    with the key type name that should wake it (`Object::type_name`).
+//! 2. Make the handler idempotent to re-running: on wake-up it is simply called again
+//!    with the same arguments (so resolve things like XREAD's `$` to a concrete ID
+//!    before blocking, by rewriting `args` you pass to `block`: the stored arguments
+//!    are what gets re-run).
+//! 3. Writers need nothing special: `ctx.modified(key)` already signals readiness.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::commands::{Command, Ctx};
+use crate::exec::{Executor, ReplyMode};
+use crate::protocol::Reply;
+
+/// A blocked client's state.
+struct Blocked {
+    db: usize,
+    keys: Vec<Vec<u8>>,
+    /// The key type that wakes this client ("list", "zset", "stream").
+    btype: &'static str,
+    /// The command and arguments re-run on wake-up.
+    cmd: &'static Command,
+    args: Vec<Vec<u8>>,
+    deadline: Option<Instant>,
+    timeout_reply: Reply,
+}
+
+#[derive(Default)]
+pub struct Blocking {
+    /// (db, key) → client slots in the order they blocked.
+    waiters: HashMap<(usize, Vec<u8>), VecDeque<usize>>,
+    clients: HashMap<usize, Blocked>,
+    deadlines: BTreeSet<(Instant, usize)>,
+    /// Keys signalled since the last `handle_ready`, in order, without repeats.
+    ready: Vec<(usize, Vec<u8>)>,
+    ready_set: HashSet<(usize, Vec<u8>)>,
+    /// Clients just unblocked whose buffered input should be processed again.
+    resumed: Vec<usize>,
+    /// The client whose command is being re-run on wake-up, and whether it blocked again.
+    reprocessing: Option<usize>,
+    reblocked: bool,
+    /// Blocking commands behave as their non-blocking forms (MULTI/EXEC, scripts).
+    pub deny_blocking: bool,
+}
+
+impl Blocking {
+    pub fn is_blocked(&self, slot: usize) -> bool {
+        self.clients.contains_key(&slot)
+    }
+
+    /// INFO `blocked_clients`.
+    pub fn blocked_clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// INFO `total_blocking_keys`.
+    pub fn blocking_keys(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// Called for every modified key: queues it if someone waits on it.
+    #[inline]
+    pub fn signal(&mut self, db: usize, key: &[u8]) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let k = (db, key.to_vec());
+        if self.waiters.contains_key(&k) && self.ready_set.insert(k.clone()) {
+            self.ready.push(k);
+        }
+    }
+
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Clients unblocked since the last call, for the network layer to resume.
+    pub fn take_resumed(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.resumed)
+    }
+
+    /// Milliseconds until the nearest deadline (`u64::MAX` when none).
+    pub fn ms_until_deadline(&self) -> u64 {
+        match self.deadlines.first() {
+            None => u64::MAX,
+            Some((t, _)) => {
+                let d = t.saturating_duration_since(Instant::now());
+                // Round up so the loop does not wake just before the deadline.
+                (d.as_micros() as u64).div_ceil(1000)
+            }
+        }
+    }
+
+    /// Removes a client from every queue; returns its state.
+    fn remove(&mut self, slot: usize) -> Option<Blocked> {
+        let b = self.clients.remove(&slot)?;
+        for key in &b.keys {
+            let k = (b.db, key.clone());
+            if let Some(q) = self.waiters.get_mut(&k) {
+                q.retain(|&s| s != slot);
+                if q.is_empty() {
+                    self.waiters.remove(&k);
+                }
+            }
+        }
+        if let Some(t) = b.deadline {
+            self.deadlines.remove(&(t, slot));
+        }
+        Some(b)
+    }
+
+    /// A client disconnected: forget it.
+    pub fn disconnect(&mut self, slot: usize) {
+        self.remove(slot);
+        self.resumed.retain(|&s| s != slot);
+    }
+}
+
+/// Parses a blocking timeout in seconds (decimals allowed, ms precision, rounded up)
+/// into a deadline: `None` waits forever (0). Errors are Redis's.
+pub fn parse_timeout(arg: &[u8]) -> Result<Option<Instant>, Reply> {
+    use crate::util::numeric::{parse_f64, LongDouble};
+    let not_float = Reply::err("ERR timeout is not a float or out of range");
+    let ld = LongDouble::parse(arg).ok_or(not_float.clone())?;
+    if ld.is_nan() {
+        return Err(not_float);
+    }
+    // Out-of-f64-range literals that a long double accepts: huge or tiny.
+    let v = parse_f64(arg)
+        .or_else(|| std::str::from_utf8(arg).ok()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    let ms = v * 1000.0;
+    if ms > i64::MAX as f64 {
+        return Err(Reply::err("ERR timeout is out of range"));
+    }
+    let ms = ms.ceil() as i64;
+    if ms < 0 {
+        return Err(Reply::err("ERR timeout is negative"));
+    }
+    if ms == 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        Instant::now()
+            .checked_add(Duration::from_millis(ms as u64))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86400)),
+    ))
+}
+
+/// Blocks the calling client on `keys` until one of them (of type `btype`) is
+/// signalled, the deadline passes (answering `timeout_reply`), or it is unblocked.
+/// Returns the handler's reply: `NoReply` when blocked, `timeout_reply` when blocking
+/// is denied (MULTI/EXEC, scripts).
+pub fn block(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    keys: &[&[u8]],
+    btype: &'static str,
+    deadline: Option<Instant>,
+    timeout_reply: Reply,
+) -> Reply {
+    let b = &mut ctx.ex.blocking;
+    if b.deny_blocking {
+        return timeout_reply;
+    }
+    if b.reprocessing == Some(ctx.client) {
+        // Woken but nothing to serve: keep the place in the queues and the deadline.
+        b.reblocked = true;
+        return Reply::NoReply;
+    }
+    let slot = ctx.client;
+    let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
+    for k in keys {
+        if !uniq.iter().any(|u| u == k) {
+            uniq.push(k.to_vec());
+        }
+    }
+    for k in &uniq {
+        b.waiters
+            .entry((ctx.db, k.clone()))
+            .or_default()
+            .push_back(slot);
+    }
+    if let Some(t) = deadline {
+        b.deadlines.insert((t, slot));
+    }
+    b.clients.insert(
+        slot,
+        Blocked {
+            db: ctx.db,
+            keys: uniq,
+            btype,
+            cmd: ctx.cmd,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+            deadline,
+            timeout_reply,
+        },
+    );
+    Reply::NoReply
+}
+
+/// Delivers a reply to a client that was blocked and schedules it to resume.
+fn deliver(ex: &mut Executor, slot: usize, reply: &Reply) {
+    let c = ex.client_mut(slot);
+    if c.reply_mode == ReplyMode::On {
+        c.push_reply(reply);
+    }
+    ex.mark_pending_write(slot);
+    ex.blocking.resumed.push(slot);
+}
+
+/// Serves waiters of the keys signalled ready, until no key is ready.
+pub fn handle_ready(ex: &mut Executor) {
+    while !ex.blocking.ready.is_empty() {
+        let ready = std::mem::take(&mut ex.blocking.ready);
+        ex.blocking.ready_set.clear();
+        for (db, key) in ready {
+            let Some(q) = ex.blocking.waiters.get(&(db, key.clone())) else {
+                continue;
+            };
+            let slots: Vec<usize> = q.iter().copied().collect();
+            for slot in slots {
+                let now = crate::keyspace::unix_ms();
+                ex.ks.expire_if_needed(db, &key, now);
+                let ty = match ex.ks.dbs[db].table.get(&key) {
+                    Some(e) => e.value().type_name(),
+                    None => break,
+                };
+                let Some(b) = ex.blocking.clients.get(&slot) else {
+                    continue;
+                };
+                if b.btype != ty {
+                    continue;
+                }
+                let (cmd, args) = (b.cmd, b.args.clone());
+                ex.blocking.reprocessing = Some(slot);
+                ex.blocking.reblocked = false;
+                let argv: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                let reply = ex.call(slot, cmd, &argv);
+                ex.blocking.reprocessing = None;
+                if ex.blocking.reblocked {
+                    continue;
+                }
+                ex.blocking.remove(slot);
+                deliver(ex, slot, &reply);
+            }
+        }
+    }
+}
+
+/// Answers waiters whose deadline has passed with their timeout reply.
+pub fn tick(ex: &mut Executor) {
+    if ex.blocking.deadlines.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    while let Some(&(t, slot)) = ex.blocking.deadlines.first() {
+        if t > now {
+            break;
+        }
+        match ex.blocking.remove(slot) {
+            Some(b) => deliver(ex, slot, &b.timeout_reply),
+            None => {
+                ex.blocking.deadlines.pop_first();
+            }
+        }
+    }
+}
+
+/// CLIENT UNBLOCK: unblocks the client with `id` as by a timeout, or with an
+/// `UNBLOCKED` error. Returns whether a blocked client was found.
+pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
+    let Some(slot) = ex
+        .clients()
+        .find(|(_, c)| c.id == id)
+        .map(|(s, _)| s)
+        .filter(|s| ex.blocking.is_blocked(*s))
+    else {
+        return false;
+    };
+    let Some(b) = ex.blocking.remove(slot) else {
+        return false;
+    };
+    let reply = if error {
+        Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    } else {
+        b.timeout_reply
+    };
+    deliver(ex, slot, &reply);
+    true
+}
