@@ -8,6 +8,7 @@
 //! A handler parses its arguments, works on the keyspace through `Ctx`, and returns a
 //! `Reply`. It never touches sockets.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
 pub mod introspection;
@@ -216,6 +217,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         connection::COMMANDS,
         keys::COMMANDS,
         strings::COMMANDS,
+        bitmaps::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
     ]
