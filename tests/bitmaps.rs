@@ -38,7 +38,11 @@ fn getbit_setbit() {
             ),
             (&["SETBIT", "k", "23", "1"], ":0\r\n", ":0\r\n"),
             (&["STRLEN", "k"], ":3\r\n", ":3\r\n"),
-            (&["OBJECT", "ENCODING", "k"], "$3\r\nraw\r\n", "$3\r\nraw\r\n"),
+            (
+                &["OBJECT", "ENCODING", "k"],
+                "$3\r\nraw\r\n",
+                "$3\r\nraw\r\n",
+            ),
             // Integer-encoded strings are read and written as their decimal text.
             (&["SET", "n", "12345"], "+OK\r\n", "+OK\r\n"),
             (&["GETBIT", "n", "3"], ":1\r\n", ":1\r\n"),
@@ -124,8 +128,16 @@ fn bitpos() {
             (&["BITPOS", "f", "0", "10"], ":-1\r\n", ":-1\r\n"),
             (&["BITPOS", "f", "0", "3", "2"], ":-1\r\n", ":-1\r\n"),
             (&["BITPOS", "f", "1", "3", "7", "BIT"], ":3\r\n", ":3\r\n"),
-            (&["BITPOS", "f", "0", "3", "11", "bit"], ":-1\r\n", ":-1\r\n"),
-            (&["BITPOS", "f", "0", "-12", "-1", "bit"], ":12\r\n", ":12\r\n"),
+            (
+                &["BITPOS", "f", "0", "3", "11", "bit"],
+                ":-1\r\n",
+                ":-1\r\n",
+            ),
+            (
+                &["BITPOS", "f", "0", "-12", "-1", "bit"],
+                ":12\r\n",
+                ":12\r\n",
+            ),
             // g = ff ff ff: a clear bit past the end without an explicit end.
             (
                 &["BITFIELD", "g", "SET", "i24", "0", "-1"],
@@ -135,7 +147,11 @@ fn bitpos() {
             (&["BITPOS", "g", "0"], ":24\r\n", ":24\r\n"),
             (&["BITPOS", "g", "0", "1"], ":24\r\n", ":24\r\n"),
             (&["BITPOS", "g", "0", "0", "-1"], ":-1\r\n", ":-1\r\n"),
-            (&["BITPOS", "g", "0", "0", "23", "bit"], ":-1\r\n", ":-1\r\n"),
+            (
+                &["BITPOS", "g", "0", "0", "23", "bit"],
+                ":-1\r\n",
+                ":-1\r\n",
+            ),
             (&["BITPOS", "g", "1", "9", "3", "bit"], ":-1\r\n", ":-1\r\n"),
             (
                 &["BITPOS", "g", "2"],
@@ -167,14 +183,22 @@ fn bitop() {
             (&["SET", "b", "abcdef"], "+OK\r\n", "+OK\r\n"),
             (&["BITOP", "AND", "d", "a", "b"], ":6\r\n", ":6\r\n"),
             (&["GET", "d"], "$6\r\n`bc`ab\r\n", "$6\r\n`bc`ab\r\n"),
-            (&["BITOP", "or", "d", "a", "b", "missing"], ":6\r\n", ":6\r\n"),
+            (
+                &["BITOP", "or", "d", "a", "b", "missing"],
+                ":6\r\n",
+                ":6\r\n",
+            ),
             (&["GET", "d"], "$6\r\ngoofev\r\n", "$6\r\ngoofev\r\n"),
             (&["SET", "c", "x"], "+OK\r\n", "+OK\r\n"),
             (&["BITOP", "XOR", "d", "a", "c"], ":6\r\n", ":6\r\n"),
             (&["GET", "d"], "$6\r\n\x1eoobar\r\n", "$6\r\n\x1eoobar\r\n"),
             (&["BITOP", "NOT", "d", "c"], ":1\r\n", ":1\r\n"),
             (&["GET", "d"], "$1\r\n\u{FFFD}\r\n", "$1\r\n\u{FFFD}\r\n"),
-            (&["OBJECT", "ENCODING", "d"], "$3\r\nraw\r\n", "$3\r\nraw\r\n"),
+            (
+                &["OBJECT", "ENCODING", "d"],
+                "$3\r\nraw\r\n",
+                "$3\r\nraw\r\n",
+            ),
             (
                 &["BITOP", "NOT", "d", "a", "b"],
                 "-ERR BITOP NOT must be called with a single source key.\r\n",
@@ -342,7 +366,11 @@ fn differential_against_redis() {
             ],
             1 => {
                 let signed = rng.bool();
-                let bits = if signed { rng.u32(1..=64) } else { rng.u32(1..=63) };
+                let bits = if signed {
+                    rng.u32(1..=64)
+                } else {
+                    rng.u32(1..=63)
+                };
                 let ty = format!("{}{}", if signed { "i" } else { "u" }, bits);
                 let ow = ["WRAP", "SAT", "FAIL"][rng.usize(0..3)];
                 let op = ["SET", "INCRBY", "GET"][rng.usize(0..3)];
@@ -352,7 +380,15 @@ fn differential_against_redis() {
                     rng.u32(0..150).to_string()
                 };
                 let v = rng.i64(..).to_string();
-                let mut c = vec!["BITFIELD".into(), key, "OVERFLOW".into(), ow.into(), op.into(), ty, off];
+                let mut c = vec![
+                    "BITFIELD".into(),
+                    key,
+                    "OVERFLOW".into(),
+                    ow.into(),
+                    op.into(),
+                    ty,
+                    off,
+                ];
                 if op != "GET" {
                     c.push(v);
                 }
@@ -384,7 +420,12 @@ fn differential_against_redis() {
             }
             5 => {
                 let op = ["AND", "OR", "XOR", "NOT"][rng.usize(0..4)];
-                let mut c = vec!["BITOP".into(), op.into(), format!("k{}", rng.u32(0..3)), key];
+                let mut c = vec![
+                    "BITOP".into(),
+                    op.into(),
+                    format!("k{}", rng.u32(0..3)),
+                    key,
+                ];
                 if op != "NOT" {
                     c.push(format!("k{}", rng.u32(0..4)));
                 }

@@ -11,6 +11,7 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod server;
@@ -218,6 +219,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         keys::COMMANDS,
         strings::COMMANDS,
         bitmaps::COMMANDS,
+        hyperloglog::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
     ]

@@ -2,4 +2,5 @@
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
 pub mod bitmap;
+pub mod hll;
 pub mod strings;
