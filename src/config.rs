@@ -67,6 +67,7 @@ pub struct Config {
     pub set_max_listpack_value: i64,
     pub zset_max_listpack_entries: i64,
     pub zset_max_listpack_value: i64,
+    pub hll_sparse_max_bytes: u64,
     pub config_file: Option<PathBuf>,
 }
 
@@ -123,6 +124,7 @@ impl Default for Config {
             set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
             config_file: None,
         }
     }
@@ -613,6 +615,13 @@ pub static DIRECTIVES: &[Directive] = &[
         0,
         i64::MAX,
         true
+    ),
+    mem_directive!(
+        "hll-sparse-max-bytes",
+        hll_sparse_max_bytes,
+        u64,
+        0,
+        i64::MAX as u64
     ),
 ];
 

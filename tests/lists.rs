@@ -242,9 +242,8 @@ fn encodings_and_memory() {
     let small = c.cmd(&["MEMORY", "USAGE", "big"]);
     c.cmd(&["RPUSH", "big", &big]);
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "big"]), "$9\r\nquicklist\r\n");
-    let n: i64 = |r: &str| -> i64 { r[1..r.len() - 2].parse().unwrap() }(
-        &c.cmd(&["MEMORY", "USAGE", "big"]),
-    );
+    let usage = c.cmd(&["MEMORY", "USAGE", "big"]);
+    let n: i64 = usage[1..usage.len() - 2].parse().unwrap();
     let m: i64 = small[1..small.len() - 2].parse().unwrap();
     assert!(n > m + 10000, "{n} vs {m}");
     assert_eq!(c.cmd(&["LINDEX", "big", "1"]).len(), 10000 + 10);

@@ -8,8 +8,10 @@
 //! A handler parses its arguments, works on the keyspace through `Ctx`, and returns a
 //! `Reply`. It never touches sockets.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
@@ -219,6 +221,8 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         keys::COMMANDS,
         strings::COMMANDS,
         lists::COMMANDS,
+        bitmaps::COMMANDS,
+        hyperloglog::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
         zsets::COMMANDS,

@@ -1,6 +1,8 @@
 //! Data-type internals, apart from command parsing: each module is pure and
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
+pub mod bitmap;
+pub mod hll;
 pub mod list;
 pub mod strings;
 pub mod zindex;
