@@ -10,9 +10,11 @@
 
 pub mod connection;
 pub mod ctx;
+pub mod hashes;
 pub mod introspection;
 pub mod keys;
 pub mod server;
+pub mod sets;
 pub mod strings;
 
 use std::collections::HashMap;
@@ -216,6 +218,8 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         connection::COMMANDS,
         keys::COMMANDS,
         strings::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
     ]

@@ -436,6 +436,9 @@ impl Executor {
             }
             self.after_command();
         }
+        if self.active_expire {
+            crate::commands::hashes::active_expire_fields(self, unix_ms(), slice);
+        }
         self.after_command();
         self.sample_ops();
         self.close_idle_clients();

@@ -7,6 +7,7 @@
 //! the active cycle's cost per pass is the table size, bounded per tick by its budget.
 
 pub mod entry;
+pub mod field_expiry;
 pub mod lazyfree;
 pub mod table;
 pub mod value;
@@ -55,6 +56,8 @@ pub struct Keyspace {
     /// Whether the access field holds LFU data (an LFU maxmemory policy) instead of
     /// the LRU clock.
     pub lfu: bool,
+    /// Hashes with field TTLs, for the active expiry of fields.
+    pub field_expiry: field_expiry::FieldExpiry,
 }
 
 /// Absolute unix time in milliseconds.
@@ -128,6 +131,7 @@ impl Keyspace {
             lazyfree: lazyfree::LazyFree::new(),
             expired_events: Vec::new(),
             lfu: false,
+            field_expiry: field_expiry::FieldExpiry::default(),
         }
     }
 

@@ -22,32 +22,50 @@ pub enum Value {
 
 /// The non-string data types. Each lives in its own module under `types/`.
 #[derive(Debug)]
-pub enum Object {}
+pub enum Object {
+    Hash(crate::types::hash::Hash),
+    Set(crate::types::set::Set),
+}
 
 impl Object {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::Hash(_) => "hash",
+            Object::Set(_) => "set",
+        }
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        match *self {}
+        match self {
+            Object::Hash(h) => h.encoding(),
+            Object::Set(s) => s.encoding(),
+        }
     }
 
     /// Rough heap footprint, for MEMORY USAGE and lazy-free decisions.
     pub fn heap_size(&self) -> usize {
-        match *self {}
+        match self {
+            Object::Hash(h) => h.heap_size(),
+            Object::Set(s) => s.heap_size(),
+        }
     }
 
     /// A deep copy (COPY).
     pub fn duplicate(&self) -> Object {
-        match *self {}
+        match self {
+            Object::Hash(h) => Object::Hash(h.clone()),
+            Object::Set(s) => Object::Set(s.clone()),
+        }
     }
 
     /// Number of elements, used to decide whether freeing is done in the background.
     pub fn element_count(&self) -> usize {
-        match *self {}
+        match self {
+            Object::Hash(h) => h.len(),
+            Object::Set(s) => s.len(),
+        }
     }
 }
 

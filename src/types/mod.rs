@@ -1,4 +1,9 @@
 //! Data-type internals, apart from command parsing: each module is pure and
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
+pub mod hash;
+pub mod intset;
+pub mod listpack;
+pub mod scantable;
+pub mod set;
 pub mod strings;
