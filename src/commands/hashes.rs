@@ -125,7 +125,7 @@ fn register_if_earlier(ctx: &mut Ctx, key: &[u8], before: Option<i64>) {
 }
 
 /// The hash at `key` for reading, after lazy field expiry: `Ok(None)` when missing.
-fn read_hash<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Hash>, Reply> {
+pub(crate) fn read_hash<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Hash>, Reply> {
     let (db, now) = (ctx.db, ctx.now_ms);
     expire_fields_of(ctx.ex, db, key, now);
     match ctx.lookup_read(key).map(|e| e.value()) {

@@ -15,6 +15,7 @@ pub mod introspection;
 pub mod keys;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 
 use std::collections::HashMap;
@@ -220,6 +221,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         strings::COMMANDS,
         hashes::COMMANDS,
         sets::COMMANDS,
+        sort::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
     ]
