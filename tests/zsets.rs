@@ -365,3 +365,41 @@ fn random_big_sets_same_as_redis() {
     let slices: Vec<&[&str]> = refs.iter().map(Vec::as_slice).collect();
     assert_same_as_redis(&s, &r, &slices);
 }
+
+/// Plain sets are inputs to ZUNION/ZINTER/ZDIFF with score 1.
+#[test]
+fn set_inputs_score_one() {
+    let s = TestServer::start();
+    let rows: &[(&[&str], &str, &str)] = &[
+        (&["SADD", "s", "a", "b"], ":2\r\n", ":2\r\n"),
+        (&["ZADD", "z", "5", "a", "7", "c"], ":2\r\n", ":2\r\n"),
+        (
+            &["ZUNION", "2", "s", "z", "WITHSCORES"],
+            "*6\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n6\r\n$1\r\nc\r\n$1\r\n7\r\n",
+            "*3\r\n*2\r\n$1\r\nb\r\n,1\r\n*2\r\n$1\r\na\r\n,6\r\n*2\r\n$1\r\nc\r\n,7\r\n",
+        ),
+        (
+            &["ZINTERSTORE", "d", "2", "s", "z", "WEIGHTS", "10", "1"],
+            ":1\r\n",
+            ":1\r\n",
+        ),
+        (&["ZSCORE", "d", "a"], "$2\r\n15\r\n", ",15\r\n"),
+        (
+            &["ZDIFF", "2", "s", "z"],
+            "*1\r\n$1\r\nb\r\n",
+            "*1\r\n$1\r\nb\r\n",
+        ),
+        (&["SET", "str", "x"], "+OK\r\n", "+OK\r\n"),
+        (
+            &["ZUNION", "2", "s", "str"],
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+    ];
+    check_both(&s, rows);
+    if redis_server_available() {
+        let r = RedisServer::start();
+        let cmds: Vec<&[&str]> = rows.iter().map(|(c, _, _)| *c).collect();
+        assert_same_as_redis(&s, &r, &cmds);
+    }
+}

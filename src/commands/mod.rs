@@ -11,11 +11,14 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod server;
+pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod zsets;
 
@@ -223,6 +226,9 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         lists::COMMANDS,
         bitmaps::COMMANDS,
         hyperloglog::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
+        sort::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
         zsets::COMMANDS,

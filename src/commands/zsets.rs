@@ -929,7 +929,12 @@ fn read_setop_input(ctx: &mut Ctx, key: &[u8]) -> Result<Input, Reply> {
             z.for_each(|m, s| v.push((m.to_vec(), s)));
             Ok(v)
         }
-        // Object::Set(s) => Ok(s.members().map(|m| (m, 1.0)).collect()),
+        // Plain sets take part with every member scored 1, as in Redis.
+        Some(ValueRef::Obj(Object::Set(s))) => {
+            let mut v = Vec::with_capacity(s.len());
+            s.for_each(|m| v.push((m.to_vec(), 1.0)));
+            Ok(v)
+        }
         Some(_) => Err(errors::WRONGTYPE),
     }
 }

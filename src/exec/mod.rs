@@ -451,6 +451,15 @@ impl Executor {
         // Redis's active expiry may take up to 25% of each tick at effort 1.
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
         self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
+        // Fields of hashes with per-field TTLs (HEXPIRE) expire in their own 1 ms slice.
+        if self.active_expire {
+            crate::commands::hashes::active_expire_fields(
+                self,
+                unix_ms(),
+                Duration::from_millis(1),
+            );
+            self.after_command();
+        }
         self.sample_ops();
         self.close_idle_clients();
         true

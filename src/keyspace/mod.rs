@@ -7,6 +7,7 @@
 //! the active cycle's cost per pass is the table size, bounded per tick by its budget.
 
 pub(crate) mod entry;
+pub mod field_expiry;
 pub mod lazyfree;
 pub mod table;
 pub mod value;
@@ -57,6 +58,8 @@ pub struct Keyspace {
     pub lfu: bool,
     /// Whether the last active expiry cycle ran out of time with work left.
     pub expire_backlog: bool,
+    /// Hashes with field TTLs, for the active expiry of fields.
+    pub field_expiry: field_expiry::FieldExpiry,
 }
 
 /// Absolute unix time in milliseconds.
@@ -131,6 +134,7 @@ impl Keyspace {
             expired_events: Vec::new(),
             lfu: false,
             expire_backlog: false,
+            field_expiry: field_expiry::FieldExpiry::default(),
         }
     }
 

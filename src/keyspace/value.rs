@@ -25,6 +25,8 @@ pub enum Value {
 pub enum Object {
     ZSet(crate::types::zset::ZSet),
     List(crate::types::list::List),
+    Hash(crate::types::hash::Hash),
+    Set(crate::types::set::Set),
 }
 
 impl Object {
@@ -33,6 +35,8 @@ impl Object {
         match self {
             Object::ZSet(_) => "zset",
             Object::List(_) => "list",
+            Object::Hash(_) => "hash",
+            Object::Set(_) => "set",
         }
     }
 
@@ -41,6 +45,8 @@ impl Object {
         match self {
             Object::ZSet(z) => z.encoding(),
             Object::List(l) => l.encoding(),
+            Object::Hash(h) => h.encoding(),
+            Object::Set(s) => s.encoding(),
         }
     }
 
@@ -49,6 +55,8 @@ impl Object {
         match self {
             Object::ZSet(z) => z.heap_size(),
             Object::List(l) => std::mem::size_of::<Object>() + l.heap_size(),
+            Object::Hash(h) => h.heap_size(),
+            Object::Set(s) => s.heap_size(),
         }
     }
 
@@ -57,6 +65,8 @@ impl Object {
         match self {
             Object::ZSet(z) => Object::ZSet(z.clone()),
             Object::List(l) => Object::List(l.clone()),
+            Object::Hash(h) => Object::Hash(h.clone()),
+            Object::Set(s) => Object::Set(s.clone()),
         }
     }
 
@@ -65,6 +75,8 @@ impl Object {
         match self {
             Object::ZSet(z) => z.len(),
             Object::List(l) => l.node_count(),
+            Object::Hash(h) => h.len(),
+            Object::Set(s) => s.len(),
         }
     }
 }

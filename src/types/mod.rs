@@ -2,8 +2,13 @@
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
 pub mod bitmap;
+pub mod hash;
 pub mod hll;
+pub mod intset;
 pub mod list;
+pub mod listpack;
+pub mod scantable;
+pub mod set;
 pub mod strings;
 pub mod zindex;
 pub mod zset;

@@ -1,0 +1,62 @@
+//! Which hashes have fields with an expiry, ordered by when the earliest one is due:
+//! what the active expiry of hash fields (Redis 7.4's `db->hexpires`) walks.
+//!
+//! Entries are hints, (time, key) per database: a hash is registered when it gets a
+//! field TTL earlier than any it had. The cron pops due hints, expires the key's due
+//! fields and re-registers it at its next expiry. A hint whose key was deleted,
+//! renamed or overwritten is simply dropped when popped, so no other code path has to
+//! keep this index exact; a renamed hash keeps lazy field expiry and is re-registered
+//! by its next HEXPIRE-family command.
+
+use std::collections::BTreeSet;
+
+#[derive(Default, Debug)]
+pub struct FieldExpiry {
+    due: Vec<BTreeSet<(i64, Vec<u8>)>>,
+}
+
+impl FieldExpiry {
+    /// Registers `key` in `db` as having a field that expires at `at`.
+    pub fn register(&mut self, db: usize, at: i64, key: &[u8]) {
+        if self.due.len() <= db {
+            self.due.resize_with(db + 1, BTreeSet::new);
+        }
+        self.due[db].insert((at, key.to_vec()));
+    }
+
+    /// Pops a key of `db` whose registered time is at or before `now`.
+    pub fn pop_due(&mut self, db: usize, now: i64) -> Option<Vec<u8>> {
+        let set = self.due.get_mut(db)?;
+        match set.first() {
+            Some((at, _)) if *at <= now => set.pop_first().map(|(_, k)| k),
+            _ => None,
+        }
+    }
+
+    /// Databases with registered hashes.
+    pub fn dbs(&self) -> usize {
+        self.due.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.due.iter().all(|s| s.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pops_in_time_order() {
+        let mut f = FieldExpiry::default();
+        f.register(1, 20, b"b");
+        f.register(1, 10, b"a");
+        assert_eq!(f.pop_due(0, 100), None);
+        assert_eq!(f.pop_due(1, 5), None);
+        assert_eq!(f.pop_due(1, 15), Some(b"a".to_vec()));
+        assert_eq!(f.pop_due(1, 15), None);
+        assert_eq!(f.pop_due(1, 20), Some(b"b".to_vec()));
+        assert!(f.is_empty());
+    }
+}
