@@ -12,8 +12,12 @@ pub mod connection;
 pub mod ctx;
 pub mod introspection;
 pub mod keys;
+pub mod monitor;
+pub mod pubsub;
 pub mod server;
 pub mod strings;
+pub mod tracking;
+pub mod transactions;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -218,6 +222,9 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         strings::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
+        transactions::COMMANDS,
+        pubsub::COMMANDS,
+        monitor::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())
