@@ -69,6 +69,8 @@ pub struct Config {
     pub zset_max_listpack_value: i64,
     pub hll_sparse_max_bytes: u64,
     pub config_file: Option<PathBuf>,
+    /// notify-keyspace-events as class bits (`commands::ctx::notify`).
+    pub notify_keyspace_events: u32,
 }
 
 impl Default for Config {
@@ -126,6 +128,7 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             config_file: None,
+            notify_keyspace_events: 0,
         }
     }
 }
@@ -460,6 +463,17 @@ pub static DIRECTIVES: &[Directive] = &[
                 }
             }
             c.client_output_buffer_limit = limits;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "notify-keyspace-events",
+        aliases: &[],
+        mutable: true,
+        get: |c| crate::exec::pubsub::format_notify_classes(c.notify_keyspace_events),
+        set: |c, a| {
+            c.notify_keyspace_events = crate::exec::pubsub::parse_notify_classes(one(a)?)
+                .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
             Ok(())
         },
     },

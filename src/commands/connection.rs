@@ -269,6 +269,54 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
         client_setinfo
     ),
     command!(
+        "client|tracking",
+        -3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "connection",
+        "6.0.0",
+        "Controls server-assisted client-side caching for the connection.",
+        "O(1). Some options may introduce additional complexity.",
+        crate::commands::tracking::client_tracking
+    ),
+    command!(
+        "client|caching",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "connection",
+        "6.0.0",
+        "Instructs the server whether to track the keys in the next request.",
+        "O(1)",
+        crate::commands::tracking::client_caching
+    ),
+    command!(
+        "client|getredir",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "connection",
+        "6.0.0",
+        "Returns the client ID to which the connection's tracking notifications are redirected.",
+        "O(1)",
+        crate::commands::tracking::client_getredir
+    ),
+    command!(
+        "client|trackinginfo",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        CONN_SLOW,
+        "connection",
+        "6.2.0",
+        "Returns information about server-assisted client-side caching for the connection.",
+        "O(1)",
+        crate::commands::tracking::client_trackinginfo
+    ),
+    command!(
         "client|help",
         2,
         LOADING | STALE,
@@ -380,6 +428,14 @@ fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn ping(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    // A RESP2 subscriber gets its PONG in the shape of a pub/sub message.
+    let c = ctx.client_ref();
+    if c.proto == 2 && c.is_pubsub() && args.len() <= 2 {
+        return Reply::Array(vec![
+            Reply::bulk(b"pong"),
+            Reply::bulk(args.get(1).copied().unwrap_or(b"")),
+        ]);
+    }
     match args.len() {
         1 => Reply::status("PONG"),
         2 => Reply::bulk(args[1]),
@@ -409,6 +465,8 @@ fn quit(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    // Transaction, WATCH, subscriptions, tracking and MONITOR end (exec/signals.rs).
+    ctx.ex.clear_client_state(ctx.client);
     let needs_auth = ctx.ex.config.requirepass.is_some();
     let c = ctx.client();
     c.db = 0;
@@ -461,7 +519,7 @@ pub fn client_line(c: &Client, qbuf_free: usize) -> String {
     };
     let omem = c.out.capacity();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -471,6 +529,11 @@ pub fn client_line(c: &Client, qbuf_free: usize) -> String {
         c.last_interaction.elapsed().as_secs(),
         c.flags_string(),
         c.db,
+        c.subs.channels.len(),
+        c.subs.patterns.len(),
+        c.subs.shard.len(),
+        c.tx.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
+        c.tx.watched.len(),
         c.qbuf,
         qbuf_free,
         c.qbuf + qbuf_free,
@@ -479,6 +542,7 @@ pub fn client_line(c: &Client, qbuf_free: usize) -> String {
         omem + c.qbuf + qbuf_free + std::mem::size_of::<Client>(),
         c.last_cmd,
         c.user,
+        c.tracking.redirect_id(),
         c.proto,
         s(&c.lib_name),
         s(&c.lib_ver),
@@ -487,6 +551,7 @@ pub fn client_line(c: &Client, qbuf_free: usize) -> String {
 
 fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
+    let mut pubsub_type: Option<bool> = None;
     let mut j = 2;
     while j < args.len() {
         if is(args[j], "type") && j + 1 < args.len() {
@@ -500,8 +565,10 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     String::from_utf8_lossy(t)
                 ));
             }
-            // Every client here is a normal one until replication and pub/sub exist.
-            if !is(t, "normal") {
+            // No replication yet: a client is either normal or pubsub.
+            if is(t, "normal") || is(t, "pubsub") {
+                pubsub_type = Some(is(t, "pubsub"));
+            } else {
                 ids = Some(Vec::new());
             }
             j += 2;
@@ -521,7 +588,9 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let mut text = String::new();
     for (_, c) in ctx.ex.clients() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
+            || pubsub_type.is_some_and(|p| p != c.is_pubsub())
+        {
             continue;
         }
         text.push_str(&client_line(c, 0));
@@ -558,7 +627,8 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut user: Option<&[u8]> = None;
-    let mut type_normal: Option<bool> = None;
+    // Some(Some(pubsub?)) for normal/pubsub, Some(None) for replica/master.
+    let mut client_type: Option<Option<bool>> = None;
     let mut skipme = true;
     let mut maxage: Option<u64> = None;
     let mut j = 2;
@@ -579,7 +649,11 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     String::from_utf8_lossy(val)
                 ));
             }
-            type_normal = Some(is(val, "normal"));
+            client_type = Some(if is(val, "normal") || is(val, "pubsub") {
+                Some(is(val, "pubsub"))
+            } else {
+                None
+            });
         } else if is(opt, "addr") {
             addr = Some(val);
         } else if is(opt, "laddr") {
@@ -615,7 +689,7 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 && addr.is_none_or(|a| c.addr.as_bytes() == a)
                 && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
                 && user.is_none_or(|u| c.user.as_bytes() == u)
-                && type_normal.is_none_or(|n| n)
+                && client_type.is_none_or(|t| t == Some(c.is_pubsub()))
                 && maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
                 && !(skipme && *slot == me)
         })

@@ -58,6 +58,11 @@ impl<'a> Ctx<'a> {
     /// Looks a key up for reading, counting a keyspace hit or miss.
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
         let touch = !self.ex.client(self.client).no_touch;
+        if self.ex.notify_classes & notify::KEY_MISS != 0
+            && !self.ex.ks.exists(self.db, key, self.now_ms)
+        {
+            self.notify(notify::KEY_MISS, "keymiss", key);
+        }
         self.ex.ks.lookup(self.db, key, self.now_ms, touch)
     }
 
@@ -89,6 +94,10 @@ impl<'a> Ctx<'a> {
 
     /// Stores a value, replacing any previous one; counts as a modification.
     pub fn set(&mut self, key: &[u8], value: Value, expire: Option<i64>, keep_ttl: bool) {
+        // The `new` event (class n) precedes the command's own event, as Redis's dbAdd.
+        if self.ex.notify_classes & notify::NEW != 0 && !self.exists(key) {
+            self.notify(notify::NEW, "new", key);
+        }
         self.ex
             .ks
             .set(self.db, key, value, expire, keep_ttl, self.now_ms);
@@ -108,8 +117,14 @@ impl<'a> Ctx<'a> {
     /// Signals that `key` in the current database changed: counted for persistence.
     /// WATCH, client-side caching and replication observe this hook.
     pub fn modified(&mut self, key: &[u8]) {
+        self.modified_in(self.db, key);
+    }
+
+    /// `modified` for a key of another database (MOVE, COPY … DB).
+    pub fn modified_in(&mut self, db: usize, key: &[u8]) {
         self.ex.ks.dirty += 1;
-        self.ex.blocking.signal(self.db, key);
+        self.ex.blocking.signal(db, key);
+        self.ex.signal_modified_key(Some(self.client), db, key);
     }
 
     /// Raises a keyspace notification for `key` in the current database.

@@ -113,7 +113,14 @@ fn del(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    Reply::Int(args[1..].iter().filter(|k| ctx.exists(k)).count() as i64)
+    // A read lookup (without touching), so that a miss raises `keymiss` as in Redis.
+    let no_touch = std::mem::replace(&mut ctx.client().no_touch, true);
+    let n = args[1..]
+        .iter()
+        .filter(|k| ctx.lookup_read(k).is_some())
+        .count();
+    ctx.client().no_touch = no_touch;
+    Reply::Int(n as i64)
 }
 
 fn touch(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -230,7 +237,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         ctx.ex.ks.delete(dst_db, dst);
     }
     ctx.ex.ks.set(dst_db, dst, value, expire, false, now);
-    ctx.ex.ks.dirty += 1;
+    ctx.modified_in(dst_db, dst);
     Reply::Int(1)
 }
 
@@ -253,6 +260,7 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (value, expire) = take(ctx, ctx.db, key).expect("checked above");
     ctx.ex.ks.set(dst_db, key, value, expire, false, now);
     ctx.modified(key);
+    ctx.ex.signal_modified_key(Some(ctx.client), dst_db, key);
     ctx.notify(notify::GENERIC, "move_from", key);
     Reply::Int(1)
 }

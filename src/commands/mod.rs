@@ -16,10 +16,14 @@ pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
+pub mod monitor;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod tracking;
+pub mod transactions;
 pub mod zsets;
 
 use std::collections::HashMap;
@@ -232,6 +236,9 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         server::COMMANDS,
         introspection::COMMANDS,
         zsets::COMMANDS,
+        transactions::COMMANDS,
+        pubsub::COMMANDS,
+        monitor::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

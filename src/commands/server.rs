@@ -334,11 +334,22 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                     .unwrap_or(0)
             );
             field!("blocked_clients:{}", ex.blocking.blocked_clients());
-            field!("tracking_clients:0");
-            field!("pubsub_clients:0");
-            field!("watching_clients:0");
+            field!(
+                "tracking_clients:{}",
+                ex.clients().filter(|(_, c)| c.tracking.on).count()
+            );
+            field!(
+                "pubsub_clients:{}",
+                ex.clients().filter(|(_, c)| c.is_pubsub()).count()
+            );
+            field!(
+                "watching_clients:{}",
+                ex.clients()
+                    .filter(|(_, c)| !c.tx.watched.is_empty())
+                    .count()
+            );
             field!("clients_in_timeout_table:0");
-            field!("total_watched_keys:0");
+            field!("total_watched_keys:{}", ex.watch.total_keys());
             field!("total_blocking_keys:{}", ex.blocking.blocking_keys());
             field!("total_blocking_keys_on_nokey:0");
         }
@@ -409,11 +420,14 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("evicted_keys:{}", ks.evicted_keys);
             field!("keyspace_hits:{}", ks.keyspace_hits);
             field!("keyspace_misses:{}", ks.keyspace_misses);
-            field!("pubsub_channels:0");
-            field!("pubsub_patterns:0");
-            field!("pubsubshard_channels:0");
+            field!("pubsub_channels:{}", ex.pubsub.channel_count());
+            field!("pubsub_patterns:{}", ex.pubsub.pattern_count());
+            field!("pubsubshard_channels:{}", ex.pubsub.shard_channel_count());
             field!("latest_fork_usec:0");
             field!("total_forks:0");
+            field!("tracking_total_keys:{}", ex.tracking.total_keys());
+            field!("tracking_total_items:{}", ex.tracking.total_items());
+            field!("tracking_total_prefixes:{}", ex.tracking.total_prefixes());
             field!("total_error_replies:{}", st.total_error_replies);
             field!(
                 "client_query_buffer_limit_disconnections:{}",
@@ -595,6 +609,7 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match flush_mode(ctx, args) {
         Ok(lazy) => {
             let n = ctx.ex.ks.dbs[ctx.db].table.len() as u64;
+            ctx.ex.signal_flushed_db(Some(ctx.db));
             ctx.ex.ks.flush_db(ctx.db, lazy);
             ctx.ex.ks.dirty += n + 1;
             Reply::ok()
@@ -607,6 +622,7 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match flush_mode(ctx, args) {
         Ok(lazy) => {
             let n = ctx.ex.ks.key_count() as u64;
+            ctx.ex.signal_flushed_db(None);
             ctx.ex.ks.flush_all(lazy);
             ctx.ex.ks.dirty += n + 1;
             Reply::ok()
@@ -627,6 +643,7 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::DB_INDEX;
     }
     if a != b {
+        ctx.ex.signal_swapped_dbs(a as usize, b as usize);
         ctx.ex.ks.swap_dbs(a as usize, b as usize);
         ctx.ex.ks.dirty += 1;
     }

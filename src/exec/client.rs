@@ -52,6 +52,22 @@ pub struct Client {
     pub pending_write: bool,
     /// Embedded clients (no socket) collect pushes here instead of `out`.
     pub embedded: bool,
+    /// True while this client's EXEC runs its queued commands (exec/multi.rs). Blocking
+    /// commands must read it and behave as their non-blocking forms (reply at once with
+    /// the timeout reply) instead of blocking, as Redis's CLIENT_DENY_BLOCKING.
+    pub in_exec: bool,
+    /// MULTI queue and WATCHed keys (exec/multi.rs).
+    pub tx: super::multi::ClientTx,
+    /// Pub/Sub subscriptions (exec/pubsub.rs).
+    pub subs: super::pubsub::ClientSubs,
+    /// CLIENT TRACKING state (exec/tracking.rs).
+    pub tracking: super::tracking::ClientTracking,
+    /// In MONITOR mode (exec/monitor.rs).
+    pub monitor: bool,
+    /// True while this client's own command runs: pushes addressed to it (keyspace
+    /// events, invalidations) wait in `deferred` and follow the command's reply.
+    pub executing: bool,
+    pub deferred: Vec<u8>,
 }
 
 impl Client {
@@ -83,6 +99,13 @@ impl Client {
             qbuf: 0,
             pending_write: false,
             embedded: false,
+            in_exec: false,
+            tx: Default::default(),
+            subs: Default::default(),
+            tracking: Default::default(),
+            monitor: false,
+            executing: false,
+            deferred: Vec::new(),
         }
     }
 
@@ -96,14 +119,38 @@ impl Client {
         r.encode(self.proto, &mut self.out);
     }
 
-    /// Flags for CLIENT LIST / CLIENT INFO.
+    /// Whether the client is inside MULTI (queueing commands).
+    pub fn in_multi(&self) -> bool {
+        self.tx.multi.is_some()
+    }
+
+    /// Whether the client has any channel, pattern or shard-channel subscription (the
+    /// `pubsub` class for CLIENT LIST TYPE and output buffer limits).
+    pub fn is_pubsub(&self) -> bool {
+        self.subs.count() > 0
+    }
+
+    /// Flags for CLIENT LIST / CLIENT INFO, in Redis's order.
     pub fn flags_string(&self) -> String {
         let mut f = String::new();
-        if self.close_asap {
-            f.push('A');
+        if self.monitor {
+            f.push('O');
+        }
+        if self.is_pubsub() {
+            f.push('P');
+        }
+        if self.in_multi() {
+            f.push('x');
+        }
+        f.push_str(self.tracking.flags_string());
+        if self.tx.dirty_cas {
+            f.push('d');
         }
         if self.close_after_reply {
             f.push('c');
+        }
+        if self.close_asap {
+            f.push('A');
         }
         if self.no_evict {
             f.push('e');

@@ -9,6 +9,11 @@
 pub mod blocking;
 pub mod client;
 mod evict;
+pub mod monitor;
+pub mod multi;
+pub mod pubsub;
+pub mod signals;
+pub mod tracking;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -104,12 +109,19 @@ pub struct Executor {
     cron_loops: u64,
     /// Clients blocked by blocking commands and the keys they wait on.
     pub blocking: blocking::Blocking,
+    /// WATCHed keys (multi.rs), pub/sub registries (pubsub.rs), client tracking
+    /// (tracking.rs) and MONITOR clients (monitor.rs).
+    pub watch: multi::WatchRegistry,
+    pub pubsub: pubsub::PubSub,
+    pub tracking: tracking::TrackingTable,
+    pub monitors: Vec<usize>,
 }
 
 impl Executor {
     pub fn new(config: Config) -> Executor {
         let ks = Keyspace::new(config.databases);
         let now = Instant::now();
+        let notify_classes = config.notify_keyspace_events;
         Executor {
             tcp_port: config.port,
             config,
@@ -133,11 +145,15 @@ impl Executor {
             pause: None,
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
-            notify_classes: 0,
+            notify_classes,
             pending_notifications: Vec::new(),
             last_cron: now,
             cron_loops: 0,
             blocking: blocking::Blocking::default(),
+            watch: Default::default(),
+            pubsub: Default::default(),
+            tracking: Default::default(),
+            monitors: Vec::new(),
         }
     }
 
@@ -166,6 +182,7 @@ impl Executor {
     pub fn disconnect(&mut self, slot: usize) {
         if let Some(Some(_)) = self.clients.get(slot) {
             self.blocking.disconnect(slot);
+            self.clear_client_state(slot);
             self.clients[slot] = None;
             self.free_slots.push(slot);
             self.client_count -= 1;
@@ -233,14 +250,19 @@ impl Executor {
     /// Runs one command for `slot` and encodes its reply into the client's output
     /// buffer (honouring CLIENT REPLY).
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
+        // Pushes to this client raised by its own command follow the reply (pubsub.rs).
+        self.client_mut(slot).executing = true;
         let reply = self.execute(slot, args);
         let c = self.client_mut(slot);
+        c.executing = false;
         match c.reply_mode {
             ReplyMode::On => c.push_reply(&reply),
             ReplyMode::Off => {}
             ReplyMode::SkipNext => c.reply_mode = ReplyMode::Skipping,
             ReplyMode::Skipping => c.reply_mode = ReplyMode::On,
         }
+        self.flush_deferred_pushes(slot);
+        let c = self.client_mut(slot);
         if c.pending_output() > 0 {
             self.mark_pending_write(slot);
         }
@@ -258,18 +280,24 @@ impl Executor {
             return Reply::NoReply;
         }
         let Some(mut cmd) = commands::lookup(args[0]) else {
+            self.flag_transaction(slot);
             return self.reject(None, unknown_command(args));
         };
         if !cmd.subcommands.is_empty() && (args.len() >= 2 || cmd.arity != -1) {
             if args.len() < 2 {
+                self.flag_transaction(slot);
                 return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
             }
             match commands::lookup_subcommand(cmd, args[1]) {
                 Some(sub) => cmd = sub,
-                None => return self.reject(Some(cmd), commands::unknown_subcommand(args)),
+                None => {
+                    self.flag_transaction(slot);
+                    return self.reject(Some(cmd), commands::unknown_subcommand(args));
+                }
             }
         }
         if !commands::arity_ok(cmd.arity, args.len()) {
+            self.flag_transaction(slot);
             return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
         }
         {
@@ -277,15 +305,21 @@ impl Executor {
             c.last_interaction = Instant::now();
             c.last_cmd = cmd.name;
             if !c.authenticated && cmd.flags & flags::NO_AUTH == 0 {
+                self.flag_transaction(slot);
                 return self.reject(Some(cmd), commands::errors::NOAUTH);
             }
         }
         if self.config.maxmemory > 0 && !self.perform_evictions() && cmd.flags & flags::DENYOOM != 0
         {
+            self.flag_transaction(slot);
             return self.reject(
                 Some(cmd),
                 Reply::err("OOM command not allowed when used memory > 'maxmemory'."),
             );
+        }
+        // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
+        if let Some(reply) = self.intercept(slot, cmd, args) {
+            return reply;
         }
         self.call(slot, cmd, args)
     }
@@ -316,7 +350,12 @@ impl Executor {
             st.failed_calls += 1;
             self.count_error(e);
         }
-        self.after_command();
+        // Inside EXEC the after-command work waits for the end of the transaction
+        // (multi.rs); tracking, CLIENT CACHING and MONITOR see every command (signals.rs).
+        if !self.client(slot).in_exec {
+            self.after_command();
+        }
+        self.after_call(slot, cmd, args, &reply);
         if cmd.flags & flags::SKIP_SLOWLOG == 0 {
             self.slowlog_maybe(slot, args, usec);
         }
@@ -326,13 +365,11 @@ impl Executor {
     /// Work that happens after each command: keys that expired during it become
     /// events, and notifications raised are delivered.
     fn after_command(&mut self) {
-        if !self.ks.expired_events.is_empty() {
-            let events = std::mem::take(&mut self.ks.expired_events);
-            for (db, key) in events {
-                self.notify(crate::commands::ctx::notify::EXPIRED, "expired", db, key);
-            }
-        }
-        self.pending_notifications.clear();
+        // Expired keys touch WATCH/tracking and raise `expired` (signals.rs); then the
+        // notifications are published (pubsub.rs) and BCAST invalidations sent (tracking.rs).
+        self.drain_expired_events();
+        self.deliver_notifications();
+        self.tracking_flush_bcast();
     }
 
     /// Records a keyspace notification if its class is enabled.
@@ -404,9 +441,11 @@ impl Executor {
         }
     }
 
-    /// Applies `client-output-buffer-limit normal` to a client.
+    /// Applies `client-output-buffer-limit` (`normal`, or `pubsub` for subscribers) to a client.
     fn check_output_limits(&mut self, slot: usize) {
-        let limit = self.config.client_output_buffer_limit[0];
+        // Subscribed clients are held to the `pubsub` class.
+        let class = if self.client(slot).is_pubsub() { 2 } else { 0 };
+        let limit = self.config.client_output_buffer_limit[class];
         let c = self.client_mut(slot);
         let used = c.pending_output() as u64;
         let mut over = limit.hard > 0 && used >= limit.hard;
@@ -535,6 +574,7 @@ impl Executor {
     /// Applies side effects of a configuration change (CONFIG SET).
     pub fn apply_config(&mut self) {
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
+        self.notify_classes = self.config.notify_keyspace_events;
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
     }
 

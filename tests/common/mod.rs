@@ -21,6 +21,37 @@ pub struct TestServer {
     pub dir: PathBuf,
 }
 
+/// Whether the server answering on `port` is the process `pid` (two tests may race
+/// for the same free port; the loser must not use the winner's server).
+fn serves_pid(port: u16, pid: u32, password: Option<&str>) -> bool {
+    let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut c = RawConn {
+        reader: BufReader::new(stream.try_clone().unwrap()),
+        stream,
+    };
+    if let Some(p) = password {
+        if c.cmd(&["AUTH", p]) != "+OK\r\n" {
+            return false;
+        }
+    }
+    c.send(&["INFO", "server"]);
+    let mut line = Vec::new();
+    if c.reader.read_until(b'\n', &mut line).is_err() || !line.starts_with(b"$") {
+        return false;
+    }
+    let n: usize = String::from_utf8_lossy(&line[1..line.len() - 2])
+        .parse()
+        .unwrap_or(0);
+    let mut body = vec![0; n + 2];
+    if c.reader.read_exact(&mut body).is_err() {
+        return false;
+    }
+    String::from_utf8_lossy(&body).contains(&format!("process_id:{pid}\r\n"))
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -66,7 +97,11 @@ impl TestServer {
                 if let Ok(Some(_)) = child.try_wait() {
                     break; // Exited: probably lost the port race; try another port.
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                let password = extra
+                    .windows(2)
+                    .find(|w| w[0] == "--requirepass")
+                    .map(|w| w[1]);
+                if serves_pid(port, child.id(), password) {
                     return TestServer { child, port, dir };
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -284,7 +319,7 @@ impl RedisServer {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                if serves_pid(port, child.id(), None) {
                     return RedisServer { child, port, dir };
                 }
                 std::thread::sleep(Duration::from_millis(20));

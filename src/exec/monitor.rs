@@ -1,0 +1,96 @@
+//! MONITOR: every command a client runs is echoed to monitoring clients as one status
+//! line, `+<unix secs>.<usecs> [<db> <addr>] "arg" ...`, after it ran (so commands
+//! inside EXEC appear one by one, followed by EXEC). Admin commands and commands
+//! flagged skip_monitor are not shown; AUTH and HELLO credentials are redacted.
+
+use crate::commands::{flags, Command};
+use crate::protocol::Reply;
+
+use super::Executor;
+
+/// Appends an argument quoted as Redis's `sdscatrepr` does.
+fn repr(out: &mut String, a: &[u8]) {
+    out.push('"');
+    for &b in a {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            7 => out.push_str("\\a"),
+            8 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+}
+
+/// Which arguments are replaced by `(redacted)`.
+fn redacted(cmd: &Command, args: &[&[u8]], i: usize) -> bool {
+    match cmd.name {
+        "auth" => i >= 1,
+        "hello" => (3..args.len())
+            .any(|j| crate::commands::is(args[j - 1], "auth") && (i == j || i == j + 1)),
+        _ => false,
+    }
+}
+
+impl Executor {
+    /// MONITOR: the client starts receiving the command stream.
+    pub fn monitor_start(&mut self, slot: usize) {
+        let c = self.client_mut(slot);
+        if !c.monitor {
+            c.monitor = true;
+            self.monitors.push(slot);
+        }
+    }
+
+    pub(crate) fn monitor_stop(&mut self, slot: usize) {
+        self.client_mut(slot).monitor = false;
+        self.monitors.retain(|&s| s != slot);
+    }
+
+    /// Sends one executed command to the monitors.
+    pub(crate) fn feed_monitors(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) {
+        if cmd.flags & (flags::ADMIN | flags::SKIP_MONITOR) != 0 {
+            return;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let c = self.client(slot);
+        let mut line = format!(
+            "{}.{:06} [{} {}]",
+            now.as_secs(),
+            now.subsec_micros(),
+            c.db,
+            c.addr
+        );
+        for (i, a) in args.iter().enumerate() {
+            line.push(' ');
+            if redacted(cmd, args, i) {
+                line.push_str("\"(redacted)\"");
+            } else {
+                repr(&mut line, a);
+            }
+        }
+        let msg = Reply::Status(line.into());
+        for m in self.monitors.clone() {
+            self.push_to(m, &msg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_escapes_like_sdscatrepr() {
+        let mut s = String::new();
+        repr(&mut s, b"a\"b\\c\n\x01\xff ");
+        assert_eq!(s, r#""a\"b\\c\n\x01\xff ""#);
+    }
+}

@@ -1,0 +1,357 @@
+//! Client-side caching support (CLIENT TRACKING): which clients may hold a cached
+//! copy of which key, and the invalidation messages sent when a key changes.
+//!
+//! Default mode remembers, for each key a tracking client read with a read-only
+//! command, the client's id (and slot, checked against the id since slots are reused);
+//! the first modification sends one invalidation to each and forgets the key, as
+//! Redis's tracking table does. Keys are names without a database, as in Redis.
+//! BCAST mode keeps prefixes instead: modified keys matching a prefix are collected and
+//! sent to its clients as one message per prefix once the command (or EXEC) is over.
+//!
+//! Messages are `>2 invalidate [keys]` pushes in RESP3, or `message` on
+//! `__redis__:invalidate` for a RESP2 connection that a tracking client redirects to.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::commands::Command;
+use crate::protocol::Reply;
+
+use super::Executor;
+
+/// Per-client tracking options.
+#[derive(Debug, Default, Clone)]
+pub struct ClientTracking {
+    pub on: bool,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    /// REDIRECT target: (client id, slot when enabled).
+    pub redirect: Option<(u64, usize)>,
+    /// The redirect target went away (CLIENT LIST flag `R`).
+    pub broken_redirect: bool,
+    /// BCAST prefixes of this client, sorted.
+    pub prefixes: Vec<Vec<u8>>,
+    /// CLIENT CACHING YES|NO given for the next command or transaction.
+    pub caching: bool,
+}
+
+impl ClientTracking {
+    /// CLIENT LIST flags: `t` tracking, `R` broken redirect, `B` broadcast.
+    pub fn flags_string(&self) -> &'static str {
+        match (self.on, self.broken_redirect, self.bcast) {
+            (false, _, _) => "",
+            (true, false, false) => "t",
+            (true, true, false) => "tR",
+            (true, false, true) => "tB",
+            (true, true, true) => "tRB",
+        }
+    }
+
+    /// CLIENT GETREDIR and CLIENT LIST `redir=`: -1 off, 0 no redirect, else the id.
+    pub fn redirect_id(&self) -> i64 {
+        if !self.on {
+            -1
+        } else {
+            self.redirect.map_or(0, |(id, _)| id as i64)
+        }
+    }
+}
+
+/// Options of one CLIENT TRACKING ON call.
+#[derive(Debug, Default)]
+pub struct TrackingOptions {
+    pub redirect: Option<(u64, usize)>,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    pub prefixes: Vec<Vec<u8>>,
+}
+
+/// Tracking clients as (client id, slot).
+type Holders = Vec<(u64, usize)>;
+/// Modified keys with the slot of the client that modified each.
+type PendingKeys = Vec<(Vec<u8>, Option<usize>)>;
+
+/// A BCAST prefix: its clients and the keys modified since the last flush, with the
+/// slot of the client that modified each (for NOLOOP).
+#[derive(Default)]
+struct Prefix {
+    clients: Holders,
+    pending: PendingKeys,
+}
+
+/// The server-wide tracking table.
+#[derive(Default)]
+pub struct TrackingTable {
+    keys: HashMap<Vec<u8>, Holders>,
+    prefixes: BTreeMap<Vec<u8>, Prefix>,
+    /// Keys with pending BCAST invalidations, so flushing is free when there are none.
+    pending: bool,
+}
+
+impl TrackingTable {
+    /// INFO `tracking_total_keys`.
+    pub fn total_keys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// INFO `tracking_total_items`: (key, client) pairs.
+    pub fn total_items(&self) -> usize {
+        self.keys.values().map(|v| v.len()).sum()
+    }
+
+    /// INFO `tracking_total_prefixes`.
+    pub fn total_prefixes(&self) -> usize {
+        self.prefixes.len()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.keys.is_empty() && self.prefixes.is_empty()
+    }
+}
+
+/// Whether one of two prefixes is a prefix of the other (they would overlap).
+fn overlap(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+}
+
+/// Checks BCAST prefixes against the client's existing ones and each other, with
+/// Redis's messages.
+pub fn check_prefix_collisions(existing: &[Vec<u8>], new: &[Vec<u8>]) -> Result<(), Reply> {
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for (i, p) in new.iter().enumerate() {
+        if let Some(e) = existing.iter().find(|e| overlap(e, p)) {
+            return Err(Reply::error(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                s(p),
+                s(e)
+            )));
+        }
+        if let Some(q) = new[i + 1..].iter().find(|q| overlap(p, q)) {
+            return Err(Reply::error(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                s(p),
+                s(q)
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Executor {
+    /// The live client in `slot` if it still has `id`.
+    fn client_by_id_slot(&self, id: u64, slot: usize) -> Option<&super::Client> {
+        self.clients
+            .get(slot)
+            .and_then(|c| c.as_ref())
+            .filter(|c| c.id == id)
+    }
+
+    /// The slot of a live client id.
+    pub fn slot_of_client_id(&self, id: u64) -> Option<usize> {
+        self.clients().find(|(_, c)| c.id == id).map(|(s, _)| s)
+    }
+
+    /// CLIENT TRACKING ON (options already validated).
+    pub fn tracking_enable(&mut self, slot: usize, opts: TrackingOptions) {
+        let id = self.client(slot).id;
+        let t = &mut self.client_mut(slot).tracking;
+        t.on = true;
+        t.broken_redirect = false;
+        t.redirect = opts.redirect;
+        t.optin = opts.optin;
+        t.optout = opts.optout;
+        t.noloop = opts.noloop;
+        if opts.bcast {
+            t.bcast = true;
+            let mut prefixes = opts.prefixes;
+            if prefixes.is_empty() {
+                prefixes.push(Vec::new());
+            }
+            for p in prefixes {
+                let t = &mut self.client_mut(slot).tracking;
+                if !t.prefixes.contains(&p) {
+                    t.prefixes.push(p.clone());
+                    t.prefixes.sort();
+                }
+                let entry = self.tracking.prefixes.entry(p).or_default();
+                if !entry.clients.iter().any(|&(i, _)| i == id) {
+                    entry.clients.push((id, slot));
+                }
+            }
+        }
+    }
+
+    /// CLIENT TRACKING OFF, RESET and disconnection.
+    pub fn tracking_disable(&mut self, slot: usize) {
+        let id = self.client(slot).id;
+        let t = std::mem::take(&mut self.client_mut(slot).tracking);
+        for p in t.prefixes {
+            if let Some(entry) = self.tracking.prefixes.get_mut(&p) {
+                entry.clients.retain(|&(i, _)| i != id);
+                if entry.clients.is_empty() {
+                    self.tracking.prefixes.remove(&p);
+                }
+            }
+        }
+    }
+
+    /// After a read-only command of a tracking client (default mode), remembers the
+    /// keys it read, honouring OPTIN/OPTOUT and CLIENT CACHING.
+    pub(crate) fn tracking_remember_keys(
+        &mut self,
+        slot: usize,
+        cmd: &'static Command,
+        args: &[&[u8]],
+    ) {
+        let c = self.client(slot);
+        let t = &c.tracking;
+        if !t.on || t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
+            return;
+        }
+        let id = c.id;
+        for pos in cmd.key_positions(args) {
+            let holders = self.tracking.keys.entry(args[pos].to_vec()).or_default();
+            if !holders.iter().any(|&(i, _)| i == id) {
+                holders.push((id, slot));
+            }
+        }
+    }
+
+    /// A key changed: invalidates it for default-mode holders now and queues it for
+    /// matching BCAST prefixes. `by` is the modifying client (NOLOOP).
+    pub(crate) fn tracking_invalidate_key(&mut self, by: Option<usize>, key: &[u8]) {
+        if self.tracking.is_idle() {
+            return;
+        }
+        if !self.tracking.prefixes.is_empty() {
+            for (p, entry) in self.tracking.prefixes.iter_mut() {
+                if key.starts_with(p) {
+                    entry.pending.push((key.to_vec(), by));
+                    self.tracking.pending = true;
+                }
+            }
+        }
+        let Some(holders) = self.tracking.keys.remove(key) else {
+            return;
+        };
+        let payload = Reply::Array(vec![Reply::Bulk(key.to_vec())]);
+        for (id, slot) in holders {
+            let Some(c) = self.client_by_id_slot(id, slot) else {
+                continue;
+            };
+            let t = &c.tracking;
+            if !t.on || t.bcast || (t.noloop && by == Some(slot)) {
+                continue;
+            }
+            self.send_tracking_message(slot, payload.clone());
+        }
+    }
+
+    /// FLUSHDB/FLUSHALL: every tracking client is told to drop everything (a null
+    /// payload), and the table is emptied.
+    pub(crate) fn tracking_invalidate_all(&mut self) {
+        let slots: Vec<usize> = self
+            .clients()
+            .filter(|(_, c)| c.tracking.on)
+            .map(|(s, _)| s)
+            .collect();
+        for slot in slots {
+            self.send_tracking_message(slot, Reply::Null);
+        }
+        self.tracking.keys.clear();
+    }
+
+    /// Sends the BCAST invalidations collected since the last call: per prefix, one
+    /// message per client with the keys (minus its own writes under NOLOOP).
+    pub(crate) fn tracking_flush_bcast(&mut self) {
+        if !self.tracking.pending {
+            return;
+        }
+        self.tracking.pending = false;
+        let mut batches: Vec<(Holders, PendingKeys)> = Vec::new();
+        for entry in self.tracking.prefixes.values_mut() {
+            if !entry.pending.is_empty() {
+                batches.push((entry.clients.clone(), std::mem::take(&mut entry.pending)));
+            }
+        }
+        for (clients, keys) in batches {
+            for (id, slot) in clients {
+                let Some(c) = self.client_by_id_slot(id, slot) else {
+                    continue;
+                };
+                let noloop = c.tracking.noloop;
+                let list: Vec<Reply> = keys
+                    .iter()
+                    .filter(|(_, by)| !(noloop && *by == Some(slot)))
+                    .map(|(k, _)| Reply::Bulk(k.clone()))
+                    .collect();
+                if !list.is_empty() {
+                    self.send_tracking_message(slot, Reply::Array(list));
+                }
+            }
+        }
+    }
+
+    /// Delivers one invalidation for the tracking client in `slot`, to itself (RESP3)
+    /// or to its redirect target.
+    fn send_tracking_message(&mut self, slot: usize, payload: Reply) {
+        let t = &self.client(slot).tracking;
+        let mut target = slot;
+        let mut redirected = false;
+        if let Some((rid, rslot)) = t.redirect {
+            if self.client_by_id_slot(rid, rslot).is_none() {
+                let c = self.client_mut(slot);
+                c.tracking.broken_redirect = true;
+                if c.proto >= 3 {
+                    let msg = Reply::Push(vec![
+                        Reply::Bulk(b"tracking-redir-broken".to_vec()),
+                        Reply::Int(rid as i64),
+                    ]);
+                    self.push_to(slot, &msg);
+                }
+                return;
+            }
+            target = rslot;
+            redirected = true;
+        }
+        let tc = self.client(target);
+        let msg = if tc.proto >= 3 {
+            Reply::Push(vec![Reply::Bulk(b"invalidate".to_vec()), payload])
+        } else if redirected && tc.is_pubsub() {
+            Reply::Push(vec![
+                Reply::Bulk(b"message".to_vec()),
+                Reply::Bulk(b"__redis__:invalidate".to_vec()),
+                payload,
+            ])
+        } else {
+            // A RESP2 connection without redirection cannot receive pushes.
+            return;
+        };
+        self.push_to(target, &msg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_overlap_rules() {
+        assert!(overlap(b"a", b"ab"));
+        assert!(overlap(b"", b"x"));
+        assert!(!overlap(b"ab", b"ac"));
+        assert!(check_prefix_collisions(&[b"a".to_vec()], &[b"b".to_vec()]).is_ok());
+        assert_eq!(
+            check_prefix_collisions(&[], &[b"a".to_vec(), b"ab".to_vec()]),
+            Err(Reply::err("ERR Prefix 'a' overlaps with another provided prefix 'ab'. Prefixes for a single client must not overlap."))
+        );
+        assert_eq!(
+            check_prefix_collisions(&[b"a".to_vec()], &[b"ab".to_vec()]),
+            Err(Reply::err("ERR Prefix 'ab' overlaps with an existing prefix 'a'. Prefixes for a single client must not overlap."))
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Keyspace notifications end to end: the notify-keyspace-events directive (parsing,
+//! CONFIG GET formatting, errors), `__keyspace@N__:key` / `__keyevent@N__:event`
+//! messages for each class, and `expired` events from lazy and active expiry.
+
+mod common;
+use common::*;
+
+fn pmsg(channel: &str, msg: &str) -> String {
+    format!(
+        "*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n${}\r\n{channel}\r\n${}\r\n{msg}\r\n",
+        channel.len(),
+        msg.len()
+    )
+}
+
+fn setup(events: &str) -> (TestServer, RawConn, RawConn) {
+    let s = TestServer::start_with(&["--notify-keyspace-events", events]);
+    let mut sub = s.raw(2);
+    sub.cmd(&["PSUBSCRIBE", "*"]);
+    let w = s.raw(2);
+    (s, sub, w)
+}
+
+#[test]
+fn config_parsing_and_formatting() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let get = |c: &mut RawConn| c.cmd(&["CONFIG", "GET", "notify-keyspace-events"]);
+    assert_eq!(
+        get(&mut c),
+        "*2\r\n$22\r\nnotify-keyspace-events\r\n$0\r\n\r\n"
+    );
+    for (set, shown) in [
+        ("KEA", "AKE"),
+        ("Kgx$lshzetdmn", "AKm"),
+        ("Em", "Em"),
+        ("AKEnm", "AKEm"),
+        ("g$K", "g$K"),
+        ("", ""),
+    ] {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", "notify-keyspace-events", set]),
+            "+OK\r\n"
+        );
+        assert_eq!(
+            get(&mut c),
+            format!(
+                "*2\r\n$22\r\nnotify-keyspace-events\r\n${}\r\n{shown}\r\n",
+                shown.len()
+            )
+        );
+    }
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KQ"]),
+        "-ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.\r\n"
+    );
+}
+
+#[test]
+fn keyspace_and_keyevent_channels() {
+    let (_s, mut sub, mut w) = setup("KEA");
+    w.cmd(&["SET", "k", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:k", "set"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:set", "k"));
+    w.cmd(&["SELECT", "3"]);
+    w.cmd(&["DEL", "k", "nothing"]);
+    w.cmd(&["SET", "k", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@3__:k", "set"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@3__:set", "k"));
+}
+
+#[test]
+fn each_class_filters_its_events() {
+    // (enabled classes, commands, expected keyevent messages as (event, key))
+    let cases: Vec<(&str, Vec<Vec<&str>>, Vec<(&str, &str)>)> = vec![
+        (
+            "Eg",
+            vec![
+                vec!["SET", "a", "1"],
+                vec!["EXPIRE", "a", "100"],
+                vec!["PERSIST", "a"],
+                vec!["RENAME", "a", "b"],
+                vec!["DEL", "b"],
+            ],
+            vec![
+                ("expire", "a"),
+                ("persist", "a"),
+                ("rename_from", "a"),
+                ("rename_to", "b"),
+                ("del", "b"),
+            ],
+        ),
+        (
+            "E$",
+            vec![
+                vec!["SET", "a", "1"],
+                vec!["INCR", "a"],
+                vec!["APPEND", "a", "x"],
+                vec!["DEL", "a"],
+                vec!["SETRANGE", "s", "0", "x"],
+            ],
+            vec![
+                ("set", "a"),
+                ("incrby", "a"),
+                ("append", "a"),
+                ("setrange", "s"),
+            ],
+        ),
+        (
+            "Em",
+            vec![
+                vec!["GET", "miss"],
+                vec!["SET", "a", "1"],
+                vec!["GET", "a"],
+                vec!["EXISTS", "gone"],
+            ],
+            vec![("keymiss", "miss"), ("keymiss", "gone")],
+        ),
+        (
+            "En$",
+            vec![
+                vec!["SET", "a", "1"],
+                vec!["SET", "a", "2"],
+                vec!["INCR", "c"],
+            ],
+            vec![
+                ("new", "a"),
+                ("set", "a"),
+                ("set", "a"),
+                ("new", "c"),
+                ("incrby", "c"),
+            ],
+        ),
+        (
+            "Elshzt",
+            vec![vec!["SET", "a", "1"], vec!["DEL", "a"]],
+            vec![],
+        ),
+    ];
+    for (classes, cmds, want) in cases {
+        let (_s, mut sub, mut w) = setup(classes);
+        for c in &cmds {
+            w.cmd(c);
+        }
+        // A marker published last proves nothing else was delivered before it.
+        w.cmd(&["PUBLISH", "marker", "end"]);
+        for (event, key) in &want {
+            assert_eq!(
+                sub.read_reply(),
+                pmsg(&format!("__keyevent@0__:{event}"), key),
+                "classes {classes}"
+            );
+        }
+        assert_eq!(sub.read_reply(), pmsg("marker", "end"), "classes {classes}");
+    }
+}
+
+#[test]
+fn keyspace_only_and_keyevent_only() {
+    let (_s, mut sub, mut w) = setup("K$");
+    w.cmd(&["SET", "k", "v"]);
+    w.cmd(&["PUBLISH", "marker", "end"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:k", "set"));
+    assert_eq!(sub.read_reply(), pmsg("marker", "end"));
+    // Neither K nor E: nothing at all.
+    w.cmd(&["CONFIG", "SET", "notify-keyspace-events", "$"]);
+    w.cmd(&["SET", "k", "v"]);
+    w.cmd(&["PUBLISH", "marker", "end"]);
+    assert_eq!(sub.read_reply(), pmsg("marker", "end"));
+}
+
+#[test]
+fn expired_events_lazy_and_active() {
+    let (_s, mut sub, mut w) = setup("Ex");
+    // Active expiry: nobody touches the key.
+    w.cmd(&["SET", "a", "1", "PX", "50"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:expired", "a"));
+    // Lazy expiry on access, raised before the command's own events.
+    w.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    w.cmd(&["CONFIG", "SET", "notify-keyspace-events", "Ex$"]);
+    w.cmd(&["SET", "b", "1", "PX", "20"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:set", "b"));
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    w.cmd(&["SET", "b", "2", "NX"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:expired", "b"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:set", "b"));
+}
+
+#[test]
+fn resp3_subscriber_gets_push_frames() {
+    let s = TestServer::start_with(&["--notify-keyspace-events", "E$"]);
+    let mut sub = s.raw(3);
+    sub.cmd(&["SUBSCRIBE", "__keyevent@0__:set"]);
+    // Its own write: the reply comes first, then the push.
+    assert_eq!(sub.cmd(&["SET", "k", "v"]), "+OK\r\n");
+    assert_eq!(
+        sub.read_reply(),
+        ">3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@0__:set\r\n$1\r\nk\r\n"
+    );
+}
