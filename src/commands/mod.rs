@@ -12,6 +12,7 @@ pub mod connection;
 pub mod ctx;
 pub mod introspection;
 pub mod keys;
+pub mod scripting;
 pub mod server;
 pub mod strings;
 
@@ -218,6 +219,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         strings::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
+        scripting::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -95,6 +95,8 @@ pub struct Executor {
     pub active_expire: bool,
     last_cron: Instant,
     cron_loops: u64,
+    /// The Lua scripting host, created on first use (taken out while a script runs).
+    pub scripting: Option<Box<crate::scripting::Engine>>,
 }
 
 impl Executor {
@@ -126,6 +128,7 @@ impl Executor {
             pending_notifications: Vec::new(),
             last_cron: now,
             cron_loops: 0,
+            scripting: None,
         }
     }
 
