@@ -22,10 +22,7 @@ pub struct Database {
 impl Database {
     pub fn open(config: Config) -> Database {
         let mut ex = Executor::new(config);
-        let client = ex.connect("embedded".into(), "embedded".into(), -1);
-        let c = ex.client_mut(client);
-        c.embedded = true;
-        c.authenticated = true;
+        let client = ex.connect_internal("embedded");
         Database { ex, client }
     }
 

@@ -15,6 +15,7 @@ pub mod keyspace;
 pub mod log;
 pub mod net;
 pub mod protocol;
+pub mod scripting;
 pub mod types;
 pub mod util;
 

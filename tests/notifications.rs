@@ -72,7 +72,9 @@ fn keyspace_and_keyevent_channels() {
 #[test]
 fn each_class_filters_its_events() {
     // (enabled classes, commands, expected keyevent messages as (event, key))
-    let cases: Vec<(&str, Vec<Vec<&str>>, Vec<(&str, &str)>)> = vec![
+    // (notify-keyspace-events flags, commands to run, expected (channel, message) pairs)
+    type Case<'a> = (&'a str, Vec<Vec<&'a str>>, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
         (
             "Eg",
             vec![

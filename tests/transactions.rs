@@ -122,7 +122,9 @@ const RAN: &str = "*1\r\n+PONG\r\n";
 fn watch_is_invalidated_by_every_kind_of_write() {
     let s = TestServer::start();
     const K: &[&str] = &["SET", "k", "1"];
-    let cases: Vec<(&[&[&str]], &[&[&str]], &str)> = vec![
+    // (setup commands, the write under test, the expected EXEC reply)
+    type Case<'a> = (&'a [&'a [&'a str]], &'a [&'a [&'a str]], &'a str);
+    let cases: Vec<Case> = vec![
         (&[K], &[&["SET", "k", "2"]], ABORTED),
         (&[K], &[&["SET", "other", "2"]], RAN),
         (&[K], &[&["GET", "k"]], RAN),

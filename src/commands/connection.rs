@@ -588,7 +588,8 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let mut text = String::new();
     for (_, c) in ctx.ex.clients() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
+        if c.embedded
+            || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
             || pubsub_type.is_some_and(|p| p != c.is_pubsub())
         {
             continue;

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lists;
 pub mod monitor;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -239,6 +240,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         transactions::COMMANDS,
         pubsub::COMMANDS,
         monitor::COMMANDS,
+        scripting::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -115,6 +115,8 @@ pub struct Executor {
     pub pubsub: pubsub::PubSub,
     pub tracking: tracking::TrackingTable,
     pub monitors: Vec<usize>,
+    /// The Lua scripting host, created on first use (taken out while a script runs).
+    pub scripting: Option<Box<crate::scripting::Engine>>,
 }
 
 impl Executor {
@@ -154,6 +156,7 @@ impl Executor {
             pubsub: Default::default(),
             tracking: Default::default(),
             monitors: Vec::new(),
+            scripting: None,
         }
     }
 
@@ -167,6 +170,21 @@ impl Executor {
         let c = Client::new(id, addr, laddr, fd, authenticated);
         self.stats.total_connections_received += 1;
         self.client_count += 1;
+        self.insert_client(c)
+    }
+
+    /// Registers an in-process client (the embedded API's session, the scripting
+    /// engine's pseudo-client): authenticated, not counted against `maxclients` nor
+    /// listed by CLIENT LIST.
+    pub fn connect_internal(&mut self, name: &str) -> usize {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        let mut c = Client::new(id, name.to_string(), String::new(), -1, true);
+        c.embedded = true;
+        self.insert_client(c)
+    }
+
+    fn insert_client(&mut self, c: Client) -> usize {
         match self.free_slots.pop() {
             Some(slot) => {
                 self.clients[slot] = Some(c);
@@ -183,9 +201,12 @@ impl Executor {
         if let Some(Some(_)) = self.clients.get(slot) {
             self.blocking.disconnect(slot);
             self.clear_client_state(slot);
+            let internal = self.client(slot).embedded;
             self.clients[slot] = None;
             self.free_slots.push(slot);
-            self.client_count -= 1;
+            if !internal {
+                self.client_count -= 1;
+            }
         }
     }
 

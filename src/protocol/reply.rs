@@ -30,6 +30,8 @@ pub enum Reply {
     Double(f64),
     /// A boolean in RESP3; the integer 1 or 0 in RESP2.
     Bool(bool),
+    /// A big number (`(`) in RESP3; a bulk string in RESP2 (scripts' `{big_number=...}`).
+    BigNumber(Vec<u8>),
     /// A verbatim string (`=`) in RESP3 with its three-letter format; a bulk string in RESP2.
     Verbatim(&'static str, Vec<u8>),
     /// An out-of-band push (`>`) in RESP3; an array in RESP2 (pub/sub messages).
@@ -130,6 +132,15 @@ impl Reply {
                     out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
                 } else {
                     out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+                }
+            }
+            Reply::BigNumber(b) => {
+                if proto >= 3 {
+                    out.push(b'(');
+                    out.extend_from_slice(b);
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(b, out);
                 }
             }
             Reply::Verbatim(fmt, body) => {

@@ -1,0 +1,222 @@
+//! Scripting: EVAL, EVALSHA, their read-only forms, and SCRIPT.
+//!
+//! The four EVAL forms share `eval_generic`; the host itself (VM, sandbox, conversion,
+//! `redis.call`) is in `crate::scripting`. A script runs to completion inside the
+//! command, so it is atomic like any other command; SCRIPT KILL can therefore only
+//! find no script running.
+
+use crate::command;
+use crate::commands::flags::*;
+use crate::commands::{arg_i64, Command, Ctx, KeySpec};
+use crate::protocol::Reply;
+use crate::scripting::{self, sflags, Engine, RunSpec};
+
+const SCRIPTING: &[&str] = &["slow", "scripting"];
+
+macro_rules! eval_row {
+    ($name:literal, $flags:expr, $summary:literal, $handler:expr) => {
+        Command {
+            key_spec: KeySpec::Counted,
+            ..command!(
+                $name,
+                -3,
+                $flags,
+                (2, -1, 1),
+                SCRIPTING,
+                "scripting",
+                "2.6.0",
+                $summary,
+                "Depends on the script that is executed.",
+                $handler
+            )
+        }
+    };
+}
+
+pub static COMMANDS: &[Command] = &[
+    eval_row!(
+        "eval",
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE | MOVABLE_KEYS,
+        "Executes a server-side Lua script.",
+        eval
+    ),
+    eval_row!(
+        "evalsha",
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE | MOVABLE_KEYS,
+        "Executes a server-side Lua script by SHA1 digest.",
+        evalsha
+    ),
+    eval_row!(
+        "eval_ro",
+        NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | MOVABLE_KEYS,
+        "Executes a read-only server-side Lua script.",
+        eval_ro
+    ),
+    eval_row!(
+        "evalsha_ro",
+        NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | MOVABLE_KEYS,
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        evalsha_ro
+    ),
+    crate::container!(
+        "script",
+        SCRIPTING,
+        "scripting",
+        "2.6.0",
+        "A container for Lua scripts management commands.",
+        SCRIPT_SUBS
+    ),
+];
+
+static SCRIPT_SUBS: &[Command] = &[
+    command!("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache.", "O(N) with N being the length in bytes of the script body.", script_load),
+    command!("script|exists", -3, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
+    command!("script|flush", -2, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
+    command!("script|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Terminates a server-side Lua script during execution.", "O(1)", script_kill),
+    command!("script|help", 2, LOADING | STALE, (0, 0, 0), SCRIPTING, "scripting", "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", script_help),
+];
+
+fn eval(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    eval_generic(ctx, args, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    eval_generic(ctx, args, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    eval_generic(ctx, args, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    eval_generic(ctx, args, true, true)
+}
+
+/// Parses `numkeys` of EVAL/FCALL: the number of key arguments after it.
+pub fn parse_numkeys(args: &[&[u8]]) -> Result<usize, Reply> {
+    let n = arg_i64(args[2])?;
+    if n < 0 {
+        return Err(Reply::err("ERR Number of keys can't be negative"));
+    }
+    if n as usize > args.len() - 3 {
+        return Err(Reply::err(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    Ok(n as usize)
+}
+
+const NOSCRIPT_ERR: Reply = Reply::err("NOSCRIPT No matching script. Please use EVAL.");
+
+fn eval_generic(ctx: &mut Ctx, args: &[&[u8]], by_sha: bool, ro: bool) -> Reply {
+    let numkeys = match parse_numkeys(args) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let mut engine = Engine::take(ctx.ex);
+    let reply = eval_with(ctx, &mut engine, args, numkeys, by_sha, ro);
+    Engine::put_back(ctx.ex, engine);
+    reply
+}
+
+fn eval_with(
+    ctx: &mut Ctx,
+    engine: &mut Engine,
+    args: &[&[u8]],
+    numkeys: usize,
+    by_sha: bool,
+    ro: bool,
+) -> Reply {
+    let sha = if by_sha {
+        if args[1].len() != 40 {
+            return NOSCRIPT_ERR;
+        }
+        let sha = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
+        if !engine.scripts.contains_key(&sha) {
+            return NOSCRIPT_ERR;
+        }
+        sha
+    } else {
+        match engine.load_script(args[1]) {
+            Ok(s) => s,
+            Err(e) => return e,
+        }
+    };
+    let lua_slot = engine.lua_client(ctx.ex);
+    let script = &engine.scripts[&sha];
+    let spec = RunSpec {
+        name: &sha,
+        read_only: ro || script.flags & sflags::NO_WRITES != 0,
+        keys: &args[3..3 + numkeys],
+        argv: &args[3 + numkeys..],
+        as_args: false,
+    };
+    let func = script.func.clone();
+    scripting::run(ctx.ex, ctx.client, lua_slot, &engine.eval, &func, &spec)
+}
+
+fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut engine = Engine::take(ctx.ex);
+    let r = engine.load_script(args[2]);
+    Engine::put_back(ctx.ex, engine);
+    match r {
+        Ok(sha) => Reply::Bulk(sha.into_bytes()),
+        Err(e) => e,
+    }
+}
+
+fn script_exists(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let engine = ctx.ex.scripting.as_ref();
+    Reply::Array(
+        args[2..]
+            .iter()
+            .map(|a| {
+                let sha = String::from_utf8_lossy(a).to_ascii_lowercase();
+                Reply::Int(engine.is_some_and(|e| e.scripts.contains_key(&sha)) as i64)
+            })
+            .collect(),
+    )
+}
+
+fn script_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if args.len() > 3
+        || (args.len() == 3
+            && !args[2].eq_ignore_ascii_case(b"sync")
+            && !args[2].eq_ignore_ascii_case(b"async"))
+    {
+        return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    if let Some(e) = ctx.ex.scripting.as_mut() {
+        e.flush_scripts();
+    }
+    Reply::ok()
+}
+
+fn script_kill(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    // Scripts run to completion inside their command: none can be running when another
+    // command is served.
+    Reply::err("NOTBUSY No scripts in execution right now.")
+}
+
+fn script_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let lines = [
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DEBUG (YES|SYNC|NO)",
+        "    Set the debug mode for subsequent scripts executed.",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Reply::Array(lines.iter().map(|l| Reply::Status((*l).into())).collect())
+}

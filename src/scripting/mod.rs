@@ -1,0 +1,425 @@
+//! The Lua scripting host: EVAL's script cache, FUNCTION's libraries, and the run of a
+//! script against the executor.
+//!
+//! The engine lives in the executor (`Executor::scripting`) and is taken out of it for
+//! the length of a script, so the script's `redis.call` can borrow the executor
+//! mutably: the call hook is an `mlua` scoped function holding `&mut Executor`, valid
+//! only while the script runs. Commands called from a script run as the engine's
+//! pseudo-client (Redis's "lua client": its database follows the caller's at script
+//! start, its protocol follows `redis.setresp`) through `Executor::call`, the same
+//! dispatch every client command takes, so statistics, the slow log and the
+//! after-command hooks (notifications, expired-key events) run for each of them;
+//! blocked clients and keyspace notifications are then delivered after the script
+//! as after any command.
+//!
+//! SCRIPT FLUSH starts a fresh VM, as Redis does.
+
+pub mod convert;
+pub mod libs;
+pub mod vm;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use mlua::{Function, Lua, Value, Variadic};
+
+use crate::commands::{self, flags, Command};
+use crate::exec::Executor;
+use crate::protocol::Reply;
+
+pub use vm::Vm;
+
+/// Script flags (shebang `flags=` and `redis.register_function` flags).
+pub mod sflags {
+    pub const NO_WRITES: u32 = 1 << 0;
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// A script without shebang: Redis's compatibility mode.
+    pub const EVAL_COMPAT: u32 = 1 << 5;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("no-writes", NO_WRITES),
+        ("allow-oom", ALLOW_OOM),
+        ("allow-stale", ALLOW_STALE),
+        ("no-cluster", NO_CLUSTER),
+        ("allow-cross-slot-keys", ALLOW_CROSS_SLOT),
+    ];
+}
+
+/// A cached EVAL script.
+pub struct Script {
+    pub body: Vec<u8>,
+    pub func: Function,
+    pub flags: u32,
+}
+
+pub struct Engine {
+    pub eval: Vm,
+    pub scripts: HashMap<String, Script>,
+    /// The pseudo-client slot commands called from scripts run as.
+    lua_client: Option<usize>,
+}
+
+/// Hex SHA1 of a byte string (script cache keys, `redis.sha1hex`).
+pub fn sha1hex(b: &[u8]) -> String {
+    sha1_smol::Sha1::from(b).digest().to_string()
+}
+
+/// C's `%.{prec}g`: shortest of fixed and exponent notation, trailing zeros removed.
+pub fn format_g(v: f64, prec: usize) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let prec = prec.max(1);
+    let sci = format!("{:.*e}", prec - 1, v);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exp < -4 || exp >= prec as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", strip(mant), exp.abs())
+    } else {
+        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
+        strip(&format!("{:.*}", decimals, v))
+    }
+}
+
+/// Parses EVAL's `#!lua flags=...` shebang: the flags and the body offset where the
+/// code starts (the shebang's newline is kept so line numbers stay right).
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), Reply> {
+    if !body.starts_with(b"#!") {
+        return Ok((sflags::EVAL_COMPAT, 0));
+    }
+    let Some(nl) = memchr::memchr(b'\n', body) else {
+        return Err(Reply::err("ERR Invalid script shebang"));
+    };
+    let line = String::from_utf8_lossy(&body[..nl]).into_owned();
+    let mut parts = line[2..].split(' ').filter(|p| !p.is_empty());
+    if parts.next() != Some("lua") {
+        return Err(Reply::error(format!(
+            "ERR Unexpected engine in script shebang: {line}"
+        )));
+    }
+    let mut fl = 0;
+    for p in parts {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(Reply::error(format!("ERR Unknown lua shebang option: {p}")));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            match sflags::NAMES.iter().find(|(n, _)| *n == f) {
+                Some((_, v)) => fl |= v,
+                None => {
+                    return Err(Reply::error(format!(
+                        "ERR Unexpected flag in script shebang: {f}"
+                    )))
+                }
+            }
+        }
+    }
+    Ok((fl, nl))
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        Engine {
+            eval: Vm::new().expect("Lua VM initialisation"),
+            scripts: HashMap::new(),
+            lua_client: None,
+        }
+    }
+
+    /// Takes the engine out of the executor (creating it on first use).
+    pub fn take(ex: &mut Executor) -> Box<Engine> {
+        ex.scripting
+            .take()
+            .unwrap_or_else(|| Box::new(Engine::new()))
+    }
+
+    pub fn put_back(ex: &mut Executor, e: Box<Engine>) {
+        ex.scripting = Some(e);
+    }
+
+    /// The pseudo-client slot, created on first use.
+    pub fn lua_client(&mut self, ex: &mut Executor) -> usize {
+        if let Some(s) = self.lua_client {
+            return s;
+        }
+        let slot = ex.connect_internal("lua");
+        self.lua_client = Some(slot);
+        slot
+    }
+
+    /// Compiles and caches an EVAL script, returning its SHA.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = sha1hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (fl, start) = parse_shebang(body)?;
+        let func = self
+            .eval
+            .compile(&body[start..], "@user_script")
+            .map_err(|m| Reply::error(format!("ERR Error compiling script (new function): {m}")))?;
+        self.scripts.insert(
+            sha.clone(),
+            Script {
+                body: body.to_vec(),
+                func,
+                flags: fl,
+            },
+        );
+        Ok(sha)
+    }
+
+    /// SCRIPT FLUSH: forgets every script and starts a fresh VM.
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        self.eval = Vm::new().expect("Lua VM initialisation");
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+/// What a script run needs to know.
+pub struct RunSpec<'a> {
+    /// The SHA (EVAL) or function name (FCALL), for error messages.
+    pub name: &'a str,
+    pub read_only: bool,
+    /// Arguments: KEYS and ARGV.
+    pub keys: &'a [&'a [u8]],
+    pub argv: &'a [&'a [u8]],
+    /// FCALL passes KEYS and ARGV as arguments; EVAL sets them as globals.
+    pub as_args: bool,
+}
+
+/// The context of `redis.call` during one run.
+struct CallCtx<'a> {
+    ex: &'a mut Executor,
+    slot: usize,
+    read_only: bool,
+    resp: std::rc::Rc<std::cell::Cell<u8>>,
+}
+
+/// Runs `f` in `vm` for client `caller`, returning the reply for the caller.
+pub fn run(
+    ex: &mut Executor,
+    caller: usize,
+    lua_slot: usize,
+    vm: &Vm,
+    f: &Function,
+    spec: &RunSpec,
+) -> Reply {
+    vm.resp.set(2);
+    // The same math.random sequence at every script start (deterministic scripts).
+    vm.rng.seed(0);
+    let db = ex.client(caller).db;
+    let caller_proto = ex.client(caller).proto;
+    ex.client_mut(lua_slot).db = db;
+    // Blocking commands called from a script answer as if they timed out at once.
+    let deny_before = std::mem::replace(&mut ex.blocking.deny_blocking, true);
+    let reply = run_body(ex, caller_proto, lua_slot, vm, f, spec);
+    ex.blocking.deny_blocking = deny_before;
+    reply
+}
+
+fn run_body(
+    ex: &mut Executor,
+    caller_proto: u8,
+    lua_slot: usize,
+    vm: &Vm,
+    f: &Function,
+    spec: &RunSpec,
+) -> Reply {
+    let lua = &vm.lua;
+    let make_list = |items: &[&[u8]]| -> mlua::Result<mlua::Table> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, a) in items.iter().enumerate() {
+            t.raw_set(i + 1, lua.create_string(a)?)?;
+        }
+        Ok(t)
+    };
+    let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
+        (Ok(k), Ok(a)) => (k, a),
+        _ => return Reply::err("ERR not enough memory"),
+    };
+    let args = if spec.as_args {
+        Some((Value::Table(keys), Value::Table(argv)))
+    } else {
+        let _ = vm.real_g.raw_set("KEYS", keys);
+        let _ = vm.real_g.raw_set("ARGV", argv);
+        None
+    };
+    let cc = RefCell::new(CallCtx {
+        ex,
+        slot: lua_slot,
+        read_only: spec.read_only,
+        resp: vm.resp.clone(),
+    });
+    let result = lua.scope(|scope| {
+        let call = scope.create_function(|lua, args: Variadic<Value>| {
+            vm::raising(lua_call(lua, &mut cc.borrow_mut(), args))
+        })?;
+        let pcall = scope.create_function(|lua, args: Variadic<Value>| {
+            Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1)
+        })?;
+        vm.redis.raw_set("call", call)?;
+        vm.redis.raw_set("pcall", pcall)?;
+        Ok(vm::run_protected(vm, f, args))
+    });
+    let _ = vm.redis.raw_set("call", Value::Nil);
+    let _ = vm.redis.raw_set("pcall", Value::Nil);
+    match result {
+        Ok(Ok(v)) => convert::lua_to_reply(&v, caller_proto, vm.resp.get()),
+        Ok(Err(e)) => script_error(&e, spec.name),
+        Err(e) => Reply::error(format!("ERR {e}")),
+    }
+}
+
+/// Formats a script's error as Redis does: `<err> script: <name>, on <source>:<line>.`
+fn script_error(e: &Value, name: &str) -> Reply {
+    match e {
+        Value::Table(t) => {
+            let msg: Option<mlua::LuaString> = t.raw_get("err").ok();
+            let Some(msg) = msg else {
+                return Reply::err("ERR unknown error");
+            };
+            let msg = String::from_utf8_lossy(&msg.as_bytes()).into_owned();
+            let source: Option<String> = t.raw_get("source").ok();
+            let line: Option<i64> = t.raw_get("line").ok();
+            match (source, line) {
+                (Some(s), Some(l)) => Reply::error(format!("{msg} script: {name}, on {s}:{l}.")),
+                _ => Reply::error(msg),
+            }
+        }
+        Value::String(s) => {
+            // Errors the handler never saw (out of memory inside xpcall).
+            let m = String::from_utf8_lossy(&s.as_bytes()).into_owned();
+            if m.starts_with("ERR ") {
+                Reply::error(m)
+            } else {
+                Reply::error(format!("ERR {m}"))
+            }
+        }
+        _ => Reply::err("ERR unknown error"),
+    }
+}
+
+/// Resolves a command (and subcommand) for a script call.
+fn resolve(argv: &[Vec<u8>]) -> Result<&'static Command, &'static str> {
+    const UNKNOWN: &str = "ERR Unknown Redis command called from script";
+    let mut cmd = commands::lookup(&argv[0]).ok_or(UNKNOWN)?;
+    if !cmd.subcommands.is_empty() && (argv.len() >= 2 || cmd.arity != -1) {
+        if argv.len() < 2 {
+            return Err("ERR Wrong number of args calling Redis command from script");
+        }
+        cmd = commands::lookup_subcommand(cmd, &argv[1]).ok_or(UNKNOWN)?;
+    }
+    if !commands::arity_ok(cmd.arity, argv.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script");
+    }
+    Ok(cmd)
+}
+
+/// `redis.call` / `redis.pcall`: `(true, reply)` or `(false, error table)`.
+fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<(bool, Value)> {
+    if args.is_empty() {
+        return vm::err_table(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    let mut argv: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        let b = match a {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Integer(n) => n.to_string().into_bytes(),
+            Value::Number(n) => crate::util::numeric::format_f64(*n).into_bytes(),
+            _ => {
+                return vm::err_table(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                )
+            }
+        };
+        argv.push(b);
+    }
+    let cmd = match resolve(&argv) {
+        Ok(c) => c,
+        Err(e) => return vm::err_table(lua, e),
+    };
+    if cmd.flags & flags::NOSCRIPT != 0 {
+        return vm::err_table(lua, "ERR This Redis command is not allowed from script");
+    }
+    if cmd.is_write() && cc.read_only {
+        return vm::err_table(
+            lua,
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    let resp = cc.resp.get();
+    cc.ex.client_mut(cc.slot).proto = resp;
+    let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
+    let reply = cc.ex.call(cc.slot, cmd, &refs);
+    if let Reply::Error(e) = &reply {
+        return vm::err_table(lua, e);
+    }
+    Ok((true, convert::reply_to_lua(lua, &reply, resp)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_g_matches_c() {
+        assert_eq!(format_g(1.0 / 3.0, 14), "0.33333333333333");
+        assert_eq!(format_g(1.0 / 7.0, 14), "0.14285714285714");
+        assert_eq!(format_g(1e300, 14), "1e+300");
+        assert_eq!(format_g(1e14, 14), "1e+14");
+        assert_eq!(format_g(123.0, 14), "123");
+        assert_eq!(format_g(0.0001, 14), "0.0001");
+        assert_eq!(format_g(0.00001, 14), "1e-05");
+        assert_eq!(format_g(-2.5, 14), "-2.5");
+    }
+
+    #[test]
+    fn shebang_rules() {
+        assert_eq!(parse_shebang(b"return 1").unwrap().0, sflags::EVAL_COMPAT);
+        assert_eq!(
+            parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap(),
+            (sflags::NO_WRITES | sflags::ALLOW_OOM, 31)
+        );
+        assert_eq!(parse_shebang(b"#!lua\nx").unwrap(), (0, 5));
+        assert!(parse_shebang(b"#!lua").is_err());
+        assert!(parse_shebang(b"#!luax\n").is_err());
+        assert!(parse_shebang(b"#!lua name=x\n").is_err());
+    }
+
+    #[test]
+    fn rand48_matches_libc_lrand48() {
+        // glibc: srand48(0); lrand48() x3.
+        let r = vm::Rand48::new(0);
+        assert_eq!(
+            [r.next(), r.next(), r.next()],
+            [366850414, 1610402240, 206956554]
+        );
+    }
+}

@@ -1,0 +1,626 @@
+//! EVAL and SCRIPT end to end: commands and errors, the RESP↔Lua conversion table in
+//! both directions and both protocols, the sandbox, cjson and bit, and two application
+//! scripts (compare-and-delete unlock, sliding-window rate limiter).
+
+mod common;
+use common::*;
+
+fn sha(body: &str) -> String {
+    let mut c = std::process::Command::new("sha1sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    c.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..40].to_string()
+}
+
+fn err_at(msg: &str, body: &str, line: u32) -> String {
+    format!("-{msg} script: {}, on @user_script:{line}.\r\n", sha(body))
+}
+
+#[test]
+fn eval_basics_and_errors() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (&["EVAL", "return 1", "0"], ":1\r\n", ":1\r\n"),
+            (
+                &["EVAL", "return {KEYS[1],ARGV[1],ARGV[2],#KEYS,#ARGV}", "1", "k", "a", "b"],
+                "*5\r\n$1\r\nk\r\n$1\r\na\r\n$1\r\nb\r\n:1\r\n:2\r\n",
+                "*5\r\n$1\r\nk\r\n$1\r\na\r\n$1\r\nb\r\n:1\r\n:2\r\n",
+            ),
+            (
+                &["EVAL", "return 1", "-1"],
+                "-ERR Number of keys can't be negative\r\n",
+                "-ERR Number of keys can't be negative\r\n",
+            ),
+            (
+                &["EVAL", "return 1", "2", "a"],
+                "-ERR Number of keys can't be greater than number of args\r\n",
+                "-ERR Number of keys can't be greater than number of args\r\n",
+            ),
+            (
+                &["EVAL", "return 1", "x"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (
+                &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+                "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+                "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+            ),
+            (
+                &["EVALSHA", "fff", "0"],
+                "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+                "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+            ),
+            (
+                &["EVAL", "return 1+", "0"],
+                "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'\r\n",
+                "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'\r\n",
+            ),
+            (
+                &["SCRIPT", "LOAD", "return 'hi'"],
+                "$40\r\n2f31ba2bb6d6a0f42cc159d2e2dad55440778de3\r\n",
+                "$40\r\n2f31ba2bb6d6a0f42cc159d2e2dad55440778de3\r\n",
+            ),
+            (
+                &["EVALSHA", "2F31BA2BB6D6A0F42CC159D2E2DAD55440778DE3", "0"],
+                "$2\r\nhi\r\n",
+                "$2\r\nhi\r\n",
+            ),
+            (
+                &["SCRIPT", "EXISTS", "2f31ba2bb6d6a0f42cc159d2e2dad55440778de3", "ff"],
+                "*2\r\n:1\r\n:0\r\n",
+                "*2\r\n:1\r\n:0\r\n",
+            ),
+            (
+                &["SCRIPT", "FLUSH", "foo"],
+                "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n",
+                "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n",
+            ),
+            (&["SCRIPT", "FLUSH", "ASYNC"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["SCRIPT", "EXISTS", "2f31ba2bb6d6a0f42cc159d2e2dad55440778de3"],
+                "*1\r\n:0\r\n",
+                "*1\r\n:0\r\n",
+            ),
+            (
+                &["SCRIPT", "KILL"],
+                "-NOTBUSY No scripts in execution right now.\r\n",
+                "-NOTBUSY No scripts in execution right now.\r\n",
+            ),
+            (
+                &["SCRIPT", "EXISTS"],
+                "-ERR wrong number of arguments for 'script|exists' command\r\n",
+                "-ERR wrong number of arguments for 'script|exists' command\r\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn redis_call_errors_and_script_errors() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let rows: Vec<(&str, String)> = vec![
+        ("return redis.call('nosuch')", "ERR Unknown Redis command called from script".into()),
+        ("return redis.call('get')", "ERR Wrong number of args calling Redis command from script".into()),
+        ("return redis.call()", "ERR Please specify at least one argument for this redis lib call".into()),
+        ("return redis.call('get', {})", "ERR Lua redis lib command arguments must be strings or integers".into()),
+        ("return redis.call('eval', 'return 1', 0)", "ERR This Redis command is not allowed from script".into()),
+        ("error('boom')", "ERR user_script:1: boom".into()),
+        ("error({err='X y'})", "X y".into()),
+        ("error(nil)", "ERR nil".into()),
+        ("x = 1", "ERR user_script:1: Attempt to modify a readonly table".into()),
+        ("return y", "ERR user_script:1: Script attempted to access nonexistent global variable 'y'".into()),
+        ("return os", "ERR user_script:1: Script attempted to access nonexistent global variable 'os'".into()),
+        ("return io.open", "ERR user_script:1: Script attempted to access nonexistent global variable 'io'".into()),
+        ("redis.call = nil", "ERR user_script:1: Attempt to modify a readonly table".into()),
+        ("string.foo = 1", "ERR user_script:1: Attempt to modify a readonly table".into()),
+        ("setmetatable(_G, nil)", "ERR Attempt to modify a readonly table".into()),
+        ("redis.setresp(4)", "ERR RESP version must be 2 or 3.".into()),
+        ("return redis.log(99, 'x')", "ERR Invalid debug level.".into()),
+        ("return redis.log(1)", "ERR redis.log() requires two arguments or more.".into()),
+        ("return redis.sha1hex()", "ERR wrong number of arguments".into()),
+        ("return redis.set_repl(99)", "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".into()),
+        ("return cjson.encode(0/0)", "ERR user_script:1: Cannot serialise number: must not be NaN or Inf".into()),
+        ("return cjson.decode('[1,')", "ERR user_script:1: Expected value but found T_END at character 4".into()),
+        ("local s = string.rep('[', 1100) return cjson.decode(s)", "ERR user_script:1: Found too many nested data structures (1001) at character 1001".into()),
+        ("local t = {} local c = t for i=1,1100 do c[1] = {} c = c[1] end return cjson.encode(t)", "ERR user_script:1: Cannot serialise, excessive nesting (1001)".into()),
+        ("return cjson.encode({[1]=1,[30]=3})", "ERR user_script:1: Cannot serialise table: excessively sparse array".into()),
+        ("\n\nlocal a = 1\nreturn redis.call('nosuch')", "ERR Unknown Redis command called from script".into()),
+    ];
+    for (body, msg) in rows {
+        let line = body.matches('\n').count() as u32 + 1;
+        let line = if body.starts_with("local t") || body.starts_with("local s") {
+            1
+        } else {
+            line
+        };
+        assert_eq!(
+            c.cmd(&["EVAL", body, "0"]),
+            err_at(&msg, body, line),
+            "{body}"
+        );
+    }
+    c.cmd(&["SET", "s", "x"]);
+    let body = "return redis.call('incr', KEYS[1])";
+    assert_eq!(
+        c.cmd(&["EVAL", body, "1", "s"]),
+        err_at("ERR value is not an integer or out of range", body, 1)
+    );
+    // pcall returns the error table; returned, it is the error reply without position.
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "local t = redis.pcall('nosuch') return t.err", "0"]),
+        "$44\r\nERR Unknown Redis command called from script\r\n"
+    );
+    // Read-only forms and the no-writes shebang flag.
+    let body = "return redis.call('set','a','1')";
+    assert_eq!(
+        c.cmd(&["EVAL_RO", body, "0"]),
+        err_at(
+            "ERR Write commands are not allowed from read-only scripts.",
+            body,
+            1
+        )
+    );
+    let body = "#!lua flags=no-writes\nreturn redis.call('set','a','1')";
+    assert_eq!(
+        c.cmd(&["EVAL", body, "0"]),
+        err_at(
+            "ERR Write commands are not allowed from read-only scripts.",
+            body,
+            2
+        )
+    );
+    assert_eq!(
+        c.cmd(&["EVAL_RO", "return redis.call('get','s')", "0"]),
+        "$1\r\nx\r\n"
+    );
+    for (body, want) in [
+        (
+            "#!lua flags=bad\nreturn 1",
+            "-ERR Unexpected flag in script shebang: bad\r\n",
+        ),
+        (
+            "#!lua name=x\nreturn 1",
+            "-ERR Unknown lua shebang option: name=x\r\n",
+        ),
+        (
+            "#!luax\nreturn 1",
+            "-ERR Unexpected engine in script shebang: #!luax\r\n",
+        ),
+        ("#!lua flags=no-writes", "-ERR Invalid script shebang\r\n"),
+        ("#!lua flags=no-writes,allow-oom\nreturn 1", ":1\r\n"),
+        ("#!lua\nreturn 1", ":1\r\n"),
+    ] {
+        assert_eq!(c.cmd(&["EVAL", body, "0"]), want, "{body}");
+    }
+}
+
+#[test]
+fn lua_to_resp_conversion() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (&["EVAL", "return 3.99", "0"], ":3\r\n", ":3\r\n"),
+            (&["EVAL", "return -3.99", "0"], ":-3\r\n", ":-3\r\n"),
+            (
+                &["EVAL", "return 1e20", "0"],
+                ":-9223372036854775808\r\n",
+                ":-9223372036854775808\r\n",
+            ),
+            (&["EVAL", "return 'x'", "0"], "$1\r\nx\r\n", "$1\r\nx\r\n"),
+            (&["EVAL", "return true", "0"], ":1\r\n", ":1\r\n"),
+            (&["EVAL", "return false", "0"], "$-1\r\n", "_\r\n"),
+            (&["EVAL", "return nil", "0"], "$-1\r\n", "_\r\n"),
+            (
+                &["EVAL", "return {1,2,nil,3}", "0"],
+                "*2\r\n:1\r\n:2\r\n",
+                "*2\r\n:1\r\n:2\r\n",
+            ),
+            (
+                &["EVAL", "return {1,false,2}", "0"],
+                "*3\r\n:1\r\n$-1\r\n:2\r\n",
+                "*3\r\n:1\r\n_\r\n:2\r\n",
+            ),
+            (
+                &["EVAL", "return {ok='fine'}", "0"],
+                "+fine\r\n",
+                "+fine\r\n",
+            ),
+            (
+                &["EVAL", "return {err='My Error'}", "0"],
+                "-My Error\r\n",
+                "-My Error\r\n",
+            ),
+            (&["EVAL", "return {err=3}", "0"], "*0\r\n", "*0\r\n"),
+            (
+                &["EVAL", "return {foo='bar', 5}", "0"],
+                "*1\r\n:5\r\n",
+                "*1\r\n:5\r\n",
+            ),
+            (
+                &["EVAL", "return redis.error_reply('My Error')", "0"],
+                "-My Error\r\n",
+                "-My Error\r\n",
+            ),
+            (
+                &["EVAL", "return redis.error_reply('X')", "0"],
+                "-ERR X\r\n",
+                "-ERR X\r\n",
+            ),
+            (
+                &["EVAL", "return redis.error_reply(1)", "0"],
+                "-ERR wrong number or type of arguments\r\n",
+                "-ERR wrong number or type of arguments\r\n",
+            ),
+            (
+                &["EVAL", "return redis.status_reply('FINE')", "0"],
+                "+FINE\r\n",
+                "+FINE\r\n",
+            ),
+            (
+                &["EVAL", "return {double=3.5}", "0"],
+                "$3\r\n3.5\r\n",
+                ",3.5\r\n",
+            ),
+            (
+                &["EVAL", "return {double=1/0}", "0"],
+                "$3\r\ninf\r\n",
+                ",inf\r\n",
+            ),
+            (
+                &["EVAL", "return {map={a=1}}", "0"],
+                "*2\r\n$1\r\na\r\n:1\r\n",
+                "%1\r\n$1\r\na\r\n:1\r\n",
+            ),
+            (
+                &["EVAL", "return {set={a=true}}", "0"],
+                "*1\r\n$1\r\na\r\n",
+                "~1\r\n$1\r\na\r\n",
+            ),
+            (
+                &["EVAL", "return {big_number='123'}", "0"],
+                "$3\r\n123\r\n",
+                "(123\r\n",
+            ),
+            (
+                &[
+                    "EVAL",
+                    "return {verbatim_string={format='txt', string='hi'}}",
+                    "0",
+                ],
+                "$2\r\nhi\r\n",
+                "=6\r\ntxt:hi\r\n",
+            ),
+            (
+                &["EVAL", "redis.setresp(3) return true", "0"],
+                ":1\r\n",
+                "#t\r\n",
+            ),
+            (
+                &["EVAL", "redis.setresp(3) return false", "0"],
+                ":0\r\n",
+                "#f\r\n",
+            ),
+            (
+                &["EVAL", "redis.setresp(3) return nil", "0"],
+                "$-1\r\n",
+                "_\r\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn resp_to_lua_conversion() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (
+                &["EVAL", "return redis.call('set','k','v')", "0"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            (
+                &["EVAL", "return type(redis.call('set','k','v'))", "0"],
+                "$5\r\ntable\r\n",
+                "$5\r\ntable\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('set','k','v').ok", "0"],
+                "$2\r\nOK\r\n",
+                "$2\r\nOK\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('get','k')", "0"],
+                "$1\r\nv\r\n",
+                "$1\r\nv\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('incr','n')", "0"],
+                ":1\r\n",
+                ":1\r\n",
+            ),
+            (
+                &["EVAL", "return type(redis.call('incr','n'))", "0"],
+                "$6\r\nnumber\r\n",
+                "$6\r\nnumber\r\n",
+            ),
+            (
+                &["EVAL", "return type(redis.call('get','nokey'))", "0"],
+                "$7\r\nboolean\r\n",
+                "$7\r\nboolean\r\n",
+            ),
+            (
+                &[
+                    "EVAL",
+                    "redis.setresp(3) return type(redis.call('get','nokey'))",
+                    "0",
+                ],
+                "$3\r\nnil\r\n",
+                "$3\r\nnil\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('mget','k','nokey')", "0"],
+                "*2\r\n$1\r\nv\r\n$-1\r\n",
+                "*2\r\n$1\r\nv\r\n_\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('ping')", "0"],
+                "+PONG\r\n",
+                "+PONG\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('select', 1)", "0"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            // The script's SELECT does not change the caller's database.
+            (&["GET", "k"], "$1\r\nv\r\n", "$1\r\nv\r\n"),
+            (
+                &[
+                    "EVAL",
+                    "redis.call('set',KEYS[1],ARGV[1]) return redis.call('get',KEYS[1])",
+                    "1",
+                    "a",
+                    "b",
+                ],
+                "$1\r\nb\r\n",
+                "$1\r\nb\r\n",
+            ),
+            (
+                &["EVAL", "return redis.call('set','f',1.5)", "0"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            (&["GET", "f"], "$3\r\n1.5\r\n", "$3\r\n1.5\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn sandbox_escapes_are_refused() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for name in [
+        "os", "io", "debug", "package", "require", "dofile", "loadfile", "print", "getfenv",
+        "setfenv", "module", "newproxy",
+    ] {
+        let body = format!("return type({name})");
+        let r = c.cmd(&["EVAL", &body, "0"]);
+        assert!(
+            r.contains(&format!("nonexistent global variable '{name}'")),
+            "{name}: {r}"
+        );
+    }
+    for name in [
+        "loadstring",
+        "pcall",
+        "xpcall",
+        "unpack",
+        "gcinfo",
+        "collectgarbage",
+    ] {
+        let body = format!("return type({name})");
+        assert_eq!(c.cmd(&["EVAL", &body, "0"]), "$8\r\nfunction\r\n", "{name}");
+    }
+    // Bytecode is never loaded, by loadstring or load.
+    assert_eq!(
+        c.cmd(&[
+            "EVAL",
+            "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}",
+            "0"
+        ]),
+        "*2\r\n$3\r\nnil\r\n$53\r\n[string \"\x1bLuaQ\"]:1: unexpected symbol near 'char(27)'\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "local d = string.dump(function() return 1 end) local done = false return load(function() if done then return nil end done = true return d end) == nil", "0"]),
+        ":1\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return loadstring('return 5')()", "0"]),
+        ":5\r\n"
+    );
+    // Globals can't be created, even through raw access.
+    for body in [
+        "rawset(_G, 'x', 1)",
+        "table.insert(_G, 1)",
+        "rawset(string, 'x', 1)",
+    ] {
+        let r = c.cmd(&["EVAL", body, "0"]);
+        assert!(
+            r.starts_with("-ERR Attempt to modify a readonly table"),
+            "{body}: {r}"
+        );
+    }
+    // Nothing leaks from one script to the next.
+    assert!(c
+        .cmd(&["EVAL", "return rawget(_G, 'x')", "0"])
+        .starts_with("$-1"));
+    // A string bomb is bounded by the Lua memory limit and the server survives.
+    let r = c.cmd(&[
+        "EVAL",
+        "local s = string.rep('x', 1024) for i = 1, 30 do s = s .. s end return #s",
+        "0",
+    ]);
+    assert!(
+        r.starts_with("-ERR") && r.contains("not enough memory"),
+        "{r}"
+    );
+    assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+    // pairs over the readonly globals sees the real globals.
+    assert_eq!(
+        c.cmd(&[
+            "EVAL",
+            "local n = 0 for k in pairs(_G) do if k == 'redis' then n = n + 1 end end return n",
+            "0"
+        ]),
+        ":1\r\n"
+    );
+    // math.random restarts its sequence at each script (deterministic scripts).
+    let a = c.cmd(&[
+        "EVAL",
+        "return {math.random(1000000), math.random(1000000)}",
+        "0",
+    ]);
+    let b = c.cmd(&[
+        "EVAL",
+        "return {math.random(1000000), math.random(1000000)}",
+        "0",
+    ]);
+    assert_eq!(a, b);
+    assert_eq!(a, "*2\r\n:170829\r\n:749902\r\n");
+}
+
+#[test]
+fn cjson_and_bit() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let rows: &[(&str, &str)] = &[
+        (
+            "return cjson.encode({1,2,3,{a=1.5}})",
+            "$17\r\n[1,2,3,{\"a\":1.5}]\r\n",
+        ),
+        (
+            "return cjson.encode(3.14159265358979)",
+            "$15\r\n3.1415926535898\r\n",
+        ),
+        ("return cjson.encode(1e300)", "$6\r\n1e+300\r\n"),
+        ("return cjson.encode({})", "$2\r\n{}\r\n"),
+        (
+            "return cjson.encode({[1]=1,[3]=3})",
+            "$10\r\n[1,null,3]\r\n",
+        ),
+        (
+            "return cjson.encode('a\"b/\\n')",
+            "$10\r\n\"a\\\"b\\/\\n\"\r\n",
+        ),
+        (
+            "return cjson.encode(cjson.decode('[true,false,null]'))",
+            "$17\r\n[true,false,null]\r\n",
+        ),
+        (
+            "return cjson.decode('[1,2,{\"a\":null}]')[3].a == cjson.null",
+            ":1\r\n",
+        ),
+        ("return cjson.decode('{\"a\":1.5e3}').a", ":1500\r\n"),
+        ("return cjson.decode('0x10')", ":16\r\n"),
+        (
+            "return cjson.decode('\"\\\\u00e9\\\\ud83d\\\\ude00\"')",
+            "$6\r\n\u{e9}\u{1f600}\r\n",
+        ),
+        (
+            "return {cjson.encode_max_depth(), cjson.decode_max_depth()}",
+            "*2\r\n:1000\r\n:1000\r\n",
+        ),
+        ("return bit.tobit(0xffffffff)", ":-1\r\n"),
+        ("return bit.tohex(65535)", "$8\r\n0000ffff\r\n"),
+        ("return bit.tohex(-1, -4)", "$4\r\nFFFF\r\n"),
+        ("return bit.bnot(0)", ":-1\r\n"),
+        ("return bit.band(0xff, 0x0f, 0x3)", ":3\r\n"),
+        ("return bit.bor(1, 2, 4)", ":7\r\n"),
+        ("return bit.bxor(5, 1)", ":4\r\n"),
+        ("return bit.lshift(1, 33)", ":2\r\n"),
+        ("return bit.rshift(-1, 28)", ":15\r\n"),
+        ("return bit.arshift(-256, 4)", ":-16\r\n"),
+        ("return bit.rol(0x12345678, 8)", ":878082066\r\n"),
+        ("return bit.ror(0x12345678, 8)", ":2014458966\r\n"),
+        ("return bit.bswap(0x12345678)", ":2018915346\r\n"),
+    ];
+    for (body, want) in rows {
+        assert_eq!(&c.cmd(&["EVAL", body, "0"]), want, "{body}");
+    }
+    if redis_server_available() {
+        let r = RedisServer::start();
+        let cmds: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|(b, _)| vec!["EVAL", *b, "0"])
+            .chain([
+                vec!["EVAL", "return cjson.encode({a={}, [1]=2})", "0"],
+                vec!["EVAL", "return cjson.decode('[1, 2')", "0"],
+                vec!["EVAL", "return cjson.decode('{\"a\" 1}')", "0"],
+                vec!["EVAL", "return cjson.decode('[1] x')", "0"],
+                vec!["EVAL", "return cjson.decode('\"\\\\q\"')", "0"],
+                vec![
+                    "EVAL",
+                    "return cjson.encode(string.char(0,1,31,127,128))",
+                    "0",
+                ],
+                vec!["EVAL", "return bit.tohex(255, 2)", "0"],
+                vec!["EVAL", "return bit.tobit(2^40 + 7.5)", "0"],
+            ])
+            .collect();
+        let refs: Vec<&[&str]> = cmds.iter().map(|v| v.as_slice()).collect();
+        assert_same_as_redis(&s, &r, &refs);
+    }
+}
+
+#[test]
+fn compare_and_delete_unlock() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let unlock = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    assert_eq!(
+        c.cmd(&["SET", "lock", "token-a", "NX", "PX", "30000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd(&["EVAL", unlock, "1", "lock", "token-b"]), ":0\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "lock"]), ":1\r\n");
+    assert_eq!(c.cmd(&["EVAL", unlock, "1", "lock", "token-a"]), ":1\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "lock"]), ":0\r\n");
+}
+
+#[test]
+fn sliding_window_rate_limiter() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    // A window of counters keyed by time slot: allows ARGV[1] calls per slot.
+    let limiter = "local n = redis.call('incr', KEYS[1]) \
+                   if n == 1 then redis.call('pexpire', KEYS[1], ARGV[2]) end \
+                   if n > tonumber(ARGV[1]) then return 0 end return 1";
+    let sha = c.cmd(&["SCRIPT", "LOAD", limiter]);
+    let sha = sha.lines().nth(1).unwrap().to_string();
+    let mut allowed = 0;
+    for _ in 0..5 {
+        if c.cmd(&["EVALSHA", &sha, "1", "rl:user:1", "3", "60000"]) == ":1\r\n" {
+            allowed += 1;
+        }
+    }
+    assert_eq!(allowed, 3);
+    assert_eq!(c.cmd(&["GET", "rl:user:1"]), "$1\r\n5\r\n");
+    let ttl = c.cmd(&["PTTL", "rl:user:1"]);
+    assert!(ttl.starts_with(':') && !ttl.starts_with(":-"), "{ttl}");
+}
