@@ -3,6 +3,8 @@
 #
 #   scripts/bench.sh            # SET GET INCR MSET at -P 1 and -P 16, then memory
 #   ROUNDS=3 REQUESTS=500000 scripts/bench.sh
+#   TESTS=lpush,rpush,lpop,rpop,lrange_100,hset,sadd,spop scripts/bench.sh
+#   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
 #
 # Needs redis-benchmark (Debian's redis-tools); runs Redis too when redis-server is
 # installed. The two servers are benchmarked alternately, round by round, and the
@@ -74,3 +76,21 @@ for s in "${servers[@]}"; do
     rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
     printf "%-10s %16s %16s %14s %14s\n" "$name" "$used" "$rss" $(( (used - base) / 1000000 )) $(( (rss - base_rss) / 1000000 ))
 done
+
+if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
+    echo
+    echo "memory: 1M small collections (lists of 10, hashes of 5 fields, sets of 5 members)"
+    printf "%-10s %-8s %16s %12s\n" server kind used_delta bytes/key
+    for kind in lists hashes sets; do
+        python3 scripts/gen_collections.py "$kind" 1000000 > "$work/$kind.resp"
+        for s in "${servers[@]}"; do
+            name=${s%%:*}; port=${s##*:}
+            redis-cli -p "$port" flushall >/dev/null
+            sleep 0.5
+            base=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+            redis-cli -p "$port" --pipe < "$work/$kind.resp" >/dev/null
+            used=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+            printf "%-10s %-8s %16s %12s\n" "$name" "$kind" $((used - base)) $(( (used - base) / 1000000 ))
+        done
+    done
+fi
