@@ -284,3 +284,30 @@ fn ready_keys_are_handled_after_the_top_level_command() {
     );
     assert!(!ex.blocking.is_blocked(a));
 }
+
+/// SWAPDB wakes clients blocked on a key that the swap brings into their database,
+/// and CLIENT LIST shows blocked clients with the `b` flag.
+#[test]
+fn swapdb_wakes_waiters_and_client_list_flags() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["SELECT", "1"]);
+    c.cmd(&["RPUSH", "q", "from-db1"]);
+    let mut waiter = s.raw(2);
+    waiter.send(&["BLPOP", "q", "0"]);
+    for _ in 0..200 {
+        if c.cmd(&["INFO", "clients"])
+            .contains("blocked_clients:1\r\n")
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let list = c.cmd(&["CLIENT", "LIST"]);
+    assert!(
+        list.contains(" flags=b ") && list.contains(" cmd=blpop "),
+        "{list}"
+    );
+    assert_eq!(c.cmd(&["SWAPDB", "0", "1"]), "+OK\r\n");
+    assert_eq!(waiter.read_reply(), "*2\r\n$1\r\nq\r\n$8\r\nfrom-db1\r\n");
+}

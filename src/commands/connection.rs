@@ -510,7 +510,7 @@ fn client_getname(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 /// One CLIENT LIST line, with Redis 7.4's fields.
-pub fn client_line(c: &Client, qbuf_free: usize) -> String {
+pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
     let s = |b: &Option<Vec<u8>>| {
         b.as_deref()
             .map(String::from_utf8_lossy)
@@ -527,7 +527,7 @@ pub fn client_line(c: &Client, qbuf_free: usize) -> String {
         s(&c.name),
         c.created.elapsed().as_secs(),
         c.last_interaction.elapsed().as_secs(),
-        c.flags_string(),
+        c.flags_string(blocked),
         c.db,
         c.subs.channels.len(),
         c.subs.patterns.len(),
@@ -587,21 +587,21 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
     }
     let mut text = String::new();
-    for (_, c) in ctx.ex.clients() {
+    for (slot, c) in ctx.ex.clients() {
         if c.embedded
             || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
             || pubsub_type.is_some_and(|p| p != c.is_pubsub())
         {
             continue;
         }
-        text.push_str(&client_line(c, 0));
+        text.push_str(&client_line(c, ctx.ex.blocking.is_blocked(slot), 0));
         text.push('\n');
     }
     Reply::Verbatim("txt", text.into_bytes())
 }
 
 fn client_info(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let mut line = client_line(ctx.client_ref(), 0);
+    let mut line = client_line(ctx.client_ref(), false, 0);
     line.push('\n');
     Reply::Verbatim("txt", line.into_bytes())
 }

@@ -645,6 +645,7 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if a != b {
         ctx.ex.signal_swapped_dbs(a as usize, b as usize);
         ctx.ex.ks.swap_dbs(a as usize, b as usize);
+        ctx.ex.blocking.signal_dbs(&[a as usize, b as usize]);
         ctx.ex.ks.dirty += 1;
     }
     Reply::ok()

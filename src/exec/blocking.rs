@@ -108,6 +108,19 @@ impl Blocking {
         }
     }
 
+    /// After SWAPDB: every key waited on in these databases may now hold a value.
+    pub fn signal_dbs(&mut self, dbs: &[usize]) {
+        let keys: Vec<(usize, Vec<u8>)> = self
+            .waiters
+            .keys()
+            .filter(|(d, _)| dbs.contains(d))
+            .cloned()
+            .collect();
+        for (db, key) in keys {
+            self.signal(db, &key);
+        }
+    }
+
     pub fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }

@@ -131,7 +131,8 @@ impl Client {
     }
 
     /// Flags for CLIENT LIST / CLIENT INFO, in Redis's order.
-    pub fn flags_string(&self) -> String {
+    /// `blocked`: whether the client waits in a blocking command (kept by the executor).
+    pub fn flags_string(&self, blocked: bool) -> String {
         let mut f = String::new();
         if self.monitor {
             f.push('O');
@@ -141,6 +142,9 @@ impl Client {
         }
         if self.in_multi() {
             f.push('x');
+        }
+        if blocked {
+            f.push('b');
         }
         f.push_str(self.tracking.flags_string());
         if self.tx.dirty_cas {
