@@ -21,6 +21,15 @@ cargo build --release --quiet
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.05; done; return 1; }
+# FLUSHALL, then wait until background freeing is over so the baseline is honest.
+flush_wait() {
+    redis-cli -p "$1" flushall >/dev/null
+    for _ in $(seq 200); do
+        redis-cli -p "$1" info memory | grep -q '^lazyfree_pending_objects:0' && break
+        sleep 0.05
+    done
+    sleep 0.5
+}
 
 work=$(mktemp -d)
 pids=()
@@ -67,8 +76,7 @@ echo "memory: DEBUG POPULATE 1000000 (key:N -> value:N)"
 printf "%-10s %16s %16s %14s %14s\n" server used_memory used_rss bytes/key rss/key
 for s in "${servers[@]}"; do
     name=${s%%:*}; port=${s##*:}
-    redis-cli -p "$port" flushall >/dev/null
-    sleep 0.5
+    flush_wait "$port"
     base=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
     base_rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
     redis-cli -p "$port" debug populate 1000000 >/dev/null
@@ -85,8 +93,7 @@ if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
         python3 scripts/gen_collections.py "$kind" 1000000 > "$work/$kind.resp"
         for s in "${servers[@]}"; do
             name=${s%%:*}; port=${s##*:}
-            redis-cli -p "$port" flushall >/dev/null
-            sleep 0.5
+            flush_wait "$port"
             base=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
             redis-cli -p "$port" --pipe < "$work/$kind.resp" >/dev/null
             used=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
