@@ -198,10 +198,14 @@ fn slow_subscriber_is_disconnected_by_its_buffer_limit() {
     fast.cmd(&["SUBSCRIBE", "ch"]);
     let n = 400;
     let payload = "x".repeat(64 * 1024);
+    // The fast reader acknowledges each message before the next is published, so it
+    // never has more than one message pending however loaded the machine is.
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         for _ in 0..n {
             let m = fast.read_reply();
             assert!(m.starts_with("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$65536\r\n"));
+            ack_tx.send(()).unwrap();
         }
         fast
     });
@@ -209,6 +213,7 @@ fn slow_subscriber_is_disconnected_by_its_buffer_limit() {
     let mut counts = Vec::new();
     for _ in 0..n {
         counts.push(p.cmd(&["PUBLISH", "ch", &payload]));
+        ack_rx.recv().unwrap();
     }
     let _fast = reader.join().unwrap();
     // The slow one was dropped along the way; the fast one got everything.

@@ -27,7 +27,7 @@ pub mod tracking;
 pub mod transactions;
 pub mod zsets;
 
-use std::collections::HashMap;
+use crate::util::FastMap;
 use std::sync::OnceLock;
 
 pub use ctx::Ctx;
@@ -247,8 +247,8 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
 }
 
 /// Name → row, built once.
-pub fn table() -> &'static HashMap<&'static [u8], &'static Command> {
-    static TABLE: OnceLock<HashMap<&'static [u8], &'static Command>> = OnceLock::new();
+pub fn table() -> &'static FastMap<&'static [u8], &'static Command> {
+    static TABLE: OnceLock<FastMap<&'static [u8], &'static Command>> = OnceLock::new();
     TABLE.get_or_init(|| families().map(|c| (c.name.as_bytes(), c)).collect())
 }
 

@@ -43,7 +43,9 @@
 //!    are what gets re-run).
 //! 3. Writers need nothing special: `ctx.modified(key)` already signals readiness.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::util::{FastMap, FastSet};
 use std::time::{Duration, Instant};
 
 use crate::commands::{Command, Ctx};
@@ -66,12 +68,12 @@ struct Blocked {
 #[derive(Default)]
 pub struct Blocking {
     /// (db, key) → client slots in the order they blocked.
-    waiters: HashMap<(usize, Vec<u8>), VecDeque<usize>>,
-    clients: HashMap<usize, Blocked>,
+    waiters: FastMap<(usize, Vec<u8>), VecDeque<usize>>,
+    clients: FastMap<usize, Blocked>,
     deadlines: BTreeSet<(Instant, usize)>,
     /// Keys signalled since the last `handle_ready`, in order, without repeats.
     ready: Vec<(usize, Vec<u8>)>,
-    ready_set: HashSet<(usize, Vec<u8>)>,
+    ready_set: FastSet<(usize, Vec<u8>)>,
     /// Clients just unblocked whose buffered input should be processed again.
     resumed: Vec<usize>,
     /// The client whose command is being re-run on wake-up, and whether it blocked again.

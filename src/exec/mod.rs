@@ -15,7 +15,7 @@ pub mod pubsub;
 pub mod signals;
 pub mod tracking;
 
-use std::collections::HashMap;
+use crate::util::FastMap;
 use std::time::{Duration, Instant};
 
 pub use client::{Client, ReplyMode};
@@ -83,8 +83,8 @@ pub struct Executor {
     client_count: usize,
     next_client_id: u64,
     pub stats: Stats,
-    pub cmd_stats: HashMap<&'static str, CmdStat>,
-    pub error_stats: HashMap<String, u64>,
+    pub cmd_stats: FastMap<&'static str, CmdStat>,
+    pub error_stats: FastMap<String, u64>,
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
     pub shutdown: Option<ShutdownRequest>,
@@ -133,8 +133,8 @@ impl Executor {
             client_count: 0,
             next_client_id: 1,
             stats: Stats::default(),
-            cmd_stats: HashMap::new(),
-            error_stats: HashMap::new(),
+            cmd_stats: FastMap::default(),
+            error_stats: FastMap::default(),
             pending_writes: Vec::new(),
             shutdown: None,
             start_time: now,
@@ -348,8 +348,9 @@ impl Executor {
     /// Calls a resolved command: the handler, then statistics, slow log and the
     /// after-command work (notifications, expired-key events).
     pub fn call(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) -> Reply {
-        let start = Instant::now();
-        let now_ms = unix_ms();
+        // One wall-clock read gives both the command's `now_ms` and its start time.
+        let start_us = crate::keyspace::unix_us();
+        let now_ms = start_us / 1000;
         let db = self.client(slot).db;
         let reply = {
             let mut ctx = Ctx {
@@ -361,8 +362,7 @@ impl Executor {
             };
             (cmd.handler)(&mut ctx, args)
         };
-        let elapsed = start.elapsed();
-        let usec = elapsed.as_micros() as u64;
+        let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
         let st = self.cmd_stats.entry(cmd.name).or_default();
         st.calls += 1;

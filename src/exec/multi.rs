@@ -13,7 +13,7 @@
 //! answers a null array. A key already logically expired when WATCHed is remembered
 //! as such, so that its deletion by expiry is not a change (Redis 7 semantics).
 
-use std::collections::HashMap;
+use crate::util::FastMap;
 
 use crate::commands::{flags, Command};
 use crate::protocol::Reply;
@@ -61,7 +61,7 @@ pub struct ClientTx {
 /// Server-wide index: per database, watched key → client slots.
 #[derive(Default)]
 pub struct WatchRegistry {
-    per_db: Vec<HashMap<Vec<u8>, Vec<usize>>>,
+    per_db: Vec<FastMap<Vec<u8>, Vec<usize>>>,
     /// Number of (db, key) entries, so that writes pay nothing while nobody watches.
     keys: usize,
 }
@@ -73,7 +73,7 @@ impl WatchRegistry {
 
     fn add(&mut self, db: usize, key: &[u8], slot: usize) {
         if self.per_db.len() <= db {
-            self.per_db.resize_with(db + 1, HashMap::new);
+            self.per_db.resize_with(db + 1, FastMap::default);
         }
         let clients = self.per_db[db].entry(key.to_vec()).or_insert_with(|| {
             self.keys += 1;

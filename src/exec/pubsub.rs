@@ -13,7 +13,7 @@
 //! each client keeps its own subscriptions with a sequence number, so "unsubscribe
 //! from everything" answers in subscription order.
 
-use std::collections::HashMap;
+use crate::util::FastMap;
 
 use crate::commands::ctx::notify;
 use crate::protocol::Reply;
@@ -50,9 +50,9 @@ impl Kind {
 /// A client's subscriptions, each with the order it was made in.
 #[derive(Debug, Default)]
 pub struct ClientSubs {
-    pub channels: HashMap<Vec<u8>, u64>,
-    pub patterns: HashMap<Vec<u8>, u64>,
-    pub shard: HashMap<Vec<u8>, u64>,
+    pub channels: FastMap<Vec<u8>, u64>,
+    pub patterns: FastMap<Vec<u8>, u64>,
+    pub shard: FastMap<Vec<u8>, u64>,
     seq: u64,
 }
 
@@ -62,7 +62,7 @@ impl ClientSubs {
         self.channels.len() + self.patterns.len() + self.shard.len()
     }
 
-    fn set(&self, kind: Kind) -> &HashMap<Vec<u8>, u64> {
+    fn set(&self, kind: Kind) -> &FastMap<Vec<u8>, u64> {
         match kind {
             Kind::Channel => &self.channels,
             Kind::Pattern => &self.patterns,
@@ -70,7 +70,7 @@ impl ClientSubs {
         }
     }
 
-    fn set_mut(&mut self, kind: Kind) -> &mut HashMap<Vec<u8>, u64> {
+    fn set_mut(&mut self, kind: Kind) -> &mut FastMap<Vec<u8>, u64> {
         match kind {
             Kind::Channel => &mut self.channels,
             Kind::Pattern => &mut self.patterns,
@@ -98,10 +98,10 @@ impl ClientSubs {
 /// Server-wide registries.
 #[derive(Default)]
 pub struct PubSub {
-    channels: HashMap<Vec<u8>, Vec<usize>>,
+    channels: FastMap<Vec<u8>, Vec<usize>>,
     /// Patterns in the order first subscribed, with their subscribers.
     patterns: Vec<(Vec<u8>, Vec<usize>)>,
-    shard: HashMap<Vec<u8>, Vec<usize>>,
+    shard: FastMap<Vec<u8>, Vec<usize>>,
 }
 
 impl PubSub {

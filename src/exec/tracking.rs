@@ -11,7 +11,9 @@
 //! Messages are `>2 invalidate [keys]` pushes in RESP3, or `message` on
 //! `__redis__:invalidate` for a RESP2 connection that a tracking client redirects to.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::util::FastMap;
 
 use crate::commands::Command;
 use crate::protocol::Reply;
@@ -85,7 +87,7 @@ struct Prefix {
 /// The server-wide tracking table.
 #[derive(Default)]
 pub struct TrackingTable {
-    keys: HashMap<Vec<u8>, Holders>,
+    keys: FastMap<Vec<u8>, Holders>,
     prefixes: BTreeMap<Vec<u8>, Prefix>,
     /// Keys with pending BCAST invalidations, so flushing is free when there are none.
     pending: bool,

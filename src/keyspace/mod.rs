@@ -70,6 +70,14 @@ pub fn unix_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Absolute unix time in microseconds.
+pub fn unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
 /// The 24-bit LRU clock for a unix time in ms.
 pub fn lru_clock(now_ms: i64) -> u32 {
     ((now_ms / 1000) as u32) & LRU_CLOCK_MAX
