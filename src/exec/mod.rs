@@ -323,7 +323,6 @@ impl Executor {
         }
         {
             let c = self.client_mut(slot);
-            c.last_interaction = Instant::now();
             c.last_cmd = cmd.name;
             if !c.authenticated && cmd.flags & flags::NO_AUTH == 0 {
                 self.flag_transaction(slot);
@@ -468,6 +467,9 @@ impl Executor {
         let class = if self.client(slot).is_pubsub() { 2 } else { 0 };
         let limit = self.config.client_output_buffer_limit[class];
         let c = self.client_mut(slot);
+        if limit.hard == 0 && limit.soft == 0 {
+            return;
+        }
         let used = c.pending_output() as u64;
         let mut over = limit.hard > 0 && used >= limit.hard;
         if limit.soft > 0 && used >= limit.soft {

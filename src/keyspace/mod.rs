@@ -64,18 +64,19 @@ pub struct Keyspace {
 
 /// Absolute unix time in milliseconds.
 pub fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    unix_us() / 1000
 }
 
 /// Absolute unix time in microseconds.
 pub fn unix_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_REALTIME is always
+    // available. This is the per-command clock read, so it skips SystemTime's checks.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
 /// The 24-bit LRU clock for a unix time in ms.

@@ -296,6 +296,8 @@ impl Server {
                 Ok(n) => {
                     conn.end += n;
                     self.ex.stats.total_net_input_bytes += n as u64;
+                    // Idle time counts from the last read, as in Redis.
+                    self.ex.client_mut(slot).last_interaction = std::time::Instant::now();
                     if conn.end - conn.start > qbuf_limit {
                         crate::log::warning("Closing client that reached max query buffer length");
                         self.ex.stats.client_qbuf_limit_disconnections += 1;

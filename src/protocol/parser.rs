@@ -167,6 +167,21 @@ fn read_line_number(
     from: usize,
     what: &str,
 ) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
+    // Fast path for the common header: 1 to 9 plain digits and "\r\n" (no leading
+    // zero, so the value is canonical, as `parse_i64` would require).
+    if let Some(&first) = buf.get(from) {
+        if (b'1'..=b'9').contains(&first) {
+            let mut n = (first - b'0') as i64;
+            let mut i = from + 1;
+            while i < buf.len() && i < from + 9 && buf[i].is_ascii_digit() {
+                n = n * 10 + (buf[i] - b'0') as i64;
+                i += 1;
+            }
+            if i + 1 < buf.len() && buf[i] == b'\r' && buf[i + 1] == b'\n' {
+                return Ok(Some((Some(n), i + 2)));
+            }
+        }
+    }
     let rest = &buf[from.min(buf.len())..];
     match memchr(b'\r', rest) {
         None => {
