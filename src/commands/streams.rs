@@ -35,7 +35,7 @@ pub static COMMANDS: &[Command] = &[
     command!("xtrim", -4, WRITE, (1, 1, 1), &["write", "stream", "slow"], "stream", "5.0.0", "Deletes messages from the beginning of a stream.", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", xtrim),
     Command {
         key_spec: KeySpec::None,
-        ..command!("xread", -4, READONLY | BLOCKING | MOVABLE_KEYS, (0, 0, 0), &["read", "stream", "slow", "blocking"], "stream", "5.0.0", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "", xread)
+        ..command!("xread", -4, READONLY | BLOCKING | MOVABLE_KEYS, (0, 0, 0), &["read", "stream", "slow", "blocking"], "stream", "5.0.0", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", xread)
     },
     Command {
         key_spec: KeySpec::None,
