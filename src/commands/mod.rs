@@ -22,6 +22,7 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod tracking;
 pub mod transactions;
@@ -241,6 +242,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         pubsub::COMMANDS,
         monitor::COMMANDS,
         scripting::COMMANDS,
+        streams::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

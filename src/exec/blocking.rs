@@ -63,6 +63,9 @@ struct Blocked {
     args: Vec<Vec<u8>>,
     deadline: Option<Instant>,
     timeout_reply: Reply,
+    /// Also re-run when the key is deleted or changes type (XREADGROUP answers
+    /// NOGROUP / WRONGTYPE then, as Redis's `unblock_on_nokey`).
+    wake_on_any_change: bool,
 }
 
 #[derive(Default)]
@@ -162,6 +165,14 @@ impl Blocking {
         Some(b)
     }
 
+    /// Marks a just-blocked client to be re-run also when its key is deleted or
+    /// changes type (see [`Blocked::wake_on_any_change`]).
+    pub fn wake_on_any_change(&mut self, slot: usize) {
+        if let Some(b) = self.clients.get_mut(&slot) {
+            b.wake_on_any_change = true;
+        }
+    }
+
     /// A client disconnected: forget it.
     pub fn disconnect(&mut self, slot: usize) {
         self.remove(slot);
@@ -247,6 +258,7 @@ pub fn block(
             args: args.iter().map(|a| a.to_vec()).collect(),
             deadline,
             timeout_reply,
+            wake_on_any_change: false,
         },
     );
     Reply::NoReply
@@ -275,14 +287,11 @@ pub fn handle_ready(ex: &mut Executor) {
             for slot in slots {
                 let now = crate::keyspace::unix_ms();
                 ex.ks.expire_if_needed(db, &key, now);
-                let ty = match ex.ks.dbs[db].table.get(&key) {
-                    Some(e) => e.value().type_name(),
-                    None => break,
-                };
+                let ty = ex.ks.dbs[db].table.get(&key).map(|e| e.value().type_name());
                 let Some(b) = ex.blocking.clients.get(&slot) else {
                     continue;
                 };
-                if b.btype != ty {
+                if ty != Some(b.btype) && !b.wake_on_any_change {
                     continue;
                 }
                 let (cmd, args) = (b.cmd, b.args.clone());

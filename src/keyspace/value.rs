@@ -27,6 +27,7 @@ pub enum Object {
     List(crate::types::list::List),
     Hash(crate::types::hash::Hash),
     Set(crate::types::set::Set),
+    Stream(crate::types::stream::Stream),
 }
 
 impl Object {
@@ -37,6 +38,7 @@ impl Object {
             Object::List(_) => "list",
             Object::Hash(_) => "hash",
             Object::Set(_) => "set",
+            Object::Stream(_) => "stream",
         }
     }
 
@@ -47,6 +49,7 @@ impl Object {
             Object::List(l) => l.encoding(),
             Object::Hash(h) => h.encoding(),
             Object::Set(s) => s.encoding(),
+            Object::Stream(_) => "stream",
         }
     }
 
@@ -57,6 +60,7 @@ impl Object {
             Object::List(l) => std::mem::size_of::<Object>() + l.heap_size(),
             Object::Hash(h) => h.heap_size(),
             Object::Set(s) => s.heap_size(),
+            Object::Stream(s) => s.heap_size(),
         }
     }
 
@@ -67,6 +71,7 @@ impl Object {
             Object::List(l) => Object::List(l.clone()),
             Object::Hash(h) => Object::Hash(h.clone()),
             Object::Set(s) => Object::Set(s.clone()),
+            Object::Stream(s) => Object::Stream(s.clone()),
         }
     }
 
@@ -77,6 +82,7 @@ impl Object {
             Object::List(l) => l.node_count(),
             Object::Hash(h) => h.len(),
             Object::Set(s) => s.len(),
+            Object::Stream(s) => s.block_count(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod list;
 pub mod listpack;
 pub mod scantable;
 pub mod set;
+pub mod stream;
 pub mod strings;
 pub mod zindex;
 pub mod zset;
