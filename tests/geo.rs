@@ -314,6 +314,11 @@ fn same_as_redis_fixed_script() {
         "ZRANGE d 0 -1 WITHSCORES",
         "GEORADIUS k 10 45 2000 km STORE d COUNT 2",
         "ZRANGE d 0 -1 WITHSCORES",
+        // Scores no GEOADD makes decode through C's double-to-uint64 conversion.
+        "ZADD weird -5 neg 9e15 big 0 zero 1e300 huge -inf ninf",
+        "GEOPOS weird neg big zero huge ninf",
+        "GEOHASH weird neg big zero huge ninf",
+        "GEOSEARCH weird FROMMEMBER huge BYRADIUS 1 km WITHCOORD WITHDIST WITHHASH",
     ]
     .iter()
     .map(|l| l.split(' ').collect())

@@ -150,13 +150,18 @@ pub fn decode_area(c: Cell) -> Area {
 }
 
 /// The position a score stands for: the centre of its step-26 cell, clamped to the
-/// valid ranges. The score is converted to an integer as C's `(uint64_t)` cast does on
-/// x86-64 (a negative score wraps), so odd scores put in by ZADD decode as in Redis.
+/// valid ranges. The score is converted to an integer as gcc's `(uint64_t)` cast does
+/// on x86-64, so odd scores put in by ZADD decode as in Redis: a negative score goes
+/// through a signed conversion (wrapping, and `0x8000000000000000` below -2^63) and a
+/// score of 2^64 or more becomes 0.
 pub fn decode_score(score: f64) -> (f64, f64) {
+    const TWO_64: f64 = 18446744073709551616.0;
     let bits = if score < 0.0 {
         (score as i64) as u64
-    } else {
+    } else if score < TWO_64 {
         score as u64
+    } else {
+        0
     };
     let a = decode_area(Cell {
         bits,
@@ -455,7 +460,7 @@ mod tests {
 
     #[test]
     fn decode_matches_redis() {
-        let cases: [(f64, &str, &str); 7] = [
+        let cases: [(f64, &str, &str); 10] = [
             (
                 3479099956230698.0,
                 "13.36138933897018433",
@@ -470,6 +475,13 @@ mod tests {
             ),
             (9e15, "170.77080041170120239", "85.0511287799999991"),
             (-5.0, "180", "85.0511287799999991"),
+            (1e300, "-179.99999731779098511", "-85.05112751263942528"),
+            (
+                f64::INFINITY,
+                "-179.99999731779098511",
+                "-85.05112751263942528",
+            ),
+            (f64::NEG_INFINITY, "180", "-85.05112751263942528"),
             (
                 4503599627370495.0,
                 "179.99999731779098511",
