@@ -11,6 +11,7 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
@@ -238,6 +239,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         server::COMMANDS,
         introspection::COMMANDS,
         zsets::COMMANDS,
+        geo::COMMANDS,
         transactions::COMMANDS,
         pubsub::COMMANDS,
         monitor::COMMANDS,

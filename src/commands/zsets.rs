@@ -75,7 +75,7 @@ pub static COMMANDS: &[Command] = &[
 
 // ----- access helpers -------------------------------------------------------------
 
-fn limits(ctx: &Ctx) -> Limits {
+pub(crate) fn limits(ctx: &Ctx) -> Limits {
     let c = &ctx.ex.config;
     Limits {
         max_entries: c.zset_max_listpack_entries.max(0) as usize,
@@ -84,7 +84,7 @@ fn limits(ctx: &Ctx) -> Limits {
 }
 
 /// The sorted set at `key` for reading: `Ok(None)` when missing, WRONGTYPE otherwise.
-fn read_zset<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c ZSet>, Reply> {
+pub(crate) fn read_zset<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c ZSet>, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
         Some(ValueRef::Obj(Object::ZSet(z))) => Ok(Some(z)),
@@ -271,7 +271,13 @@ fn zadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 /// ZADD and ZINCRBY after parsing.
-fn zadd_generic(ctx: &mut Ctx, key: &[u8], pairs: &[(f64, &[u8])], f: AddFlags, ch: bool) -> Reply {
+pub(crate) fn zadd_generic(
+    ctx: &mut Ctx,
+    key: &[u8],
+    pairs: &[(f64, &[u8])],
+    f: AddFlags,
+    ch: bool,
+) -> Reply {
     let lim = limits(ctx);
     let apply = |z: &mut ZSet| {
         let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
@@ -598,7 +604,12 @@ fn range_items(z: &ZSet, b: &Bounds, rev: bool, offset: i64, limit: i64) -> Vec<
 
 /// Stores a result set at `dst` (deleting it when the result is empty), choosing the
 /// encoding from the result's size as Redis does, and raises `event`.
-fn store_result(ctx: &mut Ctx, dst: &[u8], items: Vec<(Vec<u8>, f64)>, event: &'static str) {
+pub(crate) fn store_result(
+    ctx: &mut Ctx,
+    dst: &[u8],
+    items: Vec<(Vec<u8>, f64)>,
+    event: &'static str,
+) {
     if items.is_empty() {
         if ctx.delete(dst) {
             ctx.notify(notify::GENERIC, "del", dst);

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::util::numeric::{format_f64, format_i64};
+use crate::util::numeric::{format_f64, format_human_f64, format_i64};
 
 /// A reply to one command.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double in RESP3; a bulk string in RESP2.
     Double(f64),
+    /// A double printed as Redis's addReplyHumanLongDouble does (`%.17Lf` trimmed:
+    /// GEOPOS, WITHCOORD): `,` in RESP3 and a bulk string in RESP2, both that text.
+    HumanDouble(f64),
     /// A boolean in RESP3; the integer 1 or 0 in RESP2.
     Bool(bool),
     /// A big number (`(`) in RESP3; a bulk string in RESP2 (scripts' `{big_number=...}`).
@@ -119,6 +122,16 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let s = format_f64(*d);
+                if proto >= 3 {
+                    out.push(b',');
+                    out.extend_from_slice(s.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(s.as_bytes(), out);
+                }
+            }
+            Reply::HumanDouble(d) => {
+                let s = format_human_f64(*d);
                 if proto >= 3 {
                     out.push(b',');
                     out.extend_from_slice(s.as_bytes());
@@ -226,6 +239,7 @@ mod tests {
                 "~1\r\n:1\r\n",
             ),
             (Reply::Double(1.5), "$3\r\n1.5\r\n", ",1.5\r\n"),
+            (Reply::HumanDouble(0.5), "$3\r\n0.5\r\n", ",0.5\r\n"),
             (Reply::Bool(true), ":1\r\n", "#t\r\n"),
             (
                 Reply::Verbatim("txt", b"hi".to_vec()),

@@ -14,7 +14,7 @@
 use mlua::{Lua, Table, Value};
 
 use crate::protocol::Reply;
-use crate::util::numeric::format_f64;
+use crate::util::numeric::{format_f64, format_human_f64};
 
 /// Deepest nesting converted (Redis is bounded by the Lua C stack).
 const MAX_DEPTH: usize = 1000;
@@ -82,6 +82,13 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
                 wrap(lua, "double", Value::Number(*d))?
             } else {
                 Value::String(lua.create_string(format_f64(*d))?)
+            }
+        }
+        Reply::HumanDouble(d) => {
+            if resp == 3 {
+                wrap(lua, "double", Value::Number(*d))?
+            } else {
+                Value::String(lua.create_string(format_human_f64(*d))?)
             }
         }
         Reply::Bool(b) => {

@@ -2,6 +2,7 @@
 //! unit-tested, and knows nothing of the keyspace or the protocol.
 
 pub mod bitmap;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod intset;

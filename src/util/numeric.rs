@@ -415,6 +415,23 @@ pub fn format_f64(v: f64) -> String {
     String::from_utf8(out).expect("ASCII")
 }
 
+/// A double as Redis's `addReplyHumanLongDouble` prints it (GEOPOS, WITHCOORD):
+/// `%.17Lf` of the exact value (a double converts to long double exactly, and Rust's
+/// fixed-precision formatting is exact and rounds half to even like glibc), then
+/// trailing zeros and a trailing `.` removed, and `-0` as `0`.
+pub fn format_human_f64(v: f64) -> String {
+    if !v.is_finite() {
+        return format_f64(v);
+    }
+    let mut s = format!("{v:.17}");
+    let t = s.trim_end_matches('0').trim_end_matches('.').len();
+    s.truncate(t);
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
 /// Non-allocating form of [`format_f64`]: appends to `out`.
 pub fn write_f64(v: f64, out: &mut Vec<u8>) {
     if v.is_nan() {
