@@ -213,12 +213,13 @@ fn pubsub_streams_hll_bitmaps_geo() {
         .unwrap();
     let text = format!("{reply:?}");
     assert!(text.contains("signup"), "{text}");
-    let pending: (i64, Option<String>, Option<String>, Vec<(String, String)>) =
-        redis::cmd("XPENDING")
-            .arg("events")
-            .arg("workers")
-            .query(&mut c)
-            .unwrap();
+    // XPENDING summary: count, smallest ID, greatest ID, per-consumer counts.
+    type PendingSummary = (i64, Option<String>, Option<String>, Vec<(String, String)>);
+    let pending: PendingSummary = redis::cmd("XPENDING")
+        .arg("events")
+        .arg("workers")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(pending.0, 1);
     // Unique visitors with HyperLogLog.
     for i in 0..1000 {
