@@ -148,6 +148,43 @@ fn key_specs(c: &Command) -> Reply {
                 ]),
             ),
         ]),
+        KeySpec::AfterStreams => {
+            // Redis describes these keys as a keyword search for STREAMS, then a range
+            // covering half of what follows.
+            return Reply::Array(vec![Reply::Map(vec![
+                kv(
+                    "flags",
+                    Reply::Set(key_access_flags(c).into_iter().map(status).collect()),
+                ),
+                kv(
+                    "begin_search",
+                    Reply::Map(vec![
+                        kv("type", Reply::bulk(b"keyword")),
+                        kv(
+                            "spec",
+                            Reply::Map(vec![
+                                kv("keyword", Reply::bulk(b"STREAMS")),
+                                kv("startfrom", Reply::Int(c.first_key as i64)),
+                            ]),
+                        ),
+                    ]),
+                ),
+                kv(
+                    "find_keys",
+                    Reply::Map(vec![
+                        kv("type", Reply::bulk(b"range")),
+                        kv(
+                            "spec",
+                            Reply::Map(vec![
+                                kv("lastkey", Reply::Int(-1)),
+                                kv("keystep", Reply::Int(1)),
+                                kv("limit", Reply::Int(2)),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ])]);
+        }
         KeySpec::Counted => Reply::Map(vec![
             kv("type", Reply::bulk(b"keynum")),
             kv(

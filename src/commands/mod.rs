@@ -88,6 +88,9 @@ pub enum KeySpec {
     Range,
     /// A count at `first` precedes that many keys (ZUNION numkeys key…, LMPOP, EVAL).
     Counted,
+    /// The first half of the arguments after the keyword STREAMS, searched from
+    /// `first_key` on (XREAD, XREADGROUP: `STREAMS k1 k2 id1 id2`).
+    AfterStreams,
     /// No keys, or keys found by a custom rule (SORT's STORE, MIGRATE).
     None,
 }
@@ -141,6 +144,19 @@ impl Command {
                     .step_by(step as usize)
                     .map(|i| i as usize)
                     .collect()
+            }
+            KeySpec::AfterStreams => {
+                let from = self.first_key.max(1) as usize;
+                let Some(at) = args
+                    .iter()
+                    .skip(from)
+                    .position(|a| is(a, "streams"))
+                    .map(|i| i + from)
+                else {
+                    return Vec::new();
+                };
+                let rest = args.len() - at - 1;
+                (at + 1..at + 1 + rest / 2).collect()
             }
             KeySpec::Counted => {
                 let at = self.first_key as usize;
