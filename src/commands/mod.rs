@@ -11,6 +11,7 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod functions;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
@@ -241,6 +242,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         pubsub::COMMANDS,
         monitor::COMMANDS,
         scripting::COMMANDS,
+        functions::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())
