@@ -44,6 +44,12 @@ fn load_fcall_list_and_errors() {
             ),
             (&["FUNCTION", "KILL"], "-NOTBUSY No scripts in execution right now.\r\n", "-NOTBUSY No scripts in execution right now.\r\n"),
             (&["FUNCTION", "DELETE", "nope"], "-ERR Library not found\r\n", "-ERR Library not found\r\n"),
+            // Library code that loops is stopped after 500 ms; the server stays up.
+            (
+                &load("#!lua name=t\nwhile true do end"),
+                "-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n",
+                "-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n",
+            ),
         ],
     );
     if !redis_server_available() {

@@ -52,6 +52,9 @@ fn valid_name(n: &str) -> bool {
     !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// How long library code may run at load time.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
 const BAD_LIB_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 /// Parses the `#!lua name=<lib>` first line: the library name.
@@ -221,7 +224,19 @@ impl Functions {
             .map_err(|m| Reply::error(format!("ERR Error compiling function: {m}")))?;
         self.pending.borrow_mut().clear();
         let _ = self.set_mode.call::<()>(true);
+        // Library code gets 500 ms, as in Redis (a load that loops must not hang the server).
+        let start = std::time::Instant::now();
+        let _ = self.vm.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(100_000),
+            move |_, _| {
+                if start.elapsed() > LOAD_TIMEOUT {
+                    return Err(vm::raise("ERR FUNCTION LOAD timeout"));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
         let run = vm::run_protected(&self.vm, &chunk, None);
+        self.vm.lua.remove_hook();
         let _ = self.set_mode.call::<()>(false);
         let defs = std::mem::take(&mut *self.pending.borrow_mut());
         if let Err(e) = run {
