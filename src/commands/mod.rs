@@ -12,6 +12,7 @@ pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
 pub mod geo;
+pub mod functions;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
@@ -261,6 +262,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         monitor::COMMANDS,
         scripting::COMMANDS,
         streams::COMMANDS,
+        functions::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

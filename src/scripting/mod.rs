@@ -15,6 +15,7 @@
 //! SCRIPT FLUSH starts a fresh VM, as Redis does.
 
 pub mod convert;
+pub mod functions;
 pub mod libs;
 pub mod vm;
 
@@ -58,6 +59,8 @@ pub struct Script {
 pub struct Engine {
     pub eval: Vm,
     pub scripts: HashMap<String, Script>,
+    /// FUNCTION's libraries and their VM, created on first use.
+    pub functions: Option<Box<functions::Functions>>,
     /// The pseudo-client slot commands called from scripts run as.
     lua_client: Option<usize>,
 }
@@ -138,6 +141,7 @@ impl Engine {
         Engine {
             eval: Vm::new().expect("Lua VM initialisation"),
             scripts: HashMap::new(),
+            functions: None,
             lua_client: None,
         }
     }

@@ -1,6 +1,6 @@
 //! One sandboxed Lua 5.1 VM as Redis sets it up: only Redis's globals (`base` minus
 //! the file and environment functions, `table`, `string`, `math`, `coroutine`, and the
-//! `redis`, `cjson` and `bit` libraries), every library table
+//! `redis`, `cjson`, `bit`, `cmsgpack` and `struct` libraries), every library table
 //! and the global table readonly, nonexistent globals an error, bytecode never loaded,
 //! and Redis's own `math.random` generator.
 //!
@@ -97,6 +97,8 @@ impl Vm {
         real_g.raw_set("redis", redis_table(&lua)?)?;
         real_g.raw_set("cjson", libs::cjson::open(&lua)?)?;
         real_g.raw_set("bit", libs::bit::open(&lua)?)?;
+        real_g.raw_set("cmsgpack", libs::cmsgpack::open(&lua)?)?;
+        real_g.raw_set("struct", libs::structlib::open(&lua)?)?;
 
         let redis: Table = real_g.get("redis")?;
         install_static_hooks(&lua, &redis, resp.clone())?;

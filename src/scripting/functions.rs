@@ -1,0 +1,300 @@
+//! Redis Functions: libraries loaded with FUNCTION LOAD, their registered functions,
+//! and the Lua VM they live in (a VM of their own, as in Redis, separate from EVAL's).
+//!
+//! Library code runs once at load time in a restricted environment: its `redis` table
+//! has only `register_function`, `log`, the `LOG_*` constants and the version fields
+//! (anything else is "Script attempted to access nonexistent global variable").
+//! Redis switches the `__index` of the function VM's globals between that loading API
+//! and the full runtime API; `functions.lua` does the same with a mode flag, so a
+//! helper defined at library top level sees the full `redis` table when it runs
+//! inside FCALL.
+//!
+//! Libraries and functions are kept in sorted maps: FUNCTION LIST then lists them by
+//! name (Redis lists them in hash order, which no client can rely on).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use mlua::{Function, MultiValue, Value};
+
+use super::{sflags, vm, Vm};
+use crate::protocol::Reply;
+
+/// One registered function.
+pub struct FunctionDef {
+    pub name: String,
+    pub func: Function,
+    pub flags: u32,
+    pub description: Option<Vec<u8>>,
+}
+
+pub struct Library {
+    pub name: String,
+    pub code: Vec<u8>,
+    pub functions: BTreeMap<String, FunctionDef>,
+}
+
+/// The functions VM and its libraries.
+pub struct Functions {
+    pub vm: Vm,
+    pub libraries: BTreeMap<String, Library>,
+    /// Function name → library name (function names are global).
+    pub index: BTreeMap<String, String>,
+    /// `set_mode(true)` switches globals to the loading API, `false` back.
+    set_mode: Function,
+    /// The functions registered by the library being loaded.
+    pending: Rc<RefCell<Vec<FunctionDef>>>,
+}
+
+/// Redis's `functionsVerifyName`: letters, digits and underscores, not empty.
+fn valid_name(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// How long library code may run at load time.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+const BAD_LIB_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+/// Parses the `#!lua name=<lib>` first line: the library name.
+pub fn parse_metadata(code: &[u8]) -> Result<String, Reply> {
+    if !code.starts_with(b"#!") {
+        return Err(Reply::err("ERR Missing library metadata"));
+    }
+    let Some(nl) = memchr::memchr(b'\n', code) else {
+        return Err(Reply::err("ERR Invalid library metadata"));
+    };
+    let line = String::from_utf8_lossy(&code[..nl]).into_owned();
+    let mut parts = line.split_ascii_whitespace();
+    let engine = parts.next().unwrap_or("#!")[2..].to_string();
+    let mut name: Option<String> = None;
+    for p in parts {
+        if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
+            if name.is_some() {
+                return Err(Reply::err(
+                    "ERR Invalid metadata value, name argument was given multiple times",
+                ));
+            }
+            name = Some(p[5..].to_string());
+            continue;
+        }
+        return Err(Reply::error(format!(
+            "ERR Invalid metadata value given: {p}"
+        )));
+    }
+    let Some(name) = name else {
+        return Err(Reply::err("ERR Library name was not given"));
+    };
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Reply::error(format!("ERR Engine '{engine}' not found")));
+    }
+    if !valid_name(&name) {
+        return Err(Reply::error(format!("ERR {BAD_LIB_NAME}")));
+    }
+    Ok(name)
+}
+
+/// `redis.register_function`'s arguments: positional `(name, callback)` or one table
+/// of named arguments.
+fn read_registration(args: MultiValue) -> Result<FunctionDef, &'static str> {
+    let name_of = |v: &Value| vm::to_bytes(v).map(|b| String::from_utf8_lossy(&b).into_owned());
+    match args.len() {
+        2 => {
+            let name = name_of(&args[0])
+                .ok_or("ERR first argument to redis.register_function must be a string")?;
+            let Value::Function(f) = &args[1] else {
+                return Err("ERR second argument to redis.register_function must be a function");
+            };
+            Ok(FunctionDef {
+                name,
+                func: f.clone(),
+                flags: 0,
+                description: None,
+            })
+        }
+        1 => {
+            let Value::Table(t) = &args[0] else {
+                return Err("ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+            };
+            let (mut name, mut func, mut flags, mut description) = (None, None, 0, None);
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|_| {
+                    "ERR named argument key given to redis.register_function is not a string"
+                })?;
+                let Value::String(k) = k else {
+                    return Err(
+                        "ERR named argument key given to redis.register_function is not a string",
+                    );
+                };
+                match &*k.to_string_lossy() {
+                    "function_name" => {
+                        name = Some(name_of(&v).ok_or(
+                            "ERR function_name argument given to redis.register_function must be a string",
+                        )?)
+                    }
+                    "description" => {
+                        description = Some(vm::to_bytes(&v).ok_or(
+                            "ERR description argument given to redis.register_function must be a string",
+                        )?);
+                    }
+                    "callback" => {
+                        let Value::Function(f) = v else {
+                            return Err("ERR callback argument given to redis.register_function must be a function");
+                        };
+                        func = Some(f);
+                    }
+                    "flags" => {
+                        let Value::Table(ft) = v else {
+                            return Err("ERR flags argument to redis.register_function must be a table representing function flags");
+                        };
+                        for f in ft.sequence_values::<Value>() {
+                            let Ok(Value::String(f)) = f else {
+                                return Err("ERR unknown flag given");
+                            };
+                            let f = f.to_string_lossy();
+                            match sflags::NAMES.iter().find(|(n, _)| *n == f) {
+                                Some((_, bit)) => flags |= bit,
+                                None => return Err("ERR unknown flag given"),
+                            }
+                        }
+                    }
+                    _ => return Err("ERR unknown argument given to redis.register_function"),
+                }
+            }
+            Ok(FunctionDef {
+                name: name
+                    .ok_or("ERR redis.register_function must get a function name argument")?,
+                func: func.ok_or("ERR redis.register_function must get a callback argument")?,
+                flags,
+                description,
+            })
+        }
+        _ => Err("ERR wrong number of arguments to redis.register_function"),
+    }
+}
+
+impl Functions {
+    pub fn new() -> mlua::Result<Functions> {
+        let vm = Vm::new()?;
+        let pending: Rc<RefCell<Vec<FunctionDef>>> = Rc::new(RefCell::new(Vec::new()));
+        let p = pending.clone();
+        let register = vm.lua.create_function(move |_, args: MultiValue| {
+            let def = match read_registration(args) {
+                Ok(d) => d,
+                Err(e) => return Err(vm::raise(e)),
+            };
+            if !valid_name(&def.name) {
+                // Redis reports invalid function names with the library-name message.
+                return Err(vm::raise(&format!("ERR {BAD_LIB_NAME}")));
+            }
+            let mut p = p.borrow_mut();
+            if p.iter().any(|d| d.name == def.name) {
+                return Err(vm::raise("ERR Function already exists in the library"));
+            }
+            p.push(def);
+            Ok(())
+        })?;
+        let set_mode: Function = vm
+            .lua
+            .load(include_str!("functions.lua"))
+            .set_name("=redis_init")
+            .call((vm.real_g.clone(), register))?;
+        Ok(Functions {
+            vm,
+            libraries: BTreeMap::new(),
+            index: BTreeMap::new(),
+            set_mode,
+            pending,
+        })
+    }
+
+    /// FUNCTION LOAD [REPLACE]: compiles and runs the library code, then installs its
+    /// functions. Returns the library name.
+    pub fn load(&mut self, code: &[u8], replace: bool) -> Result<String, Reply> {
+        let name = parse_metadata(code)?;
+        if !replace && self.libraries.contains_key(&name) {
+            return Err(Reply::error(format!("ERR Library '{name}' already exists")));
+        }
+        // The metadata line is not Lua; its newline is kept so line numbers stay right.
+        let body = &code[memchr::memchr(b'\n', code).unwrap_or(0)..];
+        let chunk = self
+            .vm
+            .compile(body, "@user_function")
+            .map_err(|m| Reply::error(format!("ERR Error compiling function: {m}")))?;
+        self.pending.borrow_mut().clear();
+        let _ = self.set_mode.call::<()>(true);
+        // Library code gets 500 ms, as in Redis (a load that loops must not hang the server).
+        let start = std::time::Instant::now();
+        let _ = self.vm.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(100_000),
+            move |_, _| {
+                if start.elapsed() > LOAD_TIMEOUT {
+                    return Err(vm::raise("ERR FUNCTION LOAD timeout"));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
+        let run = vm::run_protected(&self.vm, &chunk, None);
+        self.vm.lua.remove_hook();
+        let _ = self.set_mode.call::<()>(false);
+        let defs = std::mem::take(&mut *self.pending.borrow_mut());
+        if let Err(e) = run {
+            let msg = match &e {
+                Value::Table(t) => t
+                    .raw_get::<mlua::LuaString>("err")
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_else(|_| "ERR unknown error".into()),
+                Value::String(s) => s.to_string_lossy(),
+                _ => "ERR unknown error".into(),
+            };
+            return Err(Reply::error(format!(
+                "ERR Error registering functions: {msg}"
+            )));
+        }
+        if defs.is_empty() {
+            return Err(Reply::err("ERR No functions registered"));
+        }
+        for d in &defs {
+            if let Some(owner) = self.index.get(&d.name) {
+                if *owner != name {
+                    return Err(Reply::error(format!(
+                        "ERR Function {} already exists",
+                        d.name
+                    )));
+                }
+            }
+        }
+        self.delete(&name);
+        let lib = Library {
+            name: name.clone(),
+            code: code.to_vec(),
+            functions: defs.into_iter().map(|d| (d.name.clone(), d)).collect(),
+        };
+        for f in lib.functions.keys() {
+            self.index.insert(f.clone(), name.clone());
+        }
+        self.libraries.insert(name.clone(), lib);
+        Ok(name)
+    }
+
+    /// Removes a library and its functions; false if there was none.
+    pub fn delete(&mut self, name: &str) -> bool {
+        let Some(lib) = self.libraries.remove(name) else {
+            return false;
+        };
+        for f in lib.functions.keys() {
+            self.index.remove(f);
+        }
+        true
+    }
+
+    pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        let lib = self.index.get(name)?;
+        self.libraries.get(lib)?.functions.get(name)
+    }
+
+    pub fn function_count(&self) -> usize {
+        self.index.len()
+    }
+}

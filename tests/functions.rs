@@ -1,0 +1,190 @@
+//! Redis Functions end to end: FUNCTION LOAD's metadata and registration errors, FCALL
+//! and FCALL_RO, LIST/STATS/DELETE/FLUSH, and DUMP/RESTORE payloads byte for byte
+//! against redis-server 7.0 when it is installed.
+
+mod common;
+use common::*;
+
+const LIB: &str = "#!lua name=c\nredis.register_function{function_name='h', callback=function(keys, args) return {keys, args} end, flags={'no-writes','allow-oom'}, description='d'}\nredis.register_function('w', function(keys, args) return redis.call('set', keys[1], args[1]) end)";
+
+fn load(body: &str) -> Vec<&str> {
+    vec!["FUNCTION", "LOAD", body]
+}
+
+#[test]
+fn load_fcall_list_and_errors() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (&load("return 1"), "-ERR Missing library metadata\r\n", "-ERR Missing library metadata\r\n"),
+            (&load("#!lua name=a"), "-ERR Invalid library metadata\r\n", "-ERR Invalid library metadata\r\n"),
+            (&load("#!lua\nx"), "-ERR Library name was not given\r\n", "-ERR Library name was not given\r\n"),
+            (&load("#!luax name=a\nx"), "-ERR Engine 'luax' not found\r\n", "-ERR Engine 'luax' not found\r\n"),
+            (&load("#!lua name=a\nreturn 1"), "-ERR No functions registered\r\n", "-ERR No functions registered\r\n"),
+            (&["FUNCTION", "LOAD", "REPLACE", LIB], "$1\r\nc\r\n", "$1\r\nc\r\n"),
+            (&["FCALL", "h", "1", "k", "a"], "*2\r\n*1\r\n$1\r\nk\r\n*1\r\n$1\r\na\r\n", "*2\r\n*1\r\n$1\r\nk\r\n*1\r\n$1\r\na\r\n"),
+            (
+                &["FCALL_RO", "w", "1", "k", "v"],
+                "-ERR Can not execute a script with write flag using *_ro command.\r\n",
+                "-ERR Can not execute a script with write flag using *_ro command.\r\n",
+            ),
+            (&["FCALL", "w", "1", "k", "v"], "+OK\r\n", "+OK\r\n"),
+            (&["FCALL", "nope", "0"], "-ERR Function not found\r\n", "-ERR Function not found\r\n"),
+            (&["FCALL", "h", "x"], "-ERR Bad number of keys provided\r\n", "-ERR Bad number of keys provided\r\n"),
+            (
+                &["FUNCTION", "LIST", "LIBRARYNAME", "c"],
+                "*1\r\n*6\r\n$12\r\nlibrary_name\r\n$1\r\nc\r\n$6\r\nengine\r\n$3\r\nLUA\r\n$9\r\nfunctions\r\n*2\r\n*6\r\n$4\r\nname\r\n$1\r\nh\r\n$11\r\ndescription\r\n$1\r\nd\r\n$5\r\nflags\r\n*2\r\n+no-writes\r\n+allow-oom\r\n*6\r\n$4\r\nname\r\n$1\r\nw\r\n$11\r\ndescription\r\n$-1\r\n$5\r\nflags\r\n*0\r\n",
+                "*1\r\n%3\r\n$12\r\nlibrary_name\r\n$1\r\nc\r\n$6\r\nengine\r\n$3\r\nLUA\r\n$9\r\nfunctions\r\n*2\r\n%3\r\n$4\r\nname\r\n$1\r\nh\r\n$11\r\ndescription\r\n$1\r\nd\r\n$5\r\nflags\r\n~2\r\n+no-writes\r\n+allow-oom\r\n%3\r\n$4\r\nname\r\n$1\r\nw\r\n$11\r\ndescription\r\n_\r\n$5\r\nflags\r\n~0\r\n",
+            ),
+            (
+                &["FUNCTION", "STATS"],
+                "*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n*4\r\n$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:2\r\n",
+                "%2\r\n$14\r\nrunning_script\r\n_\r\n$7\r\nengines\r\n%1\r\n$3\r\nLUA\r\n%2\r\n$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:2\r\n",
+            ),
+            (&["FUNCTION", "KILL"], "-NOTBUSY No scripts in execution right now.\r\n", "-NOTBUSY No scripts in execution right now.\r\n"),
+            (&["FUNCTION", "DELETE", "nope"], "-ERR Library not found\r\n", "-ERR Library not found\r\n"),
+            // Library code that loops is stopped after 500 ms; the server stays up.
+            (
+                &load("#!lua name=t\nwhile true do end"),
+                "-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n",
+                "-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n",
+            ),
+        ],
+    );
+    if !redis_server_available() {
+        return;
+    }
+    let r = RedisServer::start();
+    let bodies = [
+        "#!lua foo=b\nx",
+        "#!lua name=a name=b\nx",
+        "#! lua name=z\nx",
+        "#!lua name=\nx",
+        "#!lua name=b-x\nx",
+        "#!lua name=a\nredis.register_function('f', function() return 1 end)",
+        "#!lua name=a\nredis.register_function('f', function() return 2 end)",
+        "#!lua name=b\nredis.register_function('f', function() return 1 end)",
+        "#!lua name=b\nredis.register_function('f-1', function() return 1 end)",
+        "#!lua name=b\nredis.register_function{function_name='h', callback=function() end, flags={'bad'}}",
+        "#!lua name=b\nredis.register_function{function_name='h', callback=function() end, foo=1}",
+        "#!lua name=b\nredis.register_function{function_name='h', callback=function() end, flags='no-writes'}",
+        "#!lua name=b\nredis.register_function{callback=function() end}",
+        "#!lua name=b\nredis.register_function{function_name='x', callback=1}",
+        "#!lua name=b\nredis.register_function('h')",
+        "#!lua name=b\nredis.register_function('h', 1)",
+        "#!lua name=b\nredis.register_function()",
+        "#!lua name=b\nredis.call('ping')",
+        "#!lua name=b\nredis.setresp(3)",
+        "#!lua name=b\nredis.register_function('h', function() end) redis.register_function('h', function() end)",
+        "#!lua name=b\nx = 1",
+        "#!lua name=b\nreturn y",
+        "#!lua name=b\nreturn 1 +",
+        "#!lua name=d\nlocal function helper() return redis.call('ping') end\nredis.register_function('hh', function() return helper() end)\nredis.register_function('e', function() error('x') end)\nredis.register_function('e2', function() return redis.call('nope') end)\nredis.register_function{function_name='e3', callback=function() return redis.call('set','a','b') end, flags={'no-writes'}}",
+    ];
+    let mut cmds: Vec<Vec<&str>> = vec![vec!["FUNCTION", "FLUSH"]];
+    cmds.extend(bodies.iter().map(|b| load(b)));
+    for f in ["hh", "e", "e2", "e3"] {
+        cmds.push(vec!["FCALL", f, "0"]);
+    }
+    cmds.extend([
+        vec!["FCALL", "hh", "-1"],
+        vec!["FCALL", "hh", "5"],
+        vec!["FUNCTION", "LIST", "LIBRARYNAME"],
+        vec!["FUNCTION", "LIST", "foo"],
+        vec!["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "a"],
+        vec!["FUNCTION", "FLUSH", "bad"],
+        vec!["FUNCTION", "RESTORE", "x"],
+        vec!["FUNCTION", "RESTORE", "x", "y"],
+        vec!["EVAL", "return redis.call('fcall','hh',0)", "0"],
+        vec!["FUNCTION", "DELETE", "d"],
+        vec!["FUNCTION", "LIST"],
+    ]);
+    let refs: Vec<&[&str]> = cmds.iter().map(|v| v.as_slice()).collect();
+    assert_same_as_redis(&s, &r, &refs);
+}
+
+#[test]
+fn dump_and_restore_match_redis() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    // Long enough for LZF: the payload is compared byte for byte with redis-server's.
+    let long = format!(
+        "#!lua name=big\n-- {}\nredis.register_function('big', function() return 'big' end)",
+        "padding".repeat(40)
+    );
+    let short = "#!lua name=a\nredis.register_function('f', function() return 1 end)";
+    let ours = |c: &mut redis::Connection, body: &str| -> Vec<u8> {
+        let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(c).unwrap();
+        let _: String = redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg(body)
+            .query(c)
+            .unwrap();
+        redis::cmd("FUNCTION").arg("DUMP").query(c).unwrap()
+    };
+    let dump_short = ours(&mut c, short);
+    // Opcode 245, raw string, RDB version 10, CRC64.
+    assert_eq!(dump_short[0], 245);
+    assert_eq!(
+        &dump_short[dump_short.len() - 10..dump_short.len() - 8],
+        &[10, 0]
+    );
+    let dump_long = ours(&mut c, &long);
+    assert_eq!(&dump_long[..2], &[245, 0xc3]);
+
+    // RESTORE policies.
+    let restore =
+        |c: &mut redis::Connection, p: &[u8], policy: Option<&str>| -> redis::RedisResult<String> {
+            let mut cmd = redis::cmd("FUNCTION");
+            cmd.arg("RESTORE").arg(p);
+            if let Some(pol) = policy {
+                cmd.arg(pol);
+            }
+            cmd.query(c)
+        };
+    let e = restore(&mut c, &dump_long, None).unwrap_err();
+    assert!(e.to_string().contains("Library big already exists"), "{e}");
+    assert_eq!(restore(&mut c, &dump_long, Some("REPLACE")).unwrap(), "OK");
+    assert_eq!(restore(&mut c, &dump_short, None).unwrap(), "OK");
+    let n: i64 = redis::cmd("FCALL").arg("f").arg(0).query(&mut c).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(restore(&mut c, &dump_long, Some("FLUSH")).unwrap(), "OK");
+    let e = redis::cmd("FCALL")
+        .arg("f")
+        .arg(0)
+        .query::<i64>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Function not found"), "{e}");
+    let mut bad = dump_short.clone();
+    bad[3] ^= 1;
+    let e = restore(&mut c, &bad, None).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("DUMP payload version or checksum are wrong"),
+        "{e}"
+    );
+
+    if !redis_server_available() {
+        return;
+    }
+    let r = RedisServer::start();
+    let mut rc = redis::Client::open(format!("redis://127.0.0.1:{}/", r.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert_eq!(ours(&mut rc, short), dump_short, "short library payload");
+    assert_eq!(ours(&mut rc, &long), dump_long, "LZF library payload");
+    // Each side restores the other's payload.
+    let theirs = ours(&mut rc, short);
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut c).unwrap();
+    assert_eq!(restore(&mut c, &theirs, None).unwrap(), "OK");
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut rc).unwrap();
+    assert_eq!(restore(&mut rc, &dump_long, None).unwrap(), "OK");
+    let v: String = redis::cmd("FCALL")
+        .arg("big")
+        .arg(0)
+        .query(&mut rc)
+        .unwrap();
+    assert_eq!(v, "big");
+}
