@@ -17,6 +17,7 @@ pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod monitor;
+pub mod persistence;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -241,6 +242,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         pubsub::COMMANDS,
         monitor::COMMANDS,
         scripting::COMMANDS,
+        persistence::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -355,7 +355,11 @@ pub fn dump_payload(v: ValueRef<'_>) -> Vec<u8> {
 /// collection (which Redis never produces).
 pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
     if p.len() < 10 {
-        return corrupt("payload too short");
+        // No room for the footer: Redis reports this as a bad version/checksum.
+        return Err(Error::Checksum {
+            expected: 0,
+            actual: 0,
+        });
     }
     let (body, footer) = p.split_at(p.len() - 10);
     let ver = u16::from_le_bytes([footer[0], footer[1]]);

@@ -1,0 +1,116 @@
+//! Persistence commands: DUMP and RESTORE (Redis's serialization: RDB value, RDB
+//! version, CRC64), SAVE, BGSAVE, LASTSAVE. The format lives in `persistence::rdb`,
+//! the snapshot machinery in `persistence::snapshot`; handlers only parse arguments
+//! and apply results to the keyspace.
+
+use crate::command;
+use crate::commands::ctx::notify;
+use crate::commands::flags::*;
+use crate::commands::{arg_i64, errors, is, Command, Ctx};
+use crate::keyspace::{lfu_initial, lru_clock, Value};
+use crate::persistence::rdb;
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[Command] = &[
+    command!("dump", 2, READONLY, (1, 1, 1), &["keyspace", "read", "slow"], "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", dump),
+    command!("restore", -4, WRITE | DENYOOM, (1, 1, 1), &["keyspace", "write", "slow", "dangerous"], "generic", "2.6.0", "Creates a key from the serialized representation of a value.", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", restore),
+];
+
+fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    match ctx.lookup_read(args[1]) {
+        None => Reply::Null,
+        Some(e) => Reply::Bulk(rdb::dump_payload(e.value())),
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with Redis's
+/// order of checks (options, BUSYKEY, TTL, payload).
+fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let key = args[1];
+    let (mut replace, mut absttl) = (false, false);
+    let mut idle: Option<i64> = None;
+    let mut freq: Option<i64> = None;
+    let mut j = 4;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        if is(args[j], "replace") {
+            replace = true;
+        } else if is(args[j], "absttl") {
+            absttl = true;
+        } else if is(args[j], "idletime") && more >= 1 && freq.is_none() {
+            let v = match arg_i64(args[j + 1]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            if v < 0 {
+                return Reply::err("ERR Invalid IDLETIME value, must be >= 0");
+            }
+            idle = Some(v);
+            j += 1;
+        } else if is(args[j], "freq") && more >= 1 && idle.is_none() {
+            let v = match arg_i64(args[j + 1]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            if !(0..=255).contains(&v) {
+                return Reply::err("ERR Invalid FREQ value, must be >= 0 and <= 255");
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return errors::SYNTAX;
+        }
+        j += 1;
+    }
+    if !replace && ctx.exists(key) {
+        return Reply::err("BUSYKEY Target key name already exists.");
+    }
+    let ttl = match arg_i64(args[2]) {
+        Ok(t) if t < 0 => return Reply::err("ERR Invalid TTL value, must be >= 0"),
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let lim = rdb::Limits::from_config(&ctx.ex.config);
+    let value = match rdb::restore_payload(args[3], &lim) {
+        Err(rdb::Error::Checksum { .. }) | Err(rdb::Error::Version(_)) => {
+            return Reply::err("ERR DUMP payload version or checksum are wrong")
+        }
+        Err(_) | Ok(None) => return Reply::err("ERR Bad data format"),
+        Ok(Some(v)) => v,
+    };
+    let deleted = replace && ctx.delete(key);
+    let expire = match ttl {
+        0 => None,
+        t if absttl => Some(t),
+        t => Some(t.saturating_add(ctx.now_ms)),
+    };
+    if expire.is_some_and(|at| at <= ctx.now_ms) {
+        // Already expired: the key is not created (a replaced key stays deleted).
+        if deleted {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+        return Reply::ok();
+    }
+    install(ctx, key, value, expire);
+    let lfu = ctx.ex.ks.lfu;
+    let now = ctx.now_ms;
+    let field = match (lfu, freq, idle) {
+        (true, Some(f), _) => Some((lfu_initial(now) & !0xFF) | f as u32),
+        (false, _, Some(s)) => Some(lru_clock(now.saturating_sub(s.saturating_mul(1000)))),
+        _ => None,
+    };
+    if let Some(field) = field {
+        if let Some(mut e) = ctx.ex.ks.dbs[ctx.db].table.get_mut(key) {
+            e.set_lru(field);
+        }
+    }
+    ctx.notify(notify::GENERIC, "restore", key);
+    Reply::ok()
+}
+
+/// Stores a decoded value, registering hash field TTLs for active expiry.
+fn install(ctx: &mut Ctx, key: &[u8], value: Value, expire: Option<i64>) {
+    let db = ctx.db;
+    crate::persistence::register_field_ttls(&mut ctx.ex.ks, db, key, &value);
+    ctx.set(key, value, expire, false);
+}
