@@ -71,6 +71,11 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// notify-keyspace-events as class bits (`commands::ctx::notify`).
     pub notify_keyspace_events: u32,
+    /// Snapshot points: save after `.0` seconds if at least `.1` changes.
+    pub save_params: Vec<(u64, u64)>,
+    pub dbfilename: String,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
 }
 
 impl Default for Config {
@@ -128,6 +133,10 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             config_file: None,
+            save_params: vec![(3600, 1), (300, 100), (60, 10000)],
+            dbfilename: "dump.rdb".into(),
+            rdbcompression: true,
+            rdbchecksum: true,
             notify_keyspace_events: 0,
         }
     }
@@ -518,6 +527,49 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
+    Directive {
+        name: "save",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            c.save_params
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+        set: |c, a| {
+            let words: Vec<&str> = a.iter().flat_map(|s| s.split_whitespace()).collect();
+            if !words.len().is_multiple_of(2) {
+                return Err("Invalid save parameters".into());
+            }
+            let mut params = Vec::new();
+            for pair in words.chunks(2) {
+                match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
+                    (Ok(secs), Ok(changes)) => params.push((secs, changes)),
+                    _ => return Err("Invalid save parameters".into()),
+                }
+            }
+            c.save_params = params;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "dbfilename",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.dbfilename.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = v.to_string();
+            Ok(())
+        },
+    },
+    bool_directive!("rdbcompression", rdbcompression, true),
+    bool_directive!("rdbchecksum", rdbchecksum, true),
     bool_directive!("lazyfree-lazy-user-del", lazyfree_lazy_user_del, true),
     bool_directive!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, true),
     bool_directive!("lazyfree-lazy-expire", lazyfree_lazy_expire, true),

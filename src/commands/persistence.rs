@@ -8,13 +8,51 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::keyspace::{lfu_initial, lru_clock, Value};
-use crate::persistence::rdb;
+use crate::persistence::{rdb, snapshot};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[Command] = &[
     command!("dump", 2, READONLY, (1, 1, 1), &["keyspace", "read", "slow"], "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", dump),
+    command!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
+    command!("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
+    command!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), &["admin", "fast", "dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
     command!("restore", -4, WRITE | DENYOOM, (1, 1, 1), &["keyspace", "write", "slow", "dangerous"], "generic", "2.6.0", "Creates a key from the serialized representation of a value.", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", restore),
 ];
+
+fn save(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    if ctx.ex.persist.bgsave_in_progress() {
+        return Reply::err("ERR Background save already in progress");
+    }
+    match snapshot::save(ctx.ex) {
+        Ok(()) => Reply::ok(),
+        Err(_) => Reply::err("ERR"),
+    }
+}
+
+fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(args[1], "schedule") => true,
+        _ => return errors::SYNTAX,
+    };
+    if ctx.ex.persist.bgsave_in_progress() {
+        if schedule {
+            ctx.ex.persist.scheduled = true;
+            return Reply::Status("Background saving scheduled".into());
+        }
+        return Reply::err("ERR Background save already in progress");
+    }
+    snapshot::bgsave_start(ctx.ex);
+    if ctx.ex.persist.bgsave_in_progress() {
+        Reply::Status("Background saving started".into())
+    } else {
+        Reply::err("ERR")
+    }
+}
+
+fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.ex.persist.lastsave)
+}
 
 fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match ctx.lookup_read(args[1]) {

@@ -117,6 +117,8 @@ pub struct Executor {
     pub monitors: Vec<usize>,
     /// The Lua scripting host, created on first use (taken out while a script runs).
     pub scripting: Option<Box<crate::scripting::Engine>>,
+    /// Snapshot state: last save, background save in flight (persistence/snapshot.rs).
+    pub persist: crate::persistence::snapshot::Persist,
 }
 
 impl Executor {
@@ -157,6 +159,7 @@ impl Executor {
             tracking: Default::default(),
             monitors: Vec::new(),
             scripting: None,
+            persist: Default::default(),
         }
     }
 
@@ -522,6 +525,7 @@ impl Executor {
         }
         self.sample_ops();
         self.close_idle_clients();
+        crate::persistence::snapshot::cron(self);
         true
     }
 

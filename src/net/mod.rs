@@ -112,11 +112,13 @@ impl Server {
         let mut signals = mio::net::UnixStream::from_std(sig_read);
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        let mut ex = Executor::new(config);
+        crate::persistence::snapshot::load_at_startup(&mut ex).map_err(io::Error::other)?;
         Ok(Server {
             poll,
             listeners,
             conns: Vec::new(),
-            ex: Executor::new(config),
+            ex,
             signals,
             pending_reads: Vec::new(),
             held: Vec::new(),
@@ -188,7 +190,12 @@ impl Server {
             if std::mem::take(&mut self.ex.close_pending) {
                 self.close_marked();
             }
-            if self.ex.shutdown.is_some() {
+            if let Some(req) = self.ex.shutdown {
+                if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save) {
+                    crate::log::warning("SIGTERM received but errors trying to shut down the server, check the logs for more information");
+                    self.ex.shutdown = None;
+                    continue;
+                }
                 self.flush_pending();
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());

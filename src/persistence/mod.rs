@@ -5,6 +5,7 @@
 //! keyspace and writes files off the executor thread.
 
 pub mod rdb;
+pub mod snapshot;
 
 use crate::keyspace::{Keyspace, Object, Value};
 
