@@ -76,6 +76,13 @@ pub struct Config {
     pub dbfilename: String,
     pub rdbcompression: bool,
     pub rdbchecksum: bool,
+    pub appendonly: bool,
+    pub appendfsync: String,
+    pub appenddirname: String,
+    pub appendfilename: String,
+    pub aof_load_truncated: bool,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
 }
 
 impl Default for Config {
@@ -137,6 +144,13 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             rdbcompression: true,
             rdbchecksum: true,
+            appendonly: false,
+            appendfsync: "everysec".into(),
+            appenddirname: "appendonlydir".into(),
+            appendfilename: "appendonly.aof".into(),
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 << 20,
             notify_keyspace_events: 0,
         }
     }
@@ -570,6 +584,62 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     bool_directive!("rdbcompression", rdbcompression, true),
     bool_directive!("rdbchecksum", rdbchecksum, true),
+    bool_directive!("appendonly", appendonly, false),
+    Directive {
+        name: "appendfsync",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.appendfsync.clone(),
+        set: |c, a| {
+            c.appendfsync = enum_value(one(a)?, &["always", "everysec", "no"])?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "appenddirname",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.appenddirname.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') || v.is_empty() {
+                return Err("appenddirname can't be a path, just a dirname".into());
+            }
+            c.appenddirname = v.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "appendfilename",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.appendfilename.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') || v.is_empty() {
+                return Err("appendfilename can't be a path, just a filename".into());
+            }
+            c.appendfilename = v.to_string();
+            Ok(())
+        },
+    },
+    bool_directive!("aof-load-truncated", aof_load_truncated, true),
+    int_directive!(
+        "auto-aof-rewrite-percentage",
+        &[],
+        auto_aof_rewrite_percentage,
+        u64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    mem_directive!(
+        "auto-aof-rewrite-min-size",
+        auto_aof_rewrite_min_size,
+        u64,
+        0,
+        u64::MAX
+    ),
     bool_directive!("lazyfree-lazy-user-del", lazyfree_lazy_user_del, true),
     bool_directive!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, true),
     bool_directive!("lazyfree-lazy-expire", lazyfree_lazy_expire, true),

@@ -8,13 +8,14 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::keyspace::{lfu_initial, lru_clock, Value};
-use crate::persistence::{rdb, snapshot};
+use crate::persistence::{aof, rdb, snapshot};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[Command] = &[
     command!("dump", 2, READONLY, (1, 1, 1), &["keyspace", "read", "slow"], "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", dump),
     command!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
     command!("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
+    command!("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", bgrewriteaof),
     command!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), &["admin", "fast", "dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
     command!("restore", -4, WRITE | DENYOOM, (1, 1, 1), &["keyspace", "write", "slow", "dangerous"], "generic", "2.6.0", "Creates a key from the serialized representation of a value.", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", restore),
 ];
@@ -47,6 +48,32 @@ fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Reply::Status("Background saving started".into())
     } else {
         Reply::err("ERR")
+    }
+}
+
+fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    if ctx.ex.aof.is_none() {
+        return Reply::err(
+            "ERR Background append only file rewriting needs appendonly yes on this server",
+        );
+    }
+    if aof::rewrite_in_progress(ctx.ex) {
+        return Reply::err("ERR Background append only file rewriting already in progress");
+    }
+    if ctx.ex.persist.bgsave_in_progress() {
+        if let Some(a) = ctx.ex.aof.as_mut() {
+            a.rewrite_scheduled = true;
+        }
+        return Reply::Status("Background append only file rewriting scheduled".into());
+    }
+    match aof::start_rewrite(ctx.ex) {
+        Ok(()) => Reply::Status("Background append only file rewriting started".into()),
+        Err(e) => {
+            crate::log::warning(&format!(
+                "Can't rewrite append only file in background: {e}"
+            ));
+            Reply::err("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.")
+        }
     }
 }
 
@@ -142,6 +169,22 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             e.set_lru(field);
         }
     }
+    // Replay must not depend on when it happens: an absolute TTL, and REPLACE since
+    // the replayed stream already reproduced whatever was there.
+    let mut prop: Vec<Vec<u8>> = vec![
+        b"RESTORE".to_vec(),
+        key.to_vec(),
+        expire.unwrap_or(0).to_string().into_bytes(),
+        args[3].to_vec(),
+        b"ABSTTL".to_vec(),
+        b"REPLACE".to_vec(),
+    ];
+    if let Some(s) = idle {
+        prop.extend([b"IDLETIME".to_vec(), s.to_string().into_bytes()]);
+    } else if let Some(f) = freq {
+        prop.extend([b"FREQ".to_vec(), f.to_string().into_bytes()]);
+    }
+    ctx.propagate_as(vec![prop]);
     ctx.notify(notify::GENERIC, "restore", key);
     Reply::ok()
 }

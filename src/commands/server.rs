@@ -388,8 +388,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         "persistence" => {
             s.push_str("# Persistence\r\n");
             crate::persistence::snapshot::info_fields(ex, &mut s);
-            field!("aof_enabled:0");
-            field!("aof_rewrite_in_progress:0");
+            crate::persistence::aof::info_fields(ex, &mut s);
         }
         "stats" => {
             let st = &ex.stats;

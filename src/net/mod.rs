@@ -113,7 +113,7 @@ impl Server {
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
-        crate::persistence::snapshot::load_at_startup(&mut ex).map_err(io::Error::other)?;
+        crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
         Ok(Server {
             poll,
             listeners,
@@ -161,7 +161,13 @@ impl Server {
                             self.read_and_process(slot);
                         }
                         if ev.is_writable() {
-                            self.flush(slot);
+                            if self.ex.stream.buf.is_empty() {
+                                self.flush(slot);
+                            } else if let Some(Some(_)) = self.conns.get(slot) {
+                                // Writes of this turn are not in the AOF yet: the
+                                // reply waits for flush_pending, after the AOF flush.
+                                self.ex.mark_pending_write(slot);
+                            }
                         }
                     }
                 }
@@ -182,6 +188,9 @@ impl Server {
                     self.process(slot);
                 }
             }
+            // The turn's writes reach the AOF (and, with appendfsync always, the disk)
+            // before any reply announcing them is written.
+            crate::persistence::aof::flush(&mut self.ex);
             self.flush_pending();
             if self.ex.cron() {
                 self.ex.close_pending = true;
@@ -196,6 +205,7 @@ impl Server {
                     self.ex.shutdown = None;
                     continue;
                 }
+                crate::persistence::aof::flush(&mut self.ex);
                 self.flush_pending();
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());

@@ -1,9 +1,12 @@
 //! Persistence: Redis's RDB format (`rdb.rs`, pure encoding/decoding), snapshots to
-//! disk and their loading at startup (`snapshot.rs`).
+//! disk and their loading at startup (`snapshot.rs`), and the append-only file in
+//! Redis 7's multi-part layout (`aof.rs`), fed by the executor's write stream
+//! (`exec/propagate.rs`).
 //!
 //! The format code knows nothing of the executor; the snapshot code walks the
 //! keyspace and writes files off the executor thread.
 
+pub mod aof;
 pub mod rdb;
 pub mod snapshot;
 

@@ -286,6 +286,7 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
         return true;
     }
     reap(ex, true);
+    super::aof::shutdown(ex);
     let save_wanted = match save_req {
         Some(s) => s,
         None => !ex.config.save_params.is_empty(),
