@@ -73,6 +73,18 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// notify-keyspace-events as class bits (`commands::ctx::notify`).
     pub notify_keyspace_events: u32,
+    /// Snapshot points: save after `.0` seconds if at least `.1` changes.
+    pub save_params: Vec<(u64, u64)>,
+    pub dbfilename: String,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
+    pub appendonly: bool,
+    pub appendfsync: String,
+    pub appenddirname: String,
+    pub appendfilename: String,
+    pub aof_load_truncated: bool,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
 }
 
 impl Default for Config {
@@ -132,6 +144,17 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             config_file: None,
+            save_params: vec![(3600, 1), (300, 100), (60, 10000)],
+            dbfilename: "dump.rdb".into(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            appendonly: false,
+            appendfsync: "everysec".into(),
+            appenddirname: "appendonlydir".into(),
+            appendfilename: "appendonly.aof".into(),
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 << 20,
             notify_keyspace_events: 0,
         }
     }
@@ -522,6 +545,105 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
+    Directive {
+        name: "save",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            c.save_params
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+        set: |c, a| {
+            let words: Vec<&str> = a.iter().flat_map(|s| s.split_whitespace()).collect();
+            if !words.len().is_multiple_of(2) {
+                return Err("Invalid save parameters".into());
+            }
+            let mut params = Vec::new();
+            for pair in words.chunks(2) {
+                match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
+                    (Ok(secs), Ok(changes)) => params.push((secs, changes)),
+                    _ => return Err("Invalid save parameters".into()),
+                }
+            }
+            c.save_params = params;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "dbfilename",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.dbfilename.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = v.to_string();
+            Ok(())
+        },
+    },
+    bool_directive!("rdbcompression", rdbcompression, true),
+    bool_directive!("rdbchecksum", rdbchecksum, true),
+    bool_directive!("appendonly", appendonly, false),
+    Directive {
+        name: "appendfsync",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.appendfsync.clone(),
+        set: |c, a| {
+            c.appendfsync = enum_value(one(a)?, &["always", "everysec", "no"])?;
+            Ok(())
+        },
+    },
+    Directive {
+        name: "appenddirname",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.appenddirname.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') || v.is_empty() {
+                return Err("appenddirname can't be a path, just a dirname".into());
+            }
+            c.appenddirname = v.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "appendfilename",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.appendfilename.clone(),
+        set: |c, a| {
+            let v = one(a)?;
+            if v.contains('/') || v.is_empty() {
+                return Err("appendfilename can't be a path, just a filename".into());
+            }
+            c.appendfilename = v.to_string();
+            Ok(())
+        },
+    },
+    bool_directive!("aof-load-truncated", aof_load_truncated, true),
+    int_directive!(
+        "auto-aof-rewrite-percentage",
+        &[],
+        auto_aof_rewrite_percentage,
+        u64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    mem_directive!(
+        "auto-aof-rewrite-min-size",
+        auto_aof_rewrite_min_size,
+        u64,
+        0,
+        u64::MAX
+    ),
     bool_directive!("lazyfree-lazy-user-del", lazyfree_lazy_user_del, true),
     bool_directive!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, true),
     bool_directive!("lazyfree-lazy-expire", lazyfree_lazy_expire, true),

@@ -14,6 +14,7 @@ pub mod exec;
 pub mod keyspace;
 pub mod log;
 pub mod net;
+pub mod persistence;
 pub mod protocol;
 pub mod scripting;
 pub mod types;

@@ -134,6 +134,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Replaces what the write stream records for this command (by default the
+    /// command verbatim) with `cmds`, for commands whose verbatim replay would not
+    /// reproduce their effect (see exec/propagate.rs).
+    pub fn propagate_as(&mut self, cmds: Vec<Vec<Vec<u8>>>) {
+        if self.ex.stream.enabled {
+            self.ex.stream.override_cmds = Some(cmds);
+        }
+    }
+
     /// The active `proto-max-bulk-len`.
     pub fn max_bulk_len(&self) -> usize {
         self.ex.config.proto_max_bulk_len as usize

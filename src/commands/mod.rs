@@ -11,14 +11,15 @@
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
-pub mod geo;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod monitor;
+pub mod persistence;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -263,6 +264,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         scripting::COMMANDS,
         streams::COMMANDS,
         functions::COMMANDS,
+        persistence::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

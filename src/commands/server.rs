@@ -387,12 +387,8 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         }
         "persistence" => {
             s.push_str("# Persistence\r\n");
-            field!("loading:0");
-            field!("async_loading:0");
-            field!("rdb_changes_since_last_save:{}", ex.ks.dirty);
-            field!("rdb_bgsave_in_progress:0");
-            field!("aof_enabled:0");
-            field!("aof_rewrite_in_progress:0");
+            crate::persistence::snapshot::info_fields(ex, &mut s);
+            crate::persistence::aof::info_fields(ex, &mut s);
         }
         "stats" => {
             let st = &ex.stats;
@@ -758,6 +754,12 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         ctx.ex.active_expire = args[2] != b"0";
         return Reply::ok();
     }
+    if is(sub, "reload") {
+        return match crate::persistence::snapshot::debug_reload(ctx.ex) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!("ERR {e}")),
+        };
+    }
     if is(sub, "jmap") {
         return Reply::ok();
     }
@@ -963,12 +965,10 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         return Reply::err("ERR No shutdown in progress.");
     }
-    if save == Some(true) {
-        // Nothing can be saved until persistence exists; refuse rather than pretend.
-        crate::log::warning("SHUTDOWN SAVE requested but this server has no persistence configured: refusing to shut down.");
+    crate::log::warning("User requested shutdown...");
+    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) {
         return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");
     }
-    crate::log::warning("User requested shutdown...");
     ctx.ex.shutdown = Some(ShutdownRequest { save });
     ctx.client().close_after_reply = true;
     Reply::NoReply

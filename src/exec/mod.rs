@@ -11,6 +11,7 @@ pub mod client;
 mod evict;
 pub mod monitor;
 pub mod multi;
+pub mod propagate;
 pub mod pubsub;
 pub mod signals;
 pub mod tracking;
@@ -117,6 +118,11 @@ pub struct Executor {
     pub monitors: Vec<usize>,
     /// The Lua scripting host, created on first use (taken out while a script runs).
     pub scripting: Option<Box<crate::scripting::Engine>>,
+    /// Snapshot state: last save, background save in flight (persistence/snapshot.rs).
+    pub persist: crate::persistence::snapshot::Persist,
+    /// The write stream (propagate.rs) and the AOF that consumes it.
+    pub stream: propagate::WriteStream,
+    pub aof: Option<Box<crate::persistence::aof::Aof>>,
 }
 
 impl Executor {
@@ -157,6 +163,9 @@ impl Executor {
             tracking: Default::default(),
             monitors: Vec::new(),
             scripting: None,
+            persist: Default::default(),
+            stream: Default::default(),
+            aof: None,
         }
     }
 
@@ -351,6 +360,7 @@ impl Executor {
         let start_us = crate::keyspace::unix_us();
         let now_ms = start_us / 1000;
         let db = self.client(slot).db;
+        let mark = self.stream_begin();
         let reply = {
             let mut ctx = Ctx {
                 ex: self,
@@ -361,6 +371,7 @@ impl Executor {
             };
             (cmd.handler)(&mut ctx, args)
         };
+        self.stream_end(mark, cmd, args, &reply, db, now_ms);
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
         let st = self.cmd_stats.entry(cmd.name).or_default();
@@ -524,6 +535,8 @@ impl Executor {
         }
         self.sample_ops();
         self.close_idle_clients();
+        crate::persistence::snapshot::cron(self);
+        crate::persistence::aof::cron(self);
         true
     }
 
@@ -596,6 +609,9 @@ impl Executor {
 
     /// Applies side effects of a configuration change (CONFIG SET).
     pub fn apply_config(&mut self) {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
+        }
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.notify_classes = self.config.notify_keyspace_events;
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);

@@ -46,6 +46,7 @@ impl Executor {
         if self.ks.expired_events.is_empty() {
             return;
         }
+        self.stream_expired_drained();
         let events = std::mem::take(&mut self.ks.expired_events);
         let mut notes = Vec::new();
         for (db, key) in events {

@@ -112,11 +112,13 @@ impl Server {
         let mut signals = mio::net::UnixStream::from_std(sig_read);
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        let mut ex = Executor::new(config);
+        crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
         Ok(Server {
             poll,
             listeners,
             conns: Vec::new(),
-            ex: Executor::new(config),
+            ex,
             signals,
             pending_reads: Vec::new(),
             held: Vec::new(),
@@ -159,7 +161,13 @@ impl Server {
                             self.read_and_process(slot);
                         }
                         if ev.is_writable() {
-                            self.flush(slot);
+                            if self.ex.stream.buf.is_empty() {
+                                self.flush(slot);
+                            } else if let Some(Some(_)) = self.conns.get(slot) {
+                                // Writes of this turn are not in the AOF yet: the
+                                // reply waits for flush_pending, after the AOF flush.
+                                self.ex.mark_pending_write(slot);
+                            }
                         }
                     }
                 }
@@ -180,6 +188,9 @@ impl Server {
                     self.process(slot);
                 }
             }
+            // The turn's writes reach the AOF (and, with appendfsync always, the disk)
+            // before any reply announcing them is written.
+            crate::persistence::aof::flush(&mut self.ex);
             self.flush_pending();
             if self.ex.cron() {
                 self.ex.close_pending = true;
@@ -188,7 +199,13 @@ impl Server {
             if std::mem::take(&mut self.ex.close_pending) {
                 self.close_marked();
             }
-            if self.ex.shutdown.is_some() {
+            if let Some(req) = self.ex.shutdown {
+                if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save) {
+                    crate::log::warning("SIGTERM received but errors trying to shut down the server, check the logs for more information");
+                    self.ex.shutdown = None;
+                    continue;
+                }
+                crate::persistence::aof::flush(&mut self.ex);
                 self.flush_pending();
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());

@@ -19,6 +19,17 @@ pub struct TestServer {
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
+    /// Whether the directory outlives the server (restart tests own it).
+    keep_dir: bool,
+}
+
+/// A fresh temporary directory for tests that restart servers on the same data.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("cinnabar-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// Whether the server answering on `port` is the process `pid` (two tests may race
@@ -67,10 +78,22 @@ impl TestServer {
     }
 
     pub fn start_with(extra: &[&str]) -> TestServer {
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("cinnabar-test-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("test");
+        let mut s = Self::start_in(&dir, extra);
+        s.keep_dir = false;
+        s
+    }
+
+    /// Starts a server on an existing directory (kept when the server is dropped), so
+    /// a test can stop it and start another on the same files.
+    pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
+        Self::try_start_in(dir, extra).expect("cinnabar did not start")
+    }
+
+    /// `start_in`, returning None if the server exits instead of serving (e.g. it
+    /// refused its data files).
+    pub fn try_start_in(dir: &std::path::Path, extra: &[&str]) -> Option<TestServer> {
+        let dir = dir.to_path_buf();
         for _attempt in 0..5 {
             let port = free_port();
             let mut args: Vec<String> = vec![
@@ -102,14 +125,25 @@ impl TestServer {
                     .find(|w| w[0] == "--requirepass")
                     .map(|w| w[1]);
                 if serves_pid(port, child.id(), password) {
-                    return TestServer { child, port, dir };
+                    return Some(TestServer {
+                        child,
+                        port,
+                        dir,
+                        keep_dir: true,
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
             let _ = child.wait();
         }
-        panic!("cinnabar did not start");
+        None
+    }
+
+    /// Kills the process with SIGKILL (a crash) and waits for it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// A `redis` crate connection speaking RESP2.
@@ -162,7 +196,9 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

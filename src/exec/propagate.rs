@@ -1,0 +1,264 @@
+//! The write stream: every change to the dataset, as commands whose replay reproduces
+//! it exactly. The AOF (persistence/aof.rs) consumes it; replication will too.
+//!
+//! How it is fed:
+//! - `Executor::call` notes `ks.dirty` before a handler runs; if the handler changed
+//!   data, the command is appended — verbatim by default.
+//! - A handler may replace that default with `Ctx::propagate_as` (one or more
+//!   commands), e.g. RESTORE with a relative TTL propagates its ABSTTL form.
+//! - Commands whose verbatim replay would differ are rewritten here, centrally, from
+//!   the arguments, the reply and the keyspace after the call: relative expiries
+//!   become PEXPIREAT (or DEL when the key is gone), SET/SETEX/GETEX get a trailing
+//!   PEXPIREAT, HEXPIRE/HPEXPIRE become HPEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
+//!   SPOP becomes SREM of the members popped, blocking pops their non-blocking form.
+//! - Commands that run other commands (EXEC, scripts) are not appended themselves:
+//!   the commands they ran are, wrapped in MULTI/EXEC when there is more than one.
+//! - Keys deleted by expiry become DEL, before the command that noticed them.
+//! - SELECT is inserted whenever the database of the next command differs.
+//!
+//! Nothing is recorded while the stream is disabled (no consumer) or while loading.
+
+use crate::commands::Command;
+use crate::protocol::reply::encode_bulk;
+use crate::protocol::Reply;
+
+use super::Executor;
+
+/// Commands that run other commands: their effects are propagated, not themselves.
+const RUNS_COMMANDS: &[&str] = &[
+    "exec",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+#[derive(Default)]
+pub struct WriteStream {
+    /// Whether anything consumes the stream.
+    pub enabled: bool,
+    /// RESP-encoded commands not yet taken by the consumer.
+    pub buf: Vec<u8>,
+    /// Commands appended since the stream started (for MULTI/EXEC wrapping).
+    count: u64,
+    /// The database the stream's reader has selected.
+    db: Option<usize>,
+    /// Replacement commands set by the running handler (`Ctx::propagate_as`).
+    pub(crate) override_cmds: Option<Vec<Vec<Vec<u8>>>>,
+    /// Entries of `ks.expired_events` already turned into DELs.
+    pub(crate) expired_fed: usize,
+    /// Nesting of command calls (EXEC and scripts call commands).
+    depth: u32,
+}
+
+/// What `begin` remembers for `end`.
+pub struct CallMark {
+    dirty: u64,
+    offset: usize,
+    count: u64,
+}
+
+impl WriteStream {
+    /// Appends one command.
+    pub fn append(&mut self, db: usize, args: &[&[u8]]) {
+        if self.db != Some(db) {
+            self.db = Some(db);
+            let d = db.to_string();
+            self.encode(&[b"SELECT", d.as_bytes()]);
+        }
+        self.encode(args);
+    }
+
+    fn encode(&mut self, args: &[&[u8]]) {
+        self.buf.push(b'*');
+        self.buf
+            .extend_from_slice(args.len().to_string().as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+        for a in args {
+            encode_bulk(a, &mut self.buf);
+        }
+        self.count += 1;
+    }
+
+    /// Forgets the selected database (a new file starts).
+    pub fn reset_db(&mut self) {
+        self.db = None;
+    }
+}
+
+impl Executor {
+    /// Called before a handler runs.
+    pub(crate) fn stream_begin(&mut self) -> Option<CallMark> {
+        if !self.stream.enabled {
+            return None;
+        }
+        self.stream.depth += 1;
+        self.stream_feed_expired();
+        Some(CallMark {
+            dirty: self.ks.dirty,
+            offset: self.stream.buf.len(),
+            count: self.stream.count,
+        })
+    }
+
+    /// Called after a handler ran: appends what it changed.
+    pub(crate) fn stream_end(
+        &mut self,
+        mark: Option<CallMark>,
+        cmd: &'static Command,
+        args: &[&[u8]],
+        reply: &Reply,
+        db: usize,
+        now_ms: i64,
+    ) {
+        let Some(mark) = mark else { return };
+        self.stream.depth -= 1;
+        // Expiry noticed during the command precedes it.
+        self.stream_feed_expired();
+        let over = self.stream.override_cmds.take();
+        if RUNS_COMMANDS.contains(&cmd.name) {
+            let n = self.stream.count - mark.count;
+            if n > 1 {
+                let mut multi = Vec::new();
+                multi.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+                self.stream.buf.splice(mark.offset..mark.offset, multi);
+                self.stream.encode(&[b"EXEC"]);
+            }
+            return;
+        }
+        if self.ks.dirty == mark.dirty {
+            return;
+        }
+        if let Some(cmds) = over {
+            for c in cmds {
+                let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
+                self.stream.append(db, &refs);
+            }
+            return;
+        }
+        self.propagate_rewritten(cmd, args, reply, db, now_ms);
+    }
+
+    /// Turns keys deleted by expiry into DELs.
+    fn stream_feed_expired(&mut self) {
+        let events = &self.ks.expired_events;
+        for (db, key) in events.iter().skip(self.stream.expired_fed) {
+            self.stream.append(*db, &[b"DEL", key]);
+        }
+        self.stream.expired_fed = events.len();
+    }
+
+    /// Called when `ks.expired_events` is drained.
+    pub(crate) fn stream_expired_drained(&mut self) {
+        if self.stream.enabled {
+            self.stream_feed_expired();
+        }
+        self.stream.expired_fed = 0;
+    }
+
+    fn propagate_rewritten(
+        &mut self,
+        cmd: &'static Command,
+        args: &[&[u8]],
+        reply: &Reply,
+        db: usize,
+        now_ms: i64,
+    ) {
+        let key = args.get(1).copied().unwrap_or_default();
+        let expire_of = |ex: &Executor, k: &[u8]| -> Option<Option<i64>> {
+            ex.ks.dbs[db].table.get(k).map(|e| e.expire())
+        };
+        match cmd.name {
+            "expire" | "pexpire" | "expireat" | "pexpireat" => match expire_of(self, key) {
+                Some(Some(at)) => {
+                    let at = at.to_string();
+                    self.stream.append(db, &[b"PEXPIREAT", key, at.as_bytes()]);
+                }
+                Some(None) => self.stream.append(db, &[b"PERSIST", key]),
+                None => self.stream.append(db, &[b"DEL", key]),
+            },
+            "set" | "setex" | "psetex" | "getex" => {
+                self.stream.append(db, args);
+                if let Some(Some(at)) = expire_of(self, key) {
+                    let at = at.to_string();
+                    self.stream.append(db, &[b"PEXPIREAT", key, at.as_bytes()]);
+                }
+            }
+            "hexpire" | "hpexpire" | "hexpireat" => {
+                let n = crate::util::numeric::parse_i64(args[2]).unwrap_or(0);
+                let at = match cmd.name {
+                    "hexpire" => now_ms.saturating_add(n.saturating_mul(1000)),
+                    "hpexpire" => now_ms.saturating_add(n),
+                    _ => n.saturating_mul(1000),
+                };
+                let at = at.to_string();
+                let mut v: Vec<&[u8]> = vec![b"HPEXPIREAT", key, at.as_bytes()];
+                v.extend_from_slice(&args[3..]);
+                self.stream.append(db, &v);
+            }
+            "incrbyfloat" => match reply {
+                Reply::Bulk(v) => self.stream.append(db, &[b"SET", key, v, b"KEEPTTL"]),
+                _ => self.stream.append(db, args),
+            },
+            "spop" => {
+                let mut v: Vec<&[u8]> = vec![b"SREM", key];
+                match reply {
+                    Reply::Bulk(m) => v.push(m),
+                    Reply::Array(items) | Reply::Set(items) => {
+                        for it in items {
+                            if let Reply::Bulk(m) = it {
+                                v.push(m);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                if v.len() > 2 {
+                    self.stream.append(db, &v);
+                }
+            }
+            "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
+                if let Reply::Array(items) = reply {
+                    if let Some(Reply::Bulk(k)) = items.first() {
+                        let name: &[u8] = match cmd.name {
+                            "blpop" => b"LPOP",
+                            "brpop" => b"RPOP",
+                            "bzpopmin" => b"ZPOPMIN",
+                            _ => b"ZPOPMAX",
+                        };
+                        self.stream.append(db, &[name, k]);
+                    }
+                }
+            }
+            "blmove" if args.len() == 6 => {
+                self.stream
+                    .append(db, &[b"LMOVE", args[1], args[2], args[3], args[4]]);
+            }
+            "brpoplpush" if args.len() == 4 => {
+                self.stream.append(db, &[b"RPOPLPUSH", args[1], args[2]]);
+            }
+            "blmpop" | "bzmpop" => {
+                // Reply: [key, [elements]]; the direction is the argument after the keys.
+                if let Reply::Array(items) = reply {
+                    if let (Some(Reply::Bulk(k)), Some(Reply::Array(elems))) =
+                        (items.first(), items.get(1))
+                    {
+                        let nk = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) as usize;
+                        let dir = args.get(3 + nk).copied().unwrap_or(b"LEFT");
+                        let count = elems.len().to_string();
+                        let name: &[u8] = if cmd.name == "blmpop" {
+                            b"LMPOP"
+                        } else {
+                            b"ZMPOP"
+                        };
+                        self.stream
+                            .append(db, &[name, b"1", k, dir, b"COUNT", count.as_bytes()]);
+                    }
+                }
+            }
+            _ => self.stream.append(db, args),
+        }
+    }
+}

@@ -1,0 +1,680 @@
+//! The append-only file in Redis 7's multi-part layout: a directory (`appenddirname`)
+//! holding a base file (an RDB image, Redis's "RDB preamble", or RESP commands), the
+//! incremental files of RESP commands written since, and a manifest naming them:
+//!
+//! ```text
+//! file appendonly.aof.1.base.rdb seq 1 type b
+//! file appendonly.aof.1.incr.aof seq 1 type i
+//! ```
+//!
+//! The executor's write stream (exec/propagate.rs) collects each command's effect;
+//! `flush` appends it to the current incremental file once per event-loop turn,
+//! before any reply of that turn is written. With `appendfsync always` it also
+//! fdatasyncs there, so one fsync covers every write of the turn (group commit) and no
+//! client hears about a write that is not on disk. `everysec` syncs from a
+//! background thread at most once a second; `no` leaves it to the kernel.
+//!
+//! BGREWRITEAOF takes an RDB image of the dataset (the same point-in-time image as
+//! BGSAVE), switches new writes to a fresh incremental file at that instant, writes
+//! the image as the new base on a background thread, then publishes a manifest of
+//! new base + new incremental file. Until then the manifest lists the old files plus
+//! the new incremental one, so a crash at any moment loads a complete history.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::exec::Executor;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EverySec,
+    No,
+}
+
+/// One file named by the manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub name: String,
+    pub seq: u64,
+    /// b(ase), i(ncremental) or h(istory).
+    pub kind: char,
+}
+
+/// A parsed manifest.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifest {
+    pub base: Option<Part>,
+    pub incrs: Vec<Part>,
+}
+
+impl Manifest {
+    pub fn parse(text: &str) -> Result<Manifest, String> {
+        let mut m = Manifest::default();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() < 2 || !words.len().is_multiple_of(2) {
+                return Err(format!("Invalid AOF manifest line: {line}"));
+            }
+            let (mut name, mut seq, mut kind) = (None, None, None);
+            for kv in words.chunks(2) {
+                match kv[0] {
+                    "file" => name = Some(kv[1].trim_matches('"').to_string()),
+                    "seq" => seq = kv[1].parse::<u64>().ok(),
+                    "type" => kind = kv[1].chars().next(),
+                    _ => {} // unknown keys are ignored, as Redis does
+                }
+            }
+            let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
+                return Err(format!("Invalid AOF manifest line: {line}"));
+            };
+            if name.contains('/') {
+                return Err(format!("Invalid AOF file name in manifest: {name}"));
+            }
+            let part = Part { name, seq, kind };
+            match kind {
+                'b' => {
+                    if m.base.is_some() {
+                        return Err("Found duplicate base file information".into());
+                    }
+                    m.base = Some(part)
+                }
+                'i' => m.incrs.push(part),
+                'h' => {}
+                _ => return Err(format!("Unknown AOF file type: {kind}")),
+            }
+        }
+        m.incrs.sort_by_key(|p| p.seq);
+        Ok(m)
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for p in self.base.iter().chain(self.incrs.iter()) {
+            s.push_str(&format!("file {} seq {} type {}\n", p.name, p.seq, p.kind));
+        }
+        s
+    }
+}
+
+struct Rewrite {
+    thread: JoinHandle<std::io::Result<()>>,
+    base: Part,
+    /// Files of the old history, deleted once the new manifest is published.
+    old: Vec<Part>,
+    new_incr: Part,
+}
+
+/// The open AOF.
+pub struct Aof {
+    dir: PathBuf,
+    prefix: String,
+    manifest: Manifest,
+    file: File,
+    pub fsync: Fsync,
+    last_fsync: Instant,
+    unsynced: bool,
+    fsync_thread: Option<JoinHandle<()>>,
+    pub incr_size: u64,
+    pub base_size: u64,
+    rewrite: Option<Rewrite>,
+    pub rewrite_scheduled: bool,
+    pub last_rewrite_ok: bool,
+    pub rewrites: u64,
+    pub last_write_ok: bool,
+}
+
+fn write_file_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Writes the manifest atomically (temp file, fsync, rename, fsync dir).
+fn publish_manifest(dir: &Path, prefix: &str, m: &Manifest) -> std::io::Result<()> {
+    let tmp = dir.join(format!("temp-{prefix}.manifest"));
+    write_file_synced(&tmp, m.render().as_bytes())?;
+    std::fs::rename(&tmp, dir.join(format!("{prefix}.manifest")))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+pub fn fsync_mode(name: &str) -> Fsync {
+    match name {
+        "always" => Fsync::Always,
+        "no" => Fsync::No,
+        _ => Fsync::EverySec,
+    }
+}
+
+// ----- reading RESP command files --------------------------------------------------
+
+enum Parsed {
+    Cmd(Vec<Vec<u8>>, usize),
+    Incomplete,
+    Bad(String),
+}
+
+fn parse_line(buf: &[u8], pos: usize) -> Option<(&[u8], usize)> {
+    let end = memchr::memchr(b'\n', &buf[pos..])? + pos;
+    if end == pos || buf[end - 1] != b'\r' {
+        return Some((&buf[pos..end], end + 1)); // malformed; caller rejects
+    }
+    Some((&buf[pos..end - 1], end + 1))
+}
+
+/// Parses one `*N $len data ...` command at `pos`.
+fn parse_command(buf: &[u8], pos: usize) -> Parsed {
+    let Some((line, mut p)) = parse_line(buf, pos) else {
+        return Parsed::Incomplete;
+    };
+    if line.first() != Some(&b'*') {
+        return Parsed::Bad("expected '*'".into());
+    }
+    let Some(n) = crate::util::numeric::parse_i64(&line[1..]).filter(|n| *n >= 1) else {
+        return Parsed::Bad("invalid argument count".into());
+    };
+    let mut args = Vec::with_capacity((n as usize).min(1024));
+    for _ in 0..n {
+        let Some((l, q)) = parse_line(buf, p) else {
+            return Parsed::Incomplete;
+        };
+        if l.first() != Some(&b'$') {
+            return Parsed::Bad("expected '$'".into());
+        }
+        let Some(len) = crate::util::numeric::parse_i64(&l[1..]).filter(|n| *n >= 0) else {
+            return Parsed::Bad("invalid bulk length".into());
+        };
+        let len = len as usize;
+        if buf.len() < q + len + 2 {
+            return Parsed::Incomplete;
+        }
+        if &buf[q + len..q + len + 2] != b"\r\n" {
+            return Parsed::Bad("bulk not terminated by CRLF".into());
+        }
+        args.push(buf[q..q + len].to_vec());
+        p = q + len + 2;
+    }
+    Parsed::Cmd(args, p)
+}
+
+/// Replays a file of RESP commands through the executor. Returns `Ok(None)` when
+/// the whole file was applied, `Ok(Some(offset))` when it ends with an incomplete
+/// command (or an unterminated MULTI) starting at `offset`.
+fn replay(ex: &mut Executor, slot: usize, buf: &[u8], name: &str) -> Result<Option<usize>, String> {
+    let mut pos = 0;
+    let mut multi_at: Option<usize> = None;
+    while pos < buf.len() {
+        match parse_command(buf, pos) {
+            Parsed::Incomplete => return Ok(Some(multi_at.unwrap_or(pos))),
+            Parsed::Bad(m) => {
+                return Err(format!(
+                    "Bad file format reading the append only file {name} at offset {pos}: {m}"
+                ))
+            }
+            Parsed::Cmd(args, next) => {
+                if args[0].eq_ignore_ascii_case(b"multi") {
+                    multi_at = Some(pos);
+                } else if args[0].eq_ignore_ascii_case(b"exec") {
+                    multi_at = None;
+                }
+                let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                if crate::commands::lookup(refs[0]).is_none() {
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file {name}",
+                        String::from_utf8_lossy(refs[0])
+                    ));
+                }
+                ex.execute(slot, &refs);
+                pos = next;
+            }
+        }
+    }
+    Ok(multi_at)
+}
+
+/// Loads the AOF directory named by the configuration, if its manifest exists.
+/// Returns whether an AOF was loaded.
+pub fn load(ex: &mut Executor) -> Result<bool, String> {
+    let dir = PathBuf::from(&ex.config.appenddirname);
+    let prefix = ex.config.appendfilename.clone();
+    let mpath = dir.join(format!("{prefix}.manifest"));
+    let text = match std::fs::read_to_string(&mpath) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(format!(
+                "Can't read the AOF manifest {}: {e}",
+                mpath.display()
+            ))
+        }
+    };
+    let m = Manifest::parse(&text)?;
+    let start = Instant::now();
+    ex.persist.loading = true;
+    let slot = ex.connect_internal("aof-loader");
+    let enabled = std::mem::replace(&mut ex.stream.enabled, false);
+    let r = load_parts(ex, slot, &dir, &m);
+    ex.stream.enabled = enabled;
+    ex.disconnect(slot);
+    ex.persist.loading = false;
+    r?;
+    ex.ks.dirty = 0;
+    crate::log::notice(&format!(
+        "DB loaded from append only file: {:.3} seconds",
+        start.elapsed().as_secs_f64()
+    ));
+    Ok(true)
+}
+
+fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Result<(), String> {
+    let parts: Vec<&Part> = m.base.iter().chain(m.incrs.iter()).collect();
+    let last = parts.len().saturating_sub(1);
+    for (i, part) in parts.iter().enumerate() {
+        let path = dir.join(&part.name);
+        let buf = match std::fs::read(&path) {
+            Ok(b) => b,
+            // Redis tolerates a missing empty last incremental file.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && part.kind == 'i' && i == last => {
+                continue
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Fatal error: can't open the append only file {}: {e}",
+                    part.name
+                ))
+            }
+        };
+        if buf.starts_with(b"REDIS") {
+            crate::log::notice(&format!(
+                "Reading RDB base file on AOF loading... ({})",
+                part.name
+            ));
+            super::snapshot::load_bytes(ex, &buf).map_err(|e| {
+                format!(
+                    "Bad file format reading the append only file {}: {e}",
+                    part.name
+                )
+            })?;
+            continue;
+        }
+        if let Some(at) = replay(ex, slot, &buf, &part.name)? {
+            if i != last {
+                return Err(format!(
+                    "Unexpected end of file reading the append only file {}: it is not the last file, refusing to load",
+                    part.name
+                ));
+            }
+            if !ex.config.aof_load_truncated {
+                return Err(format!(
+                    "Unexpected end of file reading the append only file {}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+                    part.name
+                ));
+            }
+            crate::log::warning(&format!(
+                "!!! Warning: short read while loading the AOF file {}!!! AOF loaded anyway because aof-load-truncated is enabled; truncating it to {at} bytes ({} bytes dropped).",
+                part.name,
+                buf.len() - at
+            ));
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| e.to_string())?;
+            f.set_len(at as u64).map_err(|e| e.to_string())?;
+            f.sync_all().map_err(|e| e.to_string())?;
+            // A discarded MULTI's commands were applied above; reload from scratch so
+            // the dataset matches the truncated file exactly.
+            if buf[at..].starts_with(b"*1\r\n$5\r\nMULTI")
+                || buf[at..].starts_with(b"*1\r\n$5\r\nmulti")
+            {
+                return Err(RELOAD.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+const RELOAD: &str = "\u{0}reload";
+
+/// Loads at startup, retrying once after a truncated tail that cut a transaction.
+pub fn load_with_retry(ex: &mut Executor) -> Result<bool, String> {
+    match load(ex) {
+        Err(e) if e == RELOAD => {
+            ex.ks.flush_all(false);
+            load(ex)
+        }
+        r => r,
+    }
+}
+
+/// Opens (creating if needed) the AOF directory for writing and enables the stream.
+/// Without a manifest the current dataset becomes the base, as Redis does when AOF is
+/// first turned on.
+pub fn open(ex: &mut Executor) -> Result<(), String> {
+    let dir = PathBuf::from(&ex.config.appenddirname);
+    let prefix = ex.config.appendfilename.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("Can't create the AOF directory: {e}"))?;
+    let mpath = dir.join(format!("{prefix}.manifest"));
+    let mut m = match std::fs::read_to_string(&mpath) {
+        Ok(t) => Manifest::parse(&t)?,
+        Err(_) => Manifest::default(),
+    };
+    let mut base_size = 0;
+    if m.base.is_none() && m.incrs.is_empty() {
+        let base = Part {
+            name: format!("{prefix}.1.base.rdb"),
+            seq: 1,
+            kind: 'b',
+        };
+        let image = super::snapshot::serialize(ex)?;
+        base_size = image.len() as u64;
+        write_file_synced(&dir.join(&base.name), &image).map_err(|e| e.to_string())?;
+        m.base = Some(base);
+    } else if let Some(b) = &m.base {
+        base_size = std::fs::metadata(dir.join(&b.name))
+            .map(|md| md.len())
+            .unwrap_or(0);
+    }
+    if m.incrs.is_empty() {
+        let seq = m.base.as_ref().map_or(1, |b| b.seq);
+        m.incrs.push(Part {
+            name: format!("{prefix}.{seq}.incr.aof"),
+            seq,
+            kind: 'i',
+        });
+    }
+    let incr = m.incrs.last().cloned().expect("one incremental file");
+    let file = open_append(&dir.join(&incr.name)).map_err(|e| e.to_string())?;
+    let incr_size = file.metadata().map(|md| md.len()).unwrap_or(0);
+    publish_manifest(&dir, &prefix, &m).map_err(|e| e.to_string())?;
+    ex.aof = Some(Box::new(Aof {
+        dir,
+        prefix,
+        manifest: m,
+        file,
+        fsync: fsync_mode(&ex.config.appendfsync),
+        last_fsync: Instant::now(),
+        unsynced: false,
+        fsync_thread: None,
+        incr_size,
+        base_size,
+        rewrite: None,
+        rewrite_scheduled: false,
+        last_rewrite_ok: true,
+        rewrites: 0,
+        last_write_ok: true,
+    }));
+    ex.stream.enabled = true;
+    ex.stream.reset_db();
+    Ok(())
+}
+
+/// Startup: the AOF when enabled (falling back to the RDB file when there is no AOF
+/// yet), else the RDB file.
+pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
+    if !ex.config.appendonly {
+        return super::snapshot::load_at_startup(ex);
+    }
+    if !load_with_retry(ex)? {
+        super::snapshot::load_at_startup(ex)?;
+    }
+    open(ex)
+}
+
+/// Writes the stream's pending commands to the incremental file; with `always`,
+/// fdatasyncs before returning. Called once per loop turn before replies go out.
+pub fn flush(ex: &mut Executor) {
+    let Some(aof) = ex.aof.as_mut() else {
+        ex.stream.buf.clear();
+        return;
+    };
+    if ex.stream.buf.is_empty() {
+        return;
+    }
+    match aof.file.write_all(&ex.stream.buf) {
+        Ok(()) => {
+            aof.incr_size += ex.stream.buf.len() as u64;
+            ex.stream.buf.clear();
+            aof.unsynced = true;
+            aof.last_write_ok = true;
+        }
+        Err(e) => {
+            aof.last_write_ok = false;
+            crate::log::warning(&format!("Error writing to the AOF file: {e}"));
+            if aof.fsync == Fsync::Always {
+                // Replies must not announce writes that are not durable.
+                crate::log::warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
+                std::process::exit(1);
+            }
+            return;
+        }
+    }
+    if aof.fsync == Fsync::Always {
+        if let Err(e) = aof.file.sync_data() {
+            crate::log::warning(&format!(
+                "Can't persist the AOF with fsync (policy always): {e}. Exiting..."
+            ));
+            std::process::exit(1);
+        }
+        aof.unsynced = false;
+        aof.last_fsync = Instant::now();
+    }
+}
+
+/// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
+pub fn cron(ex: &mut Executor) {
+    flush(ex);
+    let Some(aof) = ex.aof.as_mut() else { return };
+    if aof.fsync == Fsync::EverySec
+        && aof.unsynced
+        && aof.last_fsync.elapsed().as_millis() >= 1000
+        && aof.fsync_thread.as_ref().is_none_or(|t| t.is_finished())
+    {
+        if let Ok(f) = aof.file.try_clone() {
+            aof.unsynced = false;
+            aof.last_fsync = Instant::now();
+            aof.fsync_thread = std::thread::Builder::new()
+                .name("cinnabar-aof-fsync".into())
+                .spawn(move || {
+                    if let Err(e) = f.sync_data() {
+                        crate::log::warning(&format!("AOF fsync failed: {e}"));
+                    }
+                })
+                .ok();
+        }
+    }
+    reap_rewrite(ex, false);
+    let Some(aof) = ex.aof.as_mut() else { return };
+    if aof.rewrite.is_none() && !ex.persist.bgsave_in_progress() {
+        let pct = ex.config.auto_aof_rewrite_percentage;
+        let min = ex.config.auto_aof_rewrite_min_size;
+        let base = aof.base_size.max(1);
+        let auto = pct > 0 && aof.incr_size >= min && aof.incr_size * 100 / base >= pct;
+        if aof.rewrite_scheduled || auto {
+            aof.rewrite_scheduled = false;
+            if auto {
+                crate::log::notice("Starting automatic rewriting of AOF");
+            }
+            let _ = start_rewrite(ex);
+        }
+    }
+}
+
+pub fn rewrite_in_progress(ex: &Executor) -> bool {
+    ex.aof.as_ref().is_some_and(|a| a.rewrite.is_some())
+}
+
+/// BGREWRITEAOF: new incremental file now, new base written in the background.
+pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
+    flush(ex);
+    let image = super::snapshot::serialize(ex)?;
+    let Some(aof) = ex.aof.as_mut() else {
+        return Err("AOF is off".into());
+    };
+    if let Err(e) = aof.file.sync_data() {
+        return Err(e.to_string());
+    }
+    let seq = aof.manifest.incrs.last().map_or(1, |p| p.seq) + 1;
+    let base_seq = aof.manifest.base.as_ref().map_or(1, |p| p.seq) + 1;
+    let new_incr = Part {
+        name: format!("{}.{seq}.incr.aof", aof.prefix),
+        seq,
+        kind: 'i',
+    };
+    let new_file = open_append(&aof.dir.join(&new_incr.name)).map_err(|e| e.to_string())?;
+    let mut m = aof.manifest.clone();
+    m.incrs.push(new_incr.clone());
+    publish_manifest(&aof.dir, &aof.prefix, &m).map_err(|e| e.to_string())?;
+    let old: Vec<Part> = aof
+        .manifest
+        .base
+        .iter()
+        .chain(aof.manifest.incrs.iter())
+        .cloned()
+        .collect();
+    aof.manifest = m;
+    aof.file = new_file;
+    aof.incr_size = 0;
+    ex.stream.reset_db();
+    let base = Part {
+        name: format!("{}.{base_seq}.base.rdb", aof.prefix),
+        seq: base_seq,
+        kind: 'b',
+    };
+    let path = aof.dir.join(&base.name);
+    aof.base_size = image.len() as u64;
+    let thread = std::thread::Builder::new()
+        .name("cinnabar-aof-rewrite".into())
+        .spawn(move || write_file_synced(&path, &image))
+        .map_err(|e| e.to_string())?;
+    aof.rewrite = Some(Rewrite {
+        thread,
+        base,
+        old,
+        new_incr,
+    });
+    crate::log::notice("Background append only file rewriting started");
+    Ok(())
+}
+
+/// Publishes a finished rewrite (or waits for it when `wait`).
+pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
+    let Some(aof) = ex.aof.as_mut() else { return };
+    let done = aof
+        .rewrite
+        .as_ref()
+        .is_some_and(|r| wait || r.thread.is_finished());
+    if !done {
+        return;
+    }
+    let Some(rw) = aof.rewrite.take() else { return };
+    match rw.thread.join() {
+        Ok(Ok(())) => {
+            let m = Manifest {
+                base: Some(rw.base),
+                incrs: vec![rw.new_incr],
+            };
+            match publish_manifest(&aof.dir, &aof.prefix, &m) {
+                Ok(()) => {
+                    for p in &rw.old {
+                        let _ = std::fs::remove_file(aof.dir.join(&p.name));
+                    }
+                    aof.manifest = m;
+                    aof.last_rewrite_ok = true;
+                    aof.rewrites += 1;
+                    crate::log::notice("Background AOF rewrite finished successfully");
+                }
+                Err(e) => {
+                    aof.last_rewrite_ok = false;
+                    crate::log::warning(&format!("Can't publish the rewritten AOF manifest: {e}"));
+                }
+            }
+        }
+        _ => {
+            aof.last_rewrite_ok = false;
+            let _ = std::fs::remove_file(aof.dir.join(&rw.base.name));
+            crate::log::warning("Background AOF rewrite failed");
+        }
+    }
+}
+
+/// Shutdown: everything written and synced.
+pub fn shutdown(ex: &mut Executor) {
+    flush(ex);
+    reap_rewrite(ex, true);
+    if let Some(aof) = ex.aof.as_mut() {
+        if let Err(e) = aof.file.sync_all() {
+            crate::log::warning(&format!("Error syncing the AOF at shutdown: {e}"));
+        }
+    }
+}
+
+/// INFO persistence's AOF fields.
+pub fn info_fields(ex: &Executor, s: &mut String) {
+    match ex.aof.as_ref() {
+        None => s.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_last_write_status:ok\r\n"),
+        Some(a) => s.push_str(&format!(
+            "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_buffer_length:{}\r\n",
+            a.rewrite.is_some() as u8,
+            a.rewrite_scheduled as u8,
+            if a.last_rewrite_ok { "ok" } else { "err" },
+            a.rewrites,
+            if a.last_write_ok { "ok" } else { "err" },
+            a.base_size + a.incr_size,
+            a.base_size,
+            ex.stream.buf.len(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trip_and_redis_format() {
+        let text = "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.2.incr.aof seq 2 type i\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(m.base.as_ref().unwrap().name, "appendonly.aof.1.base.rdb");
+        assert_eq!(m.incrs.len(), 2);
+        assert_eq!(m.render(), text);
+        assert!(Manifest::parse("file x seq").is_err());
+        assert!(Manifest::parse("file ../x seq 1 type i").is_err());
+    }
+
+    #[test]
+    fn command_parser_distinguishes_torn_tails() {
+        let full = b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
+        match parse_command(full, 0) {
+            Parsed::Cmd(a, n) => {
+                assert_eq!(a, vec![b"DEL".to_vec(), b"k".to_vec()]);
+                assert_eq!(n, full.len());
+            }
+            _ => panic!(),
+        }
+        for cut in 0..full.len() {
+            assert!(
+                matches!(parse_command(&full[..cut], 0), Parsed::Incomplete),
+                "{cut}"
+            );
+        }
+        assert!(matches!(parse_command(b"+OK\r\n", 0), Parsed::Bad(_)));
+    }
+}

@@ -1,0 +1,1338 @@
+//! Redis's RDB format: value serialization (shared by RDB files and DUMP/RESTORE) and
+//! whole-file encoding and decoding. Pure: no I/O, no executor, no configuration
+//! beyond the encoding thresholds passed in `Limits`.
+//!
+//! Writing targets RDB version 10 (what Redis 7.0 loads) with the simplest encodings
+//! every Redis since 2.x reads: strings (integer-encoded or LZF-compressed as Redis
+//! does), plain lists, sets, binary-score zsets and hashes. A hash whose fields carry
+//! TTLs needs Redis 7.4's `RDB_TYPE_HASH_METADATA`, so such a value raises the version
+//! of the file (or DUMP payload) that holds it to 12; `Encoded::min_version` says so.
+//!
+//! Reading accepts versions 1–12 and every value encoding Redis has written: ziplist,
+//! listpack, intset, zipmap, quicklist (1 and 2), listpack-ex hashes with field TTLs.
+//! Every length and offset read is bounds-checked and every embedded blob is fully
+//! validated before use, so corrupt or truncated input is an `Error`, never a panic or
+//! a half-built value. Streams (types 15, 19, 21) and module values have no in-memory
+//! form here yet: loading one is refused with `Error::Unsupported` naming the type
+//! (streams plug in at `read_object`'s stream arm once the type exists).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::keyspace::{Object, Value, ValueRef};
+use crate::types::hash::{Hash, HashLimits};
+use crate::types::list::{End, List};
+use crate::types::set::{Set, SetLimits};
+use crate::types::zset::{self, ZSet};
+use crate::util::numeric::{format_i64, parse_f64, parse_i64};
+
+/// The version written in files and DUMP payloads (Redis 7.0's).
+pub const RDB_VERSION: u16 = 10;
+/// The newest version understood when loading (Redis 7.4's).
+pub const MAX_LOAD_VERSION: u16 = 12;
+
+// Value types.
+pub const TYPE_STRING: u8 = 0;
+pub const TYPE_LIST: u8 = 1;
+pub const TYPE_SET: u8 = 2;
+pub const TYPE_ZSET: u8 = 3;
+pub const TYPE_HASH: u8 = 4;
+pub const TYPE_ZSET_2: u8 = 5;
+pub const TYPE_MODULE_PRE_GA: u8 = 6;
+pub const TYPE_MODULE_2: u8 = 7;
+pub const TYPE_HASH_ZIPMAP: u8 = 9;
+pub const TYPE_LIST_ZIPLIST: u8 = 10;
+pub const TYPE_SET_INTSET: u8 = 11;
+pub const TYPE_ZSET_ZIPLIST: u8 = 12;
+pub const TYPE_HASH_ZIPLIST: u8 = 13;
+pub const TYPE_LIST_QUICKLIST: u8 = 14;
+pub const TYPE_STREAM_LISTPACKS: u8 = 15;
+pub const TYPE_HASH_LISTPACK: u8 = 16;
+pub const TYPE_ZSET_LISTPACK: u8 = 17;
+pub const TYPE_LIST_QUICKLIST_2: u8 = 18;
+pub const TYPE_STREAM_LISTPACKS_2: u8 = 19;
+pub const TYPE_SET_LISTPACK: u8 = 20;
+pub const TYPE_STREAM_LISTPACKS_3: u8 = 21;
+pub const TYPE_HASH_METADATA_PRE_GA: u8 = 22;
+pub const TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+pub const TYPE_HASH_METADATA: u8 = 24;
+pub const TYPE_HASH_LISTPACK_EX: u8 = 25;
+
+// Opcodes.
+pub const OP_SLOT_INFO: u8 = 244;
+pub const OP_FUNCTION2: u8 = 245;
+pub const OP_FUNCTION_PRE_GA: u8 = 246;
+pub const OP_MODULE_AUX: u8 = 247;
+pub const OP_IDLE: u8 = 248;
+pub const OP_FREQ: u8 = 249;
+pub const OP_AUX: u8 = 250;
+pub const OP_RESIZEDB: u8 = 251;
+pub const OP_EXPIRETIME_MS: u8 = 252;
+pub const OP_EXPIRETIME: u8 = 253;
+pub const OP_SELECTDB: u8 = 254;
+pub const OP_EOF: u8 = 255;
+
+const ENC_INT8: u8 = 0;
+const ENC_INT16: u8 = 1;
+const ENC_INT32: u8 = 2;
+const ENC_LZF: u8 = 3;
+
+/// Largest collection length accepted before allocation (guards against absurd lengths
+/// in corrupt input driving huge reservations).
+const MAX_PREALLOC: usize = 1 << 16;
+
+static CRC64: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
+
+/// Redis's CRC-64 (Jones polynomial, reflected), as RDB files and DUMP payloads use.
+pub fn crc64(data: &[u8]) -> u64 {
+    CRC64.checksum(data)
+}
+
+/// An incremental CRC-64 for data produced piecewise.
+pub type Crc64Digest = crc::Digest<'static, u64, crc::Table<16>>;
+
+pub fn crc64_digest() -> Crc64Digest {
+    CRC64.digest()
+}
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// The input ended before the structure did.
+    Truncated,
+    /// The input is malformed; the message says where.
+    Corrupt(String),
+    /// A well-formed value of a type this server cannot hold.
+    Unsupported(String),
+    /// The RDB version is newer than this server reads.
+    Version(u16),
+    /// The CRC64 footer does not match the content.
+    Checksum { expected: u64, actual: u64 },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Truncated => write!(
+                f,
+                "Short read loading DB: the data ends before its structure does"
+            ),
+            Error::Corrupt(m) => write!(f, "Corrupt RDB content: {m}"),
+            Error::Unsupported(m) => write!(f, "Unsupported RDB content: {m}"),
+            Error::Version(v) => write!(f, "Can't handle RDB format version {v}"),
+            Error::Checksum { expected, actual } => write!(
+                f,
+                "Wrong RDB checksum expected: ({expected:x}) got: ({actual:x}). Aborting now."
+            ),
+        }
+    }
+}
+
+fn corrupt<T>(m: impl Into<String>) -> Result<T, Error> {
+    Err(Error::Corrupt(m.into()))
+}
+
+/// The encoding thresholds in force when values are rebuilt.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub hash: HashLimits,
+    pub set: SetLimits,
+    pub zset: zset::Limits,
+    pub list_fill: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            hash: HashLimits::default(),
+            set: SetLimits::default(),
+            zset: zset::Limits {
+                max_entries: 128,
+                max_value: 64,
+            },
+            list_fill: -2,
+        }
+    }
+}
+
+impl Limits {
+    pub fn from_config(c: &crate::config::Config) -> Limits {
+        Limits {
+            hash: HashLimits {
+                listpack_entries: c.hash_max_listpack_entries.max(0) as usize,
+                listpack_value: c.hash_max_listpack_value.max(0) as usize,
+            },
+            set: SetLimits {
+                intset_entries: c.set_max_intset_entries.max(0) as usize,
+                listpack_entries: c.set_max_listpack_entries.max(0) as usize,
+                listpack_value: c.set_max_listpack_value.max(0) as usize,
+            },
+            zset: zset::Limits {
+                max_entries: c.zset_max_listpack_entries.max(0) as usize,
+                max_value: c.zset_max_listpack_value.max(0) as usize,
+            },
+            list_fill: c.list_max_listpack_size,
+        }
+    }
+}
+
+// ===================================================================================
+// Writing
+// ===================================================================================
+
+/// Appends a length in RDB's variable encoding.
+pub fn write_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u32::MAX as u64 {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Appends an integer in the string encoding (int8/16/32) if it fits, returning false
+/// otherwise.
+fn write_int_string(out: &mut Vec<u8>, n: i64) -> bool {
+    if (-(1 << 7)..1 << 7).contains(&n) {
+        out.push(0xC0 | ENC_INT8);
+        out.push(n as i8 as u8);
+    } else if (-(1 << 15)..1 << 15).contains(&n) {
+        out.push(0xC0 | ENC_INT16);
+        out.extend_from_slice(&(n as i16).to_le_bytes());
+    } else if (-(1 << 31)..1 << 31).contains(&n) {
+        out.push(0xC0 | ENC_INT32);
+        out.extend_from_slice(&(n as i32).to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
+/// Appends a string as Redis's rdbSaveRawString does: integer-encoded when it is the
+/// canonical form of a 32-bit integer, LZF-compressed when `compress` and longer than
+/// 20 bytes and compression saves at least 4 bytes, raw otherwise.
+pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+    if s.len() <= 11 {
+        if let Some(n) = parse_i64(s) {
+            if write_int_string(out, n) {
+                return;
+            }
+        }
+    }
+    if compress && s.len() > 20 {
+        if let Ok(c) = lzf::compress(s) {
+            if c.len() + 4 <= s.len() {
+                out.push(0xC0 | ENC_LZF);
+                write_len(out, c.len() as u64);
+                write_len(out, s.len() as u64);
+                out.extend_from_slice(&c);
+                return;
+            }
+        }
+    }
+    write_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+fn write_i64_string(out: &mut Vec<u8>, n: i64) {
+    if !write_int_string(out, n) {
+        let mut v = Vec::with_capacity(20);
+        format_i64(n, &mut v);
+        write_len(out, v.len() as u64);
+        out.extend_from_slice(&v);
+    }
+}
+
+/// A serialized value: its RDB type byte, its payload, and the oldest RDB version
+/// that can carry it.
+pub struct Encoded {
+    pub rdb_type: u8,
+    pub payload: Vec<u8>,
+    pub min_version: u16,
+}
+
+/// Serializes a value (type byte excluded) into `out`, returning its RDB type and the
+/// RDB version it needs.
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>, compress: bool) -> (u8, u16) {
+    match v {
+        ValueRef::Int(n) => {
+            write_i64_string(out, n);
+            (TYPE_STRING, RDB_VERSION)
+        }
+        ValueRef::Emb(s) | ValueRef::Raw(s) => {
+            write_string(out, s, compress);
+            (TYPE_STRING, RDB_VERSION)
+        }
+        ValueRef::Obj(o) => write_object(out, o, compress),
+    }
+}
+
+fn write_object(out: &mut Vec<u8>, o: &Object, compress: bool) -> (u8, u16) {
+    match o {
+        // Every entry point (snapshot::serialize, DUMP) refuses streams before getting
+        // here: they have no RDB encoding yet.
+        Object::Stream(_) => unreachable!("stream values are refused before RDB serialization"),
+        Object::List(l) => {
+            write_len(out, l.len() as u64);
+            let mut buf = Vec::new();
+            l.for_each(|e| {
+                buf.clear();
+                e.append_to(&mut buf);
+                write_string(out, &buf, compress);
+                true
+            });
+            (TYPE_LIST, RDB_VERSION)
+        }
+        Object::Set(s) => {
+            write_len(out, s.len() as u64);
+            s.for_each(|m| write_string(out, m, compress));
+            (TYPE_SET, RDB_VERSION)
+        }
+        Object::ZSet(z) => {
+            write_len(out, z.len() as u64);
+            z.for_each(|m, score| {
+                write_string(out, m, compress);
+                out.extend_from_slice(&score.to_le_bytes());
+            });
+            (TYPE_ZSET_2, RDB_VERSION)
+        }
+        Object::Hash(h) if h.has_field_ttls() => {
+            // Redis 7.4's layout: the earliest expiry, then (ttl, field, value) with
+            // each ttl relative to it plus one (0 = no TTL).
+            let min = h.next_expire().unwrap_or(0);
+            out.extend_from_slice(&(min as u64).to_le_bytes());
+            write_len(out, h.len() as u64);
+            h.for_each(|f, v| {
+                let ttl = match h.expire_of(f) {
+                    Some(at) => (at - min) as u64 + 1,
+                    None => 0,
+                };
+                write_len(out, ttl);
+                write_string(out, f, compress);
+                write_string(out, v, compress);
+            });
+            (TYPE_HASH_METADATA, 12)
+        }
+        Object::Hash(h) => {
+            write_len(out, h.len() as u64);
+            h.for_each(|f, v| {
+                write_string(out, f, compress);
+                write_string(out, v, compress);
+            });
+            (TYPE_HASH, RDB_VERSION)
+        }
+    }
+}
+
+/// Serializes a value with its type byte.
+pub fn encode_value(v: ValueRef<'_>, compress: bool) -> Encoded {
+    let mut payload = Vec::new();
+    let (rdb_type, min_version) = write_value(&mut payload, v, compress);
+    Encoded {
+        rdb_type,
+        payload,
+        min_version,
+    }
+}
+
+/// A DUMP payload: type, value, RDB version (2 bytes LE), CRC64 (8 bytes LE).
+pub fn dump_payload(v: ValueRef<'_>) -> Vec<u8> {
+    let e = encode_value(v, true);
+    let mut out = Vec::with_capacity(e.payload.len() + 11);
+    out.push(e.rdb_type);
+    out.extend_from_slice(&e.payload);
+    out.extend_from_slice(&e.min_version.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a DUMP payload's footer and decodes its value. `Ok(None)` for an empty
+/// collection (which Redis never produces).
+pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
+    if p.len() < 10 {
+        // No room for the footer: Redis reports this as a bad version/checksum.
+        return Err(Error::Checksum {
+            expected: 0,
+            actual: 0,
+        });
+    }
+    let (body, footer) = p.split_at(p.len() - 10);
+    let ver = u16::from_le_bytes([footer[0], footer[1]]);
+    if ver > MAX_LOAD_VERSION {
+        return Err(Error::Version(ver));
+    }
+    let expected = u64::from_le_bytes(footer[2..10].try_into().unwrap_or([0; 8]));
+    let actual = crc64(&p[..p.len() - 8]);
+    if expected != actual {
+        return Err(Error::Checksum { expected, actual });
+    }
+    let mut r = Reader::new(body);
+    let t = r.u8()?;
+    let v = r.read_object(t, lim)?;
+    if r.pos != body.len() {
+        return corrupt("trailing bytes after the value");
+    }
+    Ok(v)
+}
+
+/// One key as written in a file.
+pub struct KeyRecord<'a> {
+    pub key: &'a [u8],
+    pub value: ValueRef<'a>,
+    pub expire_ms: Option<i64>,
+}
+
+/// Streams an RDB file: header and aux fields, then databases and keys, then the EOF
+/// opcode and checksum. Bytes are appended to `out`, which the caller may drain to disk
+/// whenever it likes (the checksum is kept incrementally).
+pub struct FileWriter {
+    pub compress: bool,
+    pub checksum: bool,
+    crc: Crc64Digest,
+    pub version: u16,
+}
+
+impl FileWriter {
+    /// Starts a file: magic, version and the aux fields Redis writes.
+    pub fn start(
+        out: &mut Vec<u8>,
+        version: u16,
+        compress: bool,
+        checksum: bool,
+        aux: &[(&str, Vec<u8>)],
+    ) -> FileWriter {
+        let mut w = FileWriter {
+            compress,
+            checksum,
+            crc: crc64_digest(),
+            version,
+        };
+        let start = out.len();
+        out.extend_from_slice(format!("REDIS{version:04}").as_bytes());
+        for (k, v) in aux {
+            out.push(OP_AUX);
+            write_string(out, k.as_bytes(), false);
+            write_string(out, v, false);
+        }
+        w.feed(&out[start..]);
+        w
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.checksum {
+            self.crc.update(bytes);
+        }
+    }
+
+    pub fn select_db(&mut self, out: &mut Vec<u8>, db: usize, keys: usize, expires: usize) {
+        let start = out.len();
+        out.push(OP_SELECTDB);
+        write_len(out, db as u64);
+        out.push(OP_RESIZEDB);
+        write_len(out, keys as u64);
+        write_len(out, expires as u64);
+        self.feed(&out[start..]);
+    }
+
+    pub fn key(&mut self, out: &mut Vec<u8>, rec: &KeyRecord<'_>) {
+        let start = out.len();
+        if let Some(t) = rec.expire_ms {
+            out.push(OP_EXPIRETIME_MS);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        let type_at = out.len();
+        out.push(0);
+        write_string(out, rec.key, self.compress);
+        let (t, _) = write_value(out, rec.value, self.compress);
+        out[type_at] = t;
+        self.feed(&out[start..]);
+    }
+
+    /// Writes a key whose value was serialized earlier (copy-on-write snapshots).
+    pub fn key_encoded(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        expire_ms: Option<i64>,
+        e: &Encoded,
+    ) {
+        let start = out.len();
+        if let Some(t) = expire_ms {
+            out.push(OP_EXPIRETIME_MS);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        out.push(e.rdb_type);
+        write_string(out, key, self.compress);
+        out.extend_from_slice(&e.payload);
+        self.feed(&out[start..]);
+    }
+
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        out.push(OP_EOF);
+        self.feed(&[OP_EOF]);
+        let crc = if self.checksum {
+            self.crc.finalize()
+        } else {
+            0
+        };
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+}
+
+// ===================================================================================
+// Reading
+// ===================================================================================
+
+/// A bounds-checked cursor over a byte slice.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf, pos: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        if self.remaining() < n {
+            return Err(Error::Truncated);
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, Error> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn arr<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    pub fn u32_le(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(self.arr()?))
+    }
+
+    pub fn i64_le(&mut self) -> Result<i64, Error> {
+        Ok(i64::from_le_bytes(self.arr()?))
+    }
+
+    /// A length, or the special-encoding marker: `(value, is_encoded)`.
+    fn len_or_enc(&mut self) -> Result<(u64, bool), Error> {
+        let b = self.u8()?;
+        Ok(match b >> 6 {
+            0 => ((b & 0x3F) as u64, false),
+            1 => ((((b & 0x3F) as u64) << 8) | self.u8()? as u64, false),
+            2 => match b {
+                0x80 => (u32::from_be_bytes(self.arr()?) as u64, false),
+                0x81 => (u64::from_be_bytes(self.arr()?), false),
+                _ => return corrupt(format!("Unknown length encoding {b} in rdbLoadLen()")),
+            },
+            _ => ((b & 0x3F) as u64, true),
+        })
+    }
+
+    pub fn read_len(&mut self) -> Result<u64, Error> {
+        match self.len_or_enc()? {
+            (n, false) => Ok(n),
+            _ => corrupt("encoded length where a plain length was expected"),
+        }
+    }
+
+    /// A length that counts items still to be read from the input: each item takes at
+    /// least one byte, so anything beyond the remaining input is corrupt.
+    fn count(&mut self, min_item_bytes: usize) -> Result<usize, Error> {
+        let n = self.read_len()?;
+        if n > (self.remaining() / min_item_bytes.max(1)) as u64 {
+            return Err(Error::Truncated);
+        }
+        Ok(n as usize)
+    }
+
+    /// A string in any of its encodings.
+    pub fn string(&mut self) -> Result<Cow<'a, [u8]>, Error> {
+        let (n, enc) = self.len_or_enc()?;
+        if !enc {
+            if n > self.remaining() as u64 {
+                return Err(Error::Truncated);
+            }
+            return Ok(Cow::Borrowed(self.take(n as usize)?));
+        }
+        let v: i64 = match n as u8 {
+            ENC_INT8 => self.u8()? as i8 as i64,
+            ENC_INT16 => i16::from_le_bytes(self.arr()?) as i64,
+            ENC_INT32 => i32::from_le_bytes(self.arr()?) as i64,
+            ENC_LZF => {
+                let clen = self.read_len()?;
+                let len = self.read_len()?;
+                if clen > self.remaining() as u64 {
+                    return Err(Error::Truncated);
+                }
+                let data = self.take(clen as usize)?;
+                // LZF expands at most ~ 8x per control byte run; refuse absurd claims
+                // before allocating.
+                if len == 0 || len > (clen.saturating_mul(1 << 12)) || len > 1 << 32 {
+                    return corrupt("Invalid LZF compressed string");
+                }
+                return match lzf::decompress(data, len as usize) {
+                    Ok(v) if v.len() == len as usize => Ok(Cow::Owned(v)),
+                    _ => corrupt("Invalid LZF compressed string"),
+                };
+            }
+            e => return corrupt(format!("Unknown RDB string encoding type {e}")),
+        };
+        let mut out = Vec::with_capacity(20);
+        format_i64(v, &mut out);
+        Ok(Cow::Owned(out))
+    }
+
+    /// A score of the old ZSET type: length-prefixed decimal, with 253/254/255 for
+    /// NaN/+inf/-inf.
+    fn string_double(&mut self) -> Result<f64, Error> {
+        let n = self.u8()?;
+        match n {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            _ => {
+                let s = self.take(n as usize)?;
+                parse_score(s)
+            }
+        }
+    }
+
+    fn binary_double(&mut self) -> Result<f64, Error> {
+        Ok(f64::from_le_bytes(self.arr()?))
+    }
+
+    /// Reads one value of type `t`. `Ok(None)` for an empty collection (Redis skips
+    /// such keys when loading).
+    pub fn read_object(&mut self, t: u8, lim: &Limits) -> Result<Option<Value>, Error> {
+        Ok(Some(match t {
+            TYPE_STRING => Value::from_string(self.string()?.into_owned()),
+            TYPE_LIST => {
+                let n = self.count(1)?;
+                let mut items = Vec::with_capacity(n.min(MAX_PREALLOC));
+                for _ in 0..n {
+                    items.push(self.string()?);
+                }
+                return Ok(build_list(items.iter().map(|c| c.as_ref()), lim));
+            }
+            TYPE_SET => {
+                let n = self.count(1)?;
+                let mut b = SetBuilder::new(n, lim.set);
+                for _ in 0..n {
+                    b.add(&self.string()?)?;
+                }
+                return Ok(b.finish());
+            }
+            TYPE_ZSET | TYPE_ZSET_2 => {
+                let n = self.count(2)?;
+                let mut b = ZSetBuilder::new(n, lim.zset);
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let s = if t == TYPE_ZSET {
+                        self.string_double()?
+                    } else {
+                        self.binary_double()?
+                    };
+                    if s.is_nan() {
+                        return corrupt("Zset with NAN score detected");
+                    }
+                    b.add(&m, s)?;
+                }
+                return Ok(b.finish());
+            }
+            TYPE_HASH => {
+                let n = self.count(2)?;
+                let mut b = HashBuilder::new(lim.hash);
+                for _ in 0..n {
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    b.add(&f, &v, None)?;
+                }
+                return Ok(b.finish());
+            }
+            TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA => {
+                let min = if t == TYPE_HASH_METADATA {
+                    self.i64_le()?
+                } else {
+                    0
+                };
+                let n = self.count(3)?;
+                let mut b = HashBuilder::new(lim.hash);
+                for _ in 0..n {
+                    let ttl = self.read_len()?;
+                    let at = match (ttl, t) {
+                        (0, _) => None,
+                        (x, TYPE_HASH_METADATA) => Some(expire_at(min, x)?),
+                        (x, _) => Some(checked_ms(x)?),
+                    };
+                    let f = self.string()?;
+                    let v = self.string()?;
+                    b.add(&f, &v, at)?;
+                }
+                return Ok(b.finish());
+            }
+            TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+                let nodes = self.count(1)?;
+                let mut items: Vec<Vec<u8>> = Vec::new();
+                for _ in 0..nodes {
+                    let container = if t == TYPE_LIST_QUICKLIST_2 {
+                        self.read_len()?
+                    } else {
+                        2
+                    };
+                    let blob = self.string()?;
+                    if blob.is_empty() {
+                        return corrupt("empty quicklist node");
+                    }
+                    match container {
+                        1 => items.push(blob.into_owned()),
+                        2 if t == TYPE_LIST_QUICKLIST_2 => {
+                            for_each_listpack(&blob, |e| {
+                                items.push(e.into_owned());
+                                Ok(())
+                            })?;
+                        }
+                        2 => {
+                            for_each_ziplist(&blob, |e| {
+                                items.push(e.into_owned());
+                                Ok(())
+                            })?;
+                        }
+                        _ => return corrupt("Quicklist integrity check failed."),
+                    }
+                }
+                return Ok(build_list(items.iter().map(|v| v.as_slice()), lim));
+            }
+            TYPE_HASH_ZIPMAP
+            | TYPE_LIST_ZIPLIST
+            | TYPE_SET_INTSET
+            | TYPE_SET_LISTPACK
+            | TYPE_ZSET_ZIPLIST
+            | TYPE_ZSET_LISTPACK
+            | TYPE_HASH_ZIPLIST
+            | TYPE_HASH_LISTPACK
+            | TYPE_HASH_LISTPACK_EX
+            | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+                if t == TYPE_HASH_LISTPACK_EX {
+                    self.i64_le()?; // the earliest expiry, informational
+                }
+                let blob = self.string()?;
+                return read_blob(t, &blob, lim);
+            }
+            TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+                return Err(Error::Unsupported(
+                    "stream values (RDB type {t}) are not supported yet"
+                        .replace("{t}", &t.to_string()),
+                ))
+            }
+            TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
+                return Err(Error::Unsupported(format!(
+                    "module values (RDB type {t}) need a module this server does not have"
+                )))
+            }
+            _ => return corrupt(format!("Unknown RDB encoding type {t}")),
+        }))
+    }
+}
+
+fn checked_ms(x: u64) -> Result<i64, Error> {
+    // Redis's EB_EXPIRE_TIME_MAX is 2^48 - 1.
+    if x >= 1 << 48 {
+        return corrupt(format!("invalid expireAt time: {x}"));
+    }
+    Ok(x as i64)
+}
+
+fn expire_at(min: i64, ttl: u64) -> Result<i64, Error> {
+    let at = (min as u64)
+        .checked_add(ttl - 1)
+        .ok_or(Error::Corrupt("hash field TTL overflow".into()))?;
+    checked_ms(at)
+}
+
+fn parse_score(s: &[u8]) -> Result<f64, Error> {
+    match parse_f64(s) {
+        Some(v) => Ok(v),
+        None => match std::str::from_utf8(s)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+        {
+            Some(v) => Ok(v),
+            None => corrupt("invalid zset score"),
+        },
+    }
+}
+
+// ----- builders: rebuild values through the types' public APIs ---------------------
+
+fn build_list<'b>(items: impl Iterator<Item = &'b [u8]>, lim: &Limits) -> Option<Value> {
+    let mut l = List::new();
+    for it in items {
+        l.push(End::Tail, &[it], lim.list_fill);
+    }
+    if l.is_empty() {
+        None
+    } else {
+        Some(Value::Obj(Box::new(Object::List(l))))
+    }
+}
+
+struct SetBuilder {
+    set: Option<Set>,
+    hint: usize,
+    lim: SetLimits,
+    n: usize,
+}
+
+impl SetBuilder {
+    fn new(hint: usize, lim: SetLimits) -> SetBuilder {
+        SetBuilder {
+            set: None,
+            hint,
+            lim,
+            n: 0,
+        }
+    }
+    fn add(&mut self, m: &[u8]) -> Result<(), Error> {
+        let lim = self.lim;
+        let s = self
+            .set
+            .get_or_insert_with(|| Set::create(m, self.hint, lim));
+        if !s.add(m, lim) {
+            return corrupt("Duplicate set members detected");
+        }
+        self.n += 1;
+        Ok(())
+    }
+    fn finish(self) -> Option<Value> {
+        self.set.map(|s| Value::Obj(Box::new(Object::Set(s))))
+    }
+}
+
+struct ZSetBuilder {
+    z: ZSet,
+    lim: zset::Limits,
+}
+
+impl ZSetBuilder {
+    fn new(hint: usize, lim: zset::Limits) -> ZSetBuilder {
+        ZSetBuilder {
+            z: ZSet::with_hint(hint, 0, lim),
+            lim,
+        }
+    }
+    fn add(&mut self, m: &[u8], score: f64) -> Result<(), Error> {
+        if self.z.score(m).is_some() {
+            return corrupt("Duplicate zset fields detected");
+        }
+        self.z.set(m, score, self.lim);
+        Ok(())
+    }
+    fn finish(self) -> Option<Value> {
+        if self.z.is_empty() {
+            None
+        } else {
+            Some(Value::Obj(Box::new(Object::ZSet(self.z))))
+        }
+    }
+}
+
+struct HashBuilder {
+    h: Hash,
+    lim: HashLimits,
+}
+
+impl HashBuilder {
+    fn new(lim: HashLimits) -> HashBuilder {
+        HashBuilder {
+            h: Hash::new(),
+            lim,
+        }
+    }
+    fn add(&mut self, f: &[u8], v: &[u8], at: Option<i64>) -> Result<(), Error> {
+        if !self.h.set(f, v, self.lim) {
+            return corrupt("Duplicate hash fields detected");
+        }
+        if let Some(at) = at {
+            self.h.set_expire(f, at);
+        }
+        Ok(())
+    }
+    fn finish(self) -> Option<Value> {
+        if self.h.is_empty() {
+            None
+        } else {
+            Some(Value::Obj(Box::new(Object::Hash(self.h))))
+        }
+    }
+}
+
+/// Decodes the single-blob encodings (ziplist, listpack, intset, zipmap).
+fn read_blob(t: u8, blob: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
+    match t {
+        TYPE_SET_INTSET => {
+            let mut b = SetBuilder::new(0, lim.set);
+            let mut items = Vec::new();
+            for_each_intset(blob, |n| {
+                items.push(n);
+                Ok(())
+            })?;
+            b.hint = items.len();
+            let mut buf = Vec::with_capacity(20);
+            for n in items {
+                buf.clear();
+                format_i64(n, &mut buf);
+                b.add(&buf)?;
+            }
+            Ok(b.finish())
+        }
+        TYPE_SET_LISTPACK => {
+            let mut items = Vec::new();
+            for_each_listpack(blob, |e| {
+                items.push(e);
+                Ok(())
+            })?;
+            let mut b = SetBuilder::new(items.len(), lim.set);
+            for it in &items {
+                b.add(it)?;
+            }
+            Ok(b.finish())
+        }
+        TYPE_LIST_ZIPLIST => {
+            let mut items = Vec::new();
+            for_each_ziplist(blob, |e| {
+                items.push(e);
+                Ok(())
+            })?;
+            Ok(build_list(items.iter().map(|c| c.as_ref()), lim))
+        }
+        TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+            let mut items = Vec::new();
+            if t == TYPE_ZSET_ZIPLIST {
+                for_each_ziplist(blob, |e| {
+                    items.push(e);
+                    Ok(())
+                })?;
+            } else {
+                for_each_listpack(blob, |e| {
+                    items.push(e);
+                    Ok(())
+                })?;
+            }
+            if items.len() % 2 != 0 {
+                return corrupt("Zset ziplist integrity check failed.");
+            }
+            let mut b = ZSetBuilder::new(items.len() / 2, lim.zset);
+            for pair in items.chunks(2) {
+                let s = parse_score(&pair[1])?;
+                if s.is_nan() {
+                    return corrupt("Zset with NAN score detected");
+                }
+                b.add(&pair[0], s)?;
+            }
+            Ok(b.finish())
+        }
+        TYPE_HASH_ZIPLIST
+        | TYPE_HASH_LISTPACK
+        | TYPE_HASH_LISTPACK_EX
+        | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+            let mut items = Vec::new();
+            if t == TYPE_HASH_ZIPLIST {
+                for_each_ziplist(blob, |e| {
+                    items.push(e);
+                    Ok(())
+                })?;
+            } else {
+                for_each_listpack(blob, |e| {
+                    items.push(e);
+                    Ok(())
+                })?;
+            }
+            let step = if t == TYPE_HASH_LISTPACK_EX || t == TYPE_HASH_LISTPACK_EX_PRE_GA {
+                3
+            } else {
+                2
+            };
+            if items.len() % step != 0 {
+                return corrupt("Hash listpack integrity check failed.");
+            }
+            let mut b = HashBuilder::new(lim.hash);
+            for g in items.chunks(step) {
+                let at = if step == 3 {
+                    match parse_i64(&g[2]) {
+                        Some(0) => None,
+                        Some(x) if x > 0 => Some(checked_ms(x as u64)?),
+                        _ => return corrupt("invalid hash field TTL"),
+                    }
+                } else {
+                    None
+                };
+                b.add(&g[0], &g[1], at)?;
+            }
+            Ok(b.finish())
+        }
+        TYPE_HASH_ZIPMAP => {
+            let mut b = HashBuilder::new(lim.hash);
+            let mut err = None;
+            for_each_zipmap(blob, |f, v| {
+                if let Err(e) = b.add(f, v, None) {
+                    err = Some(e);
+                }
+            })?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+            Ok(b.finish())
+        }
+        _ => corrupt(format!("Unknown RDB encoding type {t}")),
+    }
+}
+
+fn int_bytes(n: i64) -> Cow<'static, [u8]> {
+    let mut v = Vec::with_capacity(20);
+    format_i64(n, &mut v);
+    Cow::Owned(v)
+}
+
+/// Walks an intset blob: encoding width (u32 LE: 2, 4 or 8), count (u32 LE), sorted
+/// little-endian integers.
+pub fn for_each_intset(b: &[u8], mut f: impl FnMut(i64) -> Result<(), Error>) -> Result<(), Error> {
+    let mut r = Reader::new(b);
+    let width = r.u32_le()? as usize;
+    let n = r.u32_le()? as usize;
+    if !matches!(width, 2 | 4 | 8)
+        || r.remaining() != n.checked_mul(width).ok_or(Error::Truncated)?
+    {
+        return corrupt("Intset integrity check failed.");
+    }
+    let mut prev: Option<i64> = None;
+    for _ in 0..n {
+        let d = r.take(width)?;
+        let v = match width {
+            2 => i16::from_le_bytes([d[0], d[1]]) as i64,
+            4 => i32::from_le_bytes([d[0], d[1], d[2], d[3]]) as i64,
+            _ => i64::from_le_bytes(d.try_into().unwrap_or([0; 8])),
+        };
+        if prev.is_some_and(|p| p >= v) {
+            return corrupt("Intset integrity check failed.");
+        }
+        prev = Some(v);
+        f(v)?;
+    }
+    Ok(())
+}
+
+/// Walks a listpack blob (Redis's listpack.c format): total bytes (u32 LE), count
+/// (u16 LE), entries each followed by a back-length, then 0xFF.
+pub fn for_each_listpack<'b>(
+    b: &'b [u8],
+    mut f: impl FnMut(Cow<'b, [u8]>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut r = Reader::new(b);
+    let total = r.u32_le()? as usize;
+    let count = u16::from_le_bytes(r.arr()?) as usize;
+    if total != b.len() || total < 7 || b[total - 1] != 0xFF {
+        return corrupt("Listpack integrity check failed.");
+    }
+    let body_end = total - 1;
+    let mut seen = 0usize;
+    while r.pos < body_end {
+        let start = r.pos;
+        let e = r.u8()?;
+        let item: Cow<'b, [u8]> = if e & 0x80 == 0 {
+            int_bytes((e & 0x7F) as i64)
+        } else if e & 0xC0 == 0x80 {
+            Cow::Borrowed(r.take((e & 0x3F) as usize)?)
+        } else if e & 0xE0 == 0xC0 {
+            let v = (((e & 0x1F) as u16) << 8 | r.u8()? as u16) as i64;
+            // 13-bit two's complement.
+            int_bytes(if v >= 1 << 12 { v - (1 << 13) } else { v })
+        } else if e & 0xF0 == 0xE0 {
+            let n = ((e & 0x0F) as usize) << 8 | r.u8()? as usize;
+            Cow::Borrowed(r.take(n)?)
+        } else {
+            match e {
+                0xF0 => {
+                    let n = r.u32_le()? as usize;
+                    Cow::Borrowed(r.take(n)?)
+                }
+                0xF1 => int_bytes(i16::from_le_bytes(r.arr()?) as i64),
+                0xF2 => {
+                    let d: [u8; 3] = r.arr()?;
+                    let v = (d[0] as i32) | (d[1] as i32) << 8 | (d[2] as i32) << 16;
+                    int_bytes(((v << 8) >> 8) as i64)
+                }
+                0xF3 => int_bytes(i32::from_le_bytes(r.arr()?) as i64),
+                0xF4 => int_bytes(i64::from_le_bytes(r.arr()?)),
+                _ => return corrupt("Listpack integrity check failed."),
+            }
+        };
+        // The back-length encodes the entry's size (header + data) in 7-bit groups.
+        let entry_len = r.pos - start;
+        let back = match entry_len {
+            0..=127 => 1,
+            128..=16383 => 2,
+            16384..=2097151 => 3,
+            2097152..=268435455 => 4,
+            _ => 5,
+        };
+        r.take(back)?;
+        if r.pos > body_end {
+            return corrupt("Listpack integrity check failed.");
+        }
+        seen += 1;
+        f(item)?;
+    }
+    if count != 0xFFFF && count != seen {
+        return corrupt("Listpack integrity check failed.");
+    }
+    Ok(())
+}
+
+/// Walks a ziplist blob: zlbytes (u32 LE), zltail (u32 LE), zllen (u16 LE), entries
+/// (prevlen, encoding, data), then 0xFF.
+pub fn for_each_ziplist<'b>(
+    b: &'b [u8],
+    mut f: impl FnMut(Cow<'b, [u8]>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut r = Reader::new(b);
+    let total = r.u32_le()? as usize;
+    let _tail = r.u32_le()?;
+    let count = u16::from_le_bytes(r.arr()?) as usize;
+    if total != b.len() || total < 11 || b[total - 1] != 0xFF {
+        return corrupt("Ziplist integrity check failed.");
+    }
+    let body_end = total - 1;
+    let mut seen = 0usize;
+    while r.pos < body_end {
+        let p = r.u8()?;
+        if p == 0xFE {
+            r.u32_le()?;
+        } else if p == 0xFF {
+            return corrupt("Ziplist integrity check failed.");
+        }
+        let e = r.u8()?;
+        let item: Cow<'b, [u8]> = match e >> 6 {
+            0 => Cow::Borrowed(r.take((e & 0x3F) as usize)?),
+            1 => {
+                let n = ((e & 0x3F) as usize) << 8 | r.u8()? as usize;
+                Cow::Borrowed(r.take(n)?)
+            }
+            2 => {
+                let n = u32::from_be_bytes(r.arr()?) as usize;
+                Cow::Borrowed(r.take(n)?)
+            }
+            _ => match e {
+                0xC0 => int_bytes(i16::from_le_bytes(r.arr()?) as i64),
+                0xD0 => int_bytes(i32::from_le_bytes(r.arr()?) as i64),
+                0xE0 => int_bytes(i64::from_le_bytes(r.arr()?)),
+                0xF0 => {
+                    let d: [u8; 3] = r.arr()?;
+                    let v = (d[0] as i32) | (d[1] as i32) << 8 | (d[2] as i32) << 16;
+                    int_bytes(((v << 8) >> 8) as i64)
+                }
+                0xFE => int_bytes(r.u8()? as i8 as i64),
+                0xF1..=0xFD => int_bytes((e & 0x0F) as i64 - 1),
+                _ => return corrupt("Ziplist integrity check failed."),
+            },
+        };
+        if r.pos > body_end {
+            return corrupt("Ziplist integrity check failed.");
+        }
+        seen += 1;
+        f(item)?;
+    }
+    if count != 0xFFFF && count != seen {
+        return corrupt("Ziplist integrity check failed.");
+    }
+    Ok(())
+}
+
+/// Walks a zipmap blob (Redis 2.4 hashes): count byte, then (len, field, len, free,
+/// value, free bytes) entries, then 0xFF.
+fn for_each_zipmap(b: &[u8], mut f: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+    let mut r = Reader::new(b);
+    r.u8()?;
+    fn zlen(r: &mut Reader<'_>) -> Result<Option<usize>, Error> {
+        match r.u8()? {
+            0xFF => Ok(None),
+            254 => Ok(Some(r.u32_le()? as usize)),
+            n => Ok(Some(n as usize)),
+        }
+    }
+    while let Some(fl) = zlen(&mut r)? {
+        let field = r.take(fl)?;
+        let Some(vl) = zlen(&mut r)? else {
+            return corrupt("Zipmap integrity check failed.");
+        };
+        let free = r.u8()? as usize;
+        let value = r.take(vl)?;
+        r.take(free)?;
+        f(field, value);
+    }
+    if r.remaining() != 0 {
+        return corrupt("Zipmap integrity check failed.");
+    }
+    Ok(())
+}
+
+// ----- whole files -------------------------------------------------------------------
+
+/// What a file holds besides keys.
+#[derive(Debug, Default)]
+pub struct FileInfo {
+    pub version: u16,
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// FUNCTION libraries' source code (this server has no FUNCTION support yet).
+    pub functions: Vec<Vec<u8>>,
+}
+
+/// A key read from a file, with the metadata that precedes it.
+pub struct LoadedKey {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub value: Value,
+    pub expire_ms: Option<i64>,
+    pub idle_secs: Option<u64>,
+    pub freq: Option<u8>,
+}
+
+/// Decodes a whole RDB file, handing each key to `sink`. The checksum is verified
+/// before any key is handed over, so a corrupted file yields no keys at all. Returns
+/// the file's aux fields and the number of bytes consumed (an AOF's RDB preamble is
+/// followed by more data).
+pub fn read_file(
+    buf: &[u8],
+    lim: &Limits,
+    mut sink: impl FnMut(LoadedKey),
+) -> Result<(FileInfo, usize), Error> {
+    // First pass: structure, values and checksum; keys are kept until the end.
+    let mut keys = Vec::new();
+    let (info, used) = parse_file(buf, lim, &mut keys)?;
+    for k in keys {
+        sink(k);
+    }
+    Ok((info, used))
+}
+
+fn parse_file(
+    buf: &[u8],
+    lim: &Limits,
+    keys: &mut Vec<LoadedKey>,
+) -> Result<(FileInfo, usize), Error> {
+    let mut r = Reader::new(buf);
+    let magic = r.take(9)?;
+    if &magic[..5] != b"REDIS" {
+        return corrupt("Wrong signature trying to load DB from file");
+    }
+    let version: u16 = std::str::from_utf8(&magic[5..])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Error::Corrupt("Wrong signature trying to load DB from file".into()))?;
+    if !(1..=MAX_LOAD_VERSION).contains(&version) {
+        return Err(Error::Version(version));
+    }
+    let mut info = FileInfo {
+        version,
+        ..Default::default()
+    };
+    let mut db = 0usize;
+    let mut expire: Option<i64> = None;
+    let mut idle = None;
+    let mut freq = None;
+    loop {
+        let t = r.u8()?;
+        match t {
+            OP_EXPIRETIME => {
+                expire = Some(r.u32_le()? as i32 as i64 * 1000);
+            }
+            OP_EXPIRETIME_MS => expire = Some(r.i64_le()?),
+            OP_FREQ => freq = Some(r.u8()?),
+            OP_IDLE => idle = Some(r.read_len()?),
+            OP_SELECTDB => {
+                let d = r.read_len()?;
+                if d >= 1 << 20 {
+                    return corrupt(format!("FATAL: Data file was created with a Redis server configured to handle more than {d} databases."));
+                }
+                db = d as usize;
+            }
+            OP_RESIZEDB => {
+                r.read_len()?;
+                r.read_len()?;
+            }
+            OP_SLOT_INFO => {
+                r.read_len()?;
+                r.read_len()?;
+                r.read_len()?;
+            }
+            OP_AUX => {
+                let k = r.string()?.into_owned();
+                let v = r.string()?.into_owned();
+                info.aux.push((k, v));
+            }
+            OP_FUNCTION2 => info.functions.push(r.string()?.into_owned()),
+            OP_FUNCTION_PRE_GA => {
+                return Err(Error::Unsupported(
+                    "pre-release FUNCTION data (Redis 7.0 release candidates)".into(),
+                ))
+            }
+            OP_MODULE_AUX => {
+                return Err(Error::Unsupported(
+                    "module auxiliary data needs a module this server does not have".into(),
+                ))
+            }
+            OP_EOF => {
+                let end = r.pos;
+                if version >= 5 {
+                    let expected = r.i64_le()? as u64;
+                    if expected != 0 {
+                        let actual = crc64(&buf[..end]);
+                        if expected != actual {
+                            return Err(Error::Checksum { expected, actual });
+                        }
+                    }
+                }
+                return Ok((info, r.pos));
+            }
+            _ => {
+                let key = r.string()?.into_owned();
+                let value = r.read_object(t, lim)?;
+                if let Some(value) = value {
+                    keys.push(LoadedKey {
+                        db,
+                        key,
+                        value,
+                        expire_ms: expire,
+                        idle_secs: idle,
+                        freq,
+                    });
+                }
+                expire = None;
+                idle = None;
+                freq = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
