@@ -5,6 +5,15 @@
 #   ROUNDS=3 REQUESTS=500000 scripts/bench.sh
 #   TESTS=lpush,rpush,lpop,rpop,lrange_100,hset,sadd,spop scripts/bench.sh
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
+#   BENCH_ZSET=1 scripts/bench.sh      # also the sorted-set section (below)
+#   BENCH_ZSET=only scripts/bench.sh   # only the sorted-set section
+#
+# The sorted-set section: ZADD and ZPOPMIN (redis-benchmark -t zadd,zpopmin), ZRANK and
+# ZRANGEBYSCORE ... LIMIT 0 10 on one 1M-member sorted set (loaded into both servers
+# with redis-cli --pipe, members member:%012d with score N so that redis-benchmark's
+# __rand_int__ hits them), then memory for that set and for 1M small sorted sets of 5
+# members. 10M members would be the natural size but takes too long to load and
+# measure on a shared 2-core machine, so the big set is 1M.
 #
 # Needs redis-benchmark (Debian's redis-tools); runs Redis too when redis-server is
 # installed. The two servers are benchmarked alternately, round by round, and the
@@ -16,20 +25,13 @@ ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,mset}
+BENCH_ZSET=${BENCH_ZSET:-0}
+ZMEMBERS=${ZMEMBERS:-1000000}
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 cargo build --release --quiet
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.05; done; return 1; }
-# FLUSHALL, then wait until background freeing is over so the baseline is honest.
-flush_wait() {
-    redis-cli -p "$1" flushall >/dev/null
-    for _ in $(seq 200); do
-        redis-cli -p "$1" info memory | grep -q '^lazyfree_pending_objects:0' && break
-        sleep 0.05
-    done
-    sleep 0.5
-}
 
 work=$(mktemp -d)
 pids=()
@@ -37,40 +39,66 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 cport=$(free_port)
-mkdir -p "$work/c" && ./target/release/cinnabar --port "$cport" --dir "$work/c" --enable-debug-command yes --loglevel warning >/dev/null &
+# Started directly (not as part of an && list) so that $! is the server, which the
+# EXIT trap kills; a backgrounded list would leave the server orphaned.
+mkdir -p "$work/c" "$work/r"
+./target/release/cinnabar --port "$cport" --dir "$work/c" --enable-debug-command yes --loglevel warning >/dev/null &
 pids+=($!)
 wait_port "$cport"
 servers=("cinnabar:$cport")
 if command -v redis-server >/dev/null; then
     rport=$(free_port)
-    mkdir -p "$work/r" && redis-server --port "$rport" --dir "$work/r" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null &
+    redis-server --port "$rport" --dir "$work/r" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null &
     pids+=($!)
     wait_port "$rport"
     servers+=("redis:$rport")
 fi
 
-declare -A results
-for P in 1 16; do
+median() { sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+# bench OUT P redis-benchmark-args...: alternates the servers round by round and
+# appends "server P test req/s" lines to OUT.
+bench() {
+    local out=$1 P=$2; shift 2
     for round in $(seq "$ROUNDS"); do
         for s in "${servers[@]}"; do
             name=${s%%:*}; port=${s##*:}
-            redis-benchmark -p "$port" -t "$TESTS" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -d 16 -P "$P" --csv 2>/dev/null \
-                | tail -n +2 | tr -d '"' | while IFS=, read -r test rps _; do echo "$name $P ${test// /_} $rps"; done >> "$work/raw"
+            redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -P "$P" --csv "$@" 2>/dev/null \
+                | tail -n +2 | tr -d '"' | while IFS=, read -r test rps _; do echo "$name $P ${test// /_} $rps"; done >> "$out"
         done
     done
-done
+}
 
-median() { sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-printf "%-22s %4s %14s %14s %8s\n" test P cinnabar redis ratio
-for P in 1 16; do
-    for test in $(awk -v p="$P" '$2==p {print $3}' "$work/raw" | sort -u); do
-        c=$(awk -v p="$P" -v t="$test" '$1=="cinnabar" && $2==p && $3==t {print $4}' "$work/raw" | median)
-        r=$(awk -v p="$P" -v t="$test" '$1=="redis" && $2==p && $3==t {print $4}' "$work/raw" | median)
-        if [ -n "$r" ]; then ratio=$(python3 -c "print(f'{$c/$r:.2f}')"); else r="-"; ratio="-"; fi
-        printf "%-22s %4s %14s %14s %8s\n" "$test" "$P" "$c" "$r" "$ratio"
+# table OUT: each test's median req/s per server and the Cinnabar/Redis ratio.
+table() {
+    printf "%-50s %4s %14s %14s %8s\n" test P cinnabar redis ratio
+    for P in $(awk '{print $2}' "$1" | sort -nu); do
+        for test in $(awk -v p="$P" '$2==p {print $3}' "$1" | sort -u); do
+            c=$(awk -v p="$P" -v t="$test" '$1=="cinnabar" && $2==p && $3==t {print $4}' "$1" | median)
+            r=$(awk -v p="$P" -v t="$test" '$1=="redis" && $2==p && $3==t {print $4}' "$1" | median)
+            if [ -n "$r" ]; then ratio=$(python3 -c "print(f'{$c/$r:.2f}')"); else r="-"; ratio="-"; fi
+            printf "%-50s %4s %14s %14s %8s\n" "$test" "$P" "$c" "$r" "$ratio"
+        done
     done
-done
+}
 
+mem() { redis-cli -p "$1" info memory | awk -F: -v f="$2" '$1==f {print $2}' | tr -d '\r'; }
+
+# FLUSHALL, then wait until background freeing is over so the baseline is honest.
+flush_wait() {
+    redis-cli -p "$1" flushall >/dev/null
+    for _ in $(seq 200); do
+        [ "$(mem "$1" lazyfree_pending_objects)" = 0 ] && break
+        sleep 0.05
+    done
+    sleep 0.5
+}
+
+if [ "$BENCH_ZSET" != only ]; then
+for P in 1 16; do
+    bench "$work/raw" "$P" -t "$TESTS" -d 16
+done
+table "$work/raw"
 echo
 echo "memory: DEBUG POPULATE 1000000 (key:N -> value:N)"
 printf "%-10s %16s %16s %14s %14s\n" server used_memory used_rss bytes/key rss/key
@@ -84,7 +112,6 @@ for s in "${servers[@]}"; do
     rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
     printf "%-10s %16s %16s %14s %14s\n" "$name" "$used" "$rss" $(( (used - base) / 1000000 )) $(( (rss - base_rss) / 1000000 ))
 done
-
 if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
     echo
     echo "memory: 1M small collections (lists of 10, hashes of 5 fields, sets of 5 members)"
@@ -94,10 +121,73 @@ if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
         for s in "${servers[@]}"; do
             name=${s%%:*}; port=${s##*:}
             flush_wait "$port"
-            base=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+            base=$(mem "$port" used_memory)
             redis-cli -p "$port" --pipe < "$work/$kind.resp" >/dev/null
-            used=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
+            used=$(mem "$port" used_memory)
             printf "%-10s %-8s %16s %12s\n" "$name" "$kind" $((used - base)) $(( (used - base) / 1000000 ))
         done
     done
 fi
+fi
+
+[ "$BENCH_ZSET" = 0 ] && exit 0
+
+# ----- sorted sets ------------------------------------------------------------------
+# The load files are RESP, generated once and piped into each server.
+python3 - "$work" "$ZMEMBERS" <<'PY'
+import sys
+work, n = sys.argv[1], int(sys.argv[2])
+def cmd(*a):
+    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+with open(f"{work}/big.resp", "wb") as f:
+    for start in range(0, n, 1000):
+        args = [b"ZADD", b"big"]
+        for i in range(start, min(n, start + 1000)):
+            args += [b"%d" % i, b"member:%012d" % i]
+        f.write(cmd(*args))
+with open(f"{work}/small.resp", "wb") as f:
+    for i in range(n):
+        f.write(cmd(b"ZADD", b"zs:%d" % i, b"1", b"a", b"2", b"b", b"3", b"c", b"4", b"d", b"5", b"e"))
+PY
+
+echo
+echo "sorted sets: ZADD/ZPOPMIN, then ZRANK/ZRANGEBYSCORE on one $ZMEMBERS-member set"
+declare -A big_used big_rss small_used small_rss
+for s in "${servers[@]}"; do
+    name=${s%%:*}; port=${s##*:}
+    redis-cli -p "$port" flushall >/dev/null; sleep 0.5
+    u0=$(mem "$port" used_memory); r0=$(mem "$port" used_memory_rss)
+    redis-cli -p "$port" --pipe < "$work/big.resp" >/dev/null
+    [ "$(redis-cli -p "$port" zcard big)" = "$ZMEMBERS" ] || { echo "$name: big set not loaded"; exit 1; }
+    big_used[$name]=$(( $(mem "$port" used_memory) - u0 )); big_rss[$name]=$(( $(mem "$port" used_memory_rss) - r0 ))
+done
+for P in 1 16; do
+    bench "$work/zraw" "$P" -t zadd,zpopmin
+    bench "$work/zraw" "$P" ZRANK big member:__rand_int__
+    bench "$work/zraw" "$P" ZRANGEBYSCORE big __rand_int__ +inf LIMIT 0 10
+done
+table "$work/zraw"
+
+for s in "${servers[@]}"; do
+    name=${s%%:*}; port=${s##*:}
+    redis-cli -p "$port" flushall >/dev/null; sleep 0.5
+    u0=$(mem "$port" used_memory); r0=$(mem "$port" used_memory_rss)
+    redis-cli -p "$port" --pipe < "$work/small.resp" >/dev/null
+    [ "$(redis-cli -p "$port" dbsize)" = "$ZMEMBERS" ] || { echo "$name: small sets not loaded"; exit 1; }
+    small_used[$name]=$(( $(mem "$port" used_memory) - u0 )); small_rss[$name]=$(( $(mem "$port" used_memory_rss) - r0 ))
+    redis-cli -p "$port" flushall >/dev/null
+done
+
+echo
+echo "sorted-set memory (used_memory and RSS growth; ratio = cinnabar/redis on used_memory)"
+printf "%-34s %-10s %14s %14s %12s %8s\n" case server used rss bytes/item ratio
+for case in big small; do
+    if [ $case = big ]; then label="one zset, $ZMEMBERS members"; else label="$ZMEMBERS zsets x 5 members"; fi
+    for s in "${servers[@]}"; do
+        name=${s%%:*}
+        eval "u=\${${case}_used[$name]}; r=\${${case}_rss[$name]}"
+        eval "base=\${${case}_used[redis]:-}"
+        if [ -n "$base" ]; then ratio=$(python3 -c "print(f'{$u/$base:.2f}')"); else ratio="-"; fi
+        printf "%-34s %-10s %14s %14s %12s %8s\n" "$label" "$name" "$u" "$r" $(( u / ZMEMBERS )) "$ratio"
+    done
+done

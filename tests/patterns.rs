@@ -107,12 +107,15 @@ fn queues_and_stacks() {
     let _: i64 = c.lpush("stack", &[1, 2, 3]).unwrap();
     let top: Option<i64> = c.lpop("stack", None).unwrap();
     assert_eq!(top, Some(3));
-    // Priority queue.
+    // Priority queue with a blocking worker.
     let _: i64 = c
         .zadd_multiple("tasks", &[(5, "low"), (1, "urgent")])
         .unwrap();
-    let v: Vec<(String, f64)> = c.zpopmin("tasks", 1).unwrap();
-    let next = ("tasks".to_string(), v[0].0.clone(), v[0].1);
+    let next: (String, String, f64) = redis::cmd("BZPOPMIN")
+        .arg("tasks")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
     assert_eq!((next.1.as_str(), next.2), ("urgent", 1.0));
 }
 

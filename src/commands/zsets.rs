@@ -7,7 +7,8 @@
 //!   the range into an interval of ranks on the type, and either replies or stores.
 //! - `pop_generic` serves ZPOPMIN, ZPOPMAX and ZMPOP: it takes the keys, the side and the
 //!   count and pops from the first non-empty key. The blocking BZPOPMIN/BZPOPMAX/BZMPOP
-//!   are meant to call it once a key is ready.
+//!   call it too, and when every key is missing hand the client to `exec::blocking`,
+//!   which re-runs the same handler once a sorted set is written to one of the keys.
 //! - `setop_generic` serves ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD. Input
 //!   values are read by `read_setop_input`, one match arm per accepted type, so the set
 //!   type becomes an input (every member with score 1) by adding one arm there.
@@ -18,6 +19,7 @@ use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
+use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{Object, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::types::zset::{AddFlags, AddOutcome, LexBound, LexRange, Limits, ScoreRange, ZSet};
@@ -27,6 +29,8 @@ const RD: &[&str] = &["read", "sortedset", "slow"];
 const RDF: &[&str] = &["read", "sortedset", "fast"];
 const WR: &[&str] = &["write", "sortedset", "slow"];
 const WRF: &[&str] = &["write", "sortedset", "fast"];
+const WBF: &[&str] = &["write", "sortedset", "fast", "blocking"];
+const WB: &[&str] = &["write", "sortedset", "slow", "blocking"];
 
 /// A row whose keys follow a count argument at `numkeys_at`.
 const fn counted(mut c: Command, numkeys_at: i32) -> Command {
@@ -62,6 +66,9 @@ pub static COMMANDS: &[Command] = &[
     command!("zpopmin", -2, WRITE | FAST, (1, 1, 1), WRF, "sorted-set", "5.0.0", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", zpopmin),
     command!("zpopmax", -2, WRITE | FAST, (1, 1, 1), WRF, "sorted-set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.", zpopmax),
     counted(command!("zmpop", -4, WRITE, (1, 1, 1), WR, "sorted-set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", zmpop), 1),
+    command!("bzpopmin", -3, WRITE | FAST | BLOCKING, (1, -2, 1), WBF, "sorted-set", "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", bzpopmin),
+    command!("bzpopmax", -3, WRITE | FAST | BLOCKING, (1, -2, 1), WBF, "sorted-set", "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", bzpopmax),
+    counted(command!("bzmpop", -5, WRITE | BLOCKING, (1, 1, 1), WB, "sorted-set", "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", bzmpop), 2),
     command!("zrandmember", -2, READONLY, (1, 1, 1), RD, "sorted-set", "6.2.0", "Returns one or more random members from a sorted set.", "O(N) where N is the number of members returned", zrandmember),
     counted(command!("zunion", -3, READONLY, (1, 1, 1), RD, "sorted-set", "6.2.0", "Returns the union of multiple sorted sets.", "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.", zunion), 1),
     counted(command!("zinter", -3, READONLY, (1, 1, 1), RD, "sorted-set", "6.2.0", "Returns the intersect of multiple sorted sets.", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.", zinter), 1),
@@ -795,10 +802,11 @@ fn zpopmax(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 /// Parses `numkeys key... MIN|MAX [COUNT n]` from `args[at]` (ZMPOP; BZMPOP after
 /// its timeout): the keys, the side and the count.
 pub fn parse_mpop<'a>(args: &[&'a [u8]], at: usize) -> Result<(Vec<&'a [u8]>, bool, usize), Reply> {
-    let numkeys = arg_i64(args[at])?;
-    if numkeys <= 0 {
-        return Err(Reply::err("ERR numkeys should be greater than 0"));
-    }
+    // Redis reports a non-integer numkeys with the range message too.
+    let numkeys = match arg_i64(args[at]) {
+        Ok(n) if n > 0 => n,
+        _ => return Err(Reply::err("ERR numkeys should be greater than 0")),
+    };
     let first = at + 1;
     let numkeys = numkeys as usize;
     if numkeys > args.len() - first {
@@ -849,6 +857,55 @@ fn zmpop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     };
     match pop_generic(ctx, &keys, max, count) {
         Err(e) => e,
+        Ok(p) => mpop_reply(ctx.proto(), p),
+    }
+}
+
+// ----- blocking pops --------------------------------------------------------------
+
+/// BZPOPMIN/BZPOPMAX: `[key, member, score]` from the first non-empty key, or block.
+/// The timeout is checked before any key, as in Redis.
+fn bzpop_command(ctx: &mut Ctx, args: &[&[u8]], max: bool) -> Reply {
+    let deadline = match parse_timeout(args[args.len() - 1]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let keys = &args[1..args.len() - 1];
+    match pop_generic(ctx, keys, max, 1) {
+        Err(e) => e,
+        Ok(Popped::From(key, mut items)) => {
+            let (member, score) = items.swap_remove(0);
+            Reply::Array(vec![
+                Reply::Bulk(key),
+                Reply::Bulk(member),
+                Reply::Double(score),
+            ])
+        }
+        Ok(Popped::Empty) => blocking::block(ctx, args, keys, "zset", deadline, Reply::NullArray),
+    }
+}
+
+fn bzpopmin(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    bzpop_command(ctx, args, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    bzpop_command(ctx, args, true)
+}
+
+/// BZMPOP: the arguments after the timeout are checked first, then the timeout.
+fn bzmpop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let (keys, max, count) = match parse_mpop(args, 2) {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let deadline = match parse_timeout(args[1]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match pop_generic(ctx, &keys, max, count) {
+        Err(e) => e,
+        Ok(Popped::Empty) => blocking::block(ctx, args, &keys, "zset", deadline, Reply::NullArray),
         Ok(p) => mpop_reply(ctx.proto(), p),
     }
 }
