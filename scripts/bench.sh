@@ -42,7 +42,7 @@ cport=$(free_port)
 # Started directly (not as part of an && list) so that $! is the server, which the
 # EXIT trap kills; a backgrounded list would leave the server orphaned.
 mkdir -p "$work/c" "$work/r"
-./target/release/cinnabar --port "$cport" --dir "$work/c" --enable-debug-command yes --loglevel warning >/dev/null &
+./target/release/cinnabar --port "$cport" --dir "$work/c" --appendonly no --save "" --enable-debug-command yes --loglevel warning >/dev/null &
 pids+=($!)
 wait_port "$cport"
 servers=("cinnabar:$cport")

@@ -148,7 +148,7 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             rdbcompression: true,
             rdbchecksum: true,
-            appendonly: false,
+            appendonly: true,
             appendfsync: "everysec".into(),
             appenddirname: "appendonlydir".into(),
             appendfilename: "appendonly.aof".into(),

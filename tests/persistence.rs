@@ -104,7 +104,7 @@ fn wait_until(mut f: impl FnMut() -> bool) {
 #[test]
 fn save_then_restart_restores_everything() {
     let dir = temp_dir("persist");
-    let mut s = TestServer::start_in(&dir, &["--save", ""]);
+    let mut s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c = s.client();
     populate(&mut c);
     let before = image(&mut c);
@@ -117,7 +117,7 @@ fn save_then_restart_restores_everything() {
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
     assert!(dir.join("dump.rdb").exists());
     s.kill9();
-    let s2 = TestServer::start_in(&dir, &["--save", ""]);
+    let s2 = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c2 = s2.client();
     assert_eq!(image(&mut c2), before);
     drop(s2);
@@ -127,7 +127,17 @@ fn save_then_restart_restores_everything() {
 #[test]
 fn bgsave_and_schedule() {
     let dir = temp_dir("persist");
-    let mut s = TestServer::start_in(&dir, &["--save", "", "--dbfilename", "snap.rdb"]);
+    let mut s = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--dbfilename",
+            "snap.rdb",
+        ],
+    );
     let mut c = s.client();
     populate(&mut c);
     let before = image(&mut c);
@@ -142,7 +152,17 @@ fn bgsave_and_schedule() {
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
     assert!(dir.join("snap.rdb").exists());
     s.kill9();
-    let s2 = TestServer::start_in(&dir, &["--save", "", "--dbfilename", "snap.rdb"]);
+    let s2 = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--dbfilename",
+            "snap.rdb",
+        ],
+    );
     let mut c2 = s2.client();
     assert_eq!(image(&mut c2), before);
     drop(s2);
@@ -152,7 +172,7 @@ fn bgsave_and_schedule() {
 #[test]
 fn save_points_trigger_background_saves() {
     let dir = temp_dir("persist");
-    let mut s = TestServer::start_in(&dir, &["--save", "1 1"]);
+    let mut s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", "1 1"]);
     let mut c = s.client();
     let r: String = redis::cmd("CONFIG")
         .arg("GET")
@@ -166,7 +186,7 @@ fn save_points_trigger_background_saves() {
         dir.join("dump.rdb").exists() && info_field(&mut c, "rdb_changes_since_last_save") == "0"
     });
     s.kill9();
-    let s2 = TestServer::start_in(&dir, &["--save", ""]);
+    let s2 = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c2 = s2.client();
     let v: String = redis::cmd("GET").arg("k").query(&mut c2).unwrap();
     assert_eq!(v, "v");
@@ -190,13 +210,13 @@ fn default_save_points_match_redis() {
 fn shutdown_save_nosave_and_sigterm() {
     // SHUTDOWN SAVE saves even without save points.
     let dir = temp_dir("persist");
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut raw = s.raw(2);
     raw.cmd(&["SET", "a", "1"]);
     raw.send(&["SHUTDOWN", "SAVE"]);
     wait_until(|| dir.join("dump.rdb").exists());
     drop(s);
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     assert_eq!(s.raw(2).cmd(&["GET", "a"]), "$1\r\n1\r\n");
     // SHUTDOWN NOSAVE with save points configured does not save.
     let mut raw = s.raw(2);
@@ -207,12 +227,12 @@ fn shutdown_save_nosave_and_sigterm() {
     wait_until(|| !s.is_running());
     drop(s);
     // SIGTERM with save points configured saves.
-    let mut s = TestServer::start_in(&dir, &["--save", "3600 1"]);
+    let mut s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", "3600 1"]);
     assert_eq!(s.raw(2).cmd(&["GET", "a"]), "$1\r\n1\r\n");
     s.raw(2).cmd(&["SET", "a", "3"]);
     assert_eq!(s.terminate(), Some(0));
     drop(s);
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     assert_eq!(s.raw(2).cmd(&["GET", "a"]), "$1\r\n3\r\n");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
@@ -221,7 +241,7 @@ fn shutdown_save_nosave_and_sigterm() {
 #[test]
 fn corrupt_or_truncated_files_are_refused() {
     let dir = temp_dir("persist");
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c = s.client();
     populate(&mut c);
     run(&mut c, &["SAVE"]);
@@ -237,12 +257,12 @@ fn corrupt_or_truncated_files_are_refused() {
     ] {
         std::fs::write(dir.join("dump.rdb"), &bad).unwrap();
         assert!(
-            TestServer::try_start_in(&dir, &["--save", ""]).is_none(),
+            TestServer::try_start_in(&dir, &["--appendonly", "no", "--save", ""]).is_none(),
             "a damaged file must stop the server from starting"
         );
     }
     std::fs::write(dir.join("dump.rdb"), &good).unwrap();
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     assert_eq!(s.raw(2).cmd(&["GET", "s:int"]), "$2\r\n42\r\n");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
@@ -290,7 +310,7 @@ fn rdb_files_interoperate_with_redis_server() {
     // Redis's file loads here with identical content.
     let dir = temp_dir("persist");
     std::fs::copy(rdir.join("dump.rdb"), dir.join("dump.rdb")).unwrap();
-    let s = TestServer::start_in(&dir, &["--save", ""]);
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c = s.client();
     assert_eq!(image(&mut c), theirs);
     // Ours loads into redis-server with identical content.

@@ -258,7 +258,41 @@ impl Executor {
                     }
                 }
             }
+            // An auto-generated ID (`*`, `ms-*`) is logged as the ID actually assigned,
+            // so that replay builds the same stream.
+            "xadd" => match (reply, xadd_id_index(args)) {
+                (Reply::Bulk(id), Some(i)) => {
+                    let mut v: Vec<&[u8]> = args.to_vec();
+                    v[i] = id;
+                    self.stream.append(db, &v);
+                }
+                _ => self.stream.append(db, args),
+            },
             _ => self.stream.append(db, args),
         }
     }
+}
+
+/// Position of the ID argument of `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] n
+/// [LIMIT c]] id field value ...`.
+fn xadd_id_index(args: &[&[u8]]) -> Option<usize> {
+    let is = |a: &[u8], w: &str| a.eq_ignore_ascii_case(w.as_bytes());
+    let mut i = 2;
+    while i < args.len() {
+        let a = args[i];
+        if is(a, "nomkstream") {
+            i += 1;
+        } else if is(a, "maxlen") || is(a, "minid") {
+            i += 1;
+            if args.get(i).is_some_and(|x| *x == b"=" || *x == b"~") {
+                i += 1;
+            }
+            i += 1;
+        } else if is(a, "limit") {
+            i += 2;
+        } else {
+            return Some(i);
+        }
+    }
+    None
 }
