@@ -437,7 +437,7 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             let mut s = Stream::new();
             let r = add(&mut s);
             if r.is_ok() {
-                ctx.set(key, Value::Obj(Box::new(Object::Stream(s))), None, false);
+                ctx.set(key, Value::Obj(Box::new(Object::Stream(Box::new(s)))), None, false);
             }
             r
         }
@@ -991,7 +991,7 @@ fn xgroup_create(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if !exists {
         ctx.set(
             key,
-            Value::Obj(Box::new(Object::Stream(Stream::new()))),
+            Value::Obj(Box::new(Object::Stream(Box::new(Stream::new())))),
             None,
             false,
         );

@@ -27,7 +27,8 @@ pub enum Object {
     List(crate::types::list::List),
     Hash(crate::types::hash::Hash),
     Set(crate::types::set::Set),
-    Stream(crate::types::stream::Stream),
+    // Boxed: a stream header is large, and every other collection would pay for it.
+    Stream(Box<crate::types::stream::Stream>),
 }
 
 impl Object {
