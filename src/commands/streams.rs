@@ -437,7 +437,12 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             let mut s = Stream::new();
             let r = add(&mut s);
             if r.is_ok() {
-                ctx.set(key, Value::Obj(Box::new(Object::Stream(Box::new(s)))), None, false);
+                ctx.set(
+                    key,
+                    Value::Obj(Box::new(Object::Stream(Box::new(s)))),
+                    None,
+                    false,
+                );
             }
             r
         }

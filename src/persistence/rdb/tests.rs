@@ -33,7 +33,9 @@ fn flat(v: ValueRef<'_>) -> Flat {
         }
         ValueRef::Obj(Object::ZSet(z)) => {
             let mut v = Vec::new();
-            z.for_each(|m, s| v.push((m.to_vec(), s.to_bits())));
+            // A listpack stores -0 as 0 (as Redis does), so an encoding change on the
+            // way back may turn one into the other: compare them as equal.
+            z.for_each(|m, s| v.push((m.to_vec(), if s == 0.0 { 0 } else { s.to_bits() })));
             Flat::ZSet(v)
         }
         ValueRef::Obj(Object::Hash(h)) => {
