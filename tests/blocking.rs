@@ -5,28 +5,6 @@
 mod common;
 use common::*;
 
-use std::time::Duration;
-
-/// Waits (bounded) until INFO reports `n` blocked clients.
-fn wait_blocked(s: &TestServer, n: usize) {
-    let mut c = s.raw(2);
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..1000 {
-        if c.cmd(&["INFO", "clients"]).contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("never reached {n} blocked clients");
-}
-
-fn info_field(s: &TestServer, field: &str) -> String {
-    let info = s.raw(2).cmd(&["INFO", "clients"]);
-    info.split("\r\n")
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-        .unwrap()
-}
-
 #[test]
 fn served_in_the_order_they_blocked() {
     let s = TestServer::start();
@@ -39,7 +17,7 @@ fn served_in_the_order_they_blocked() {
     wait_blocked(&s, 2);
     c.send(&["BLMPOP", "0", "1", "q", "LEFT", "COUNT", "5"]);
     wait_blocked(&s, 3);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "2");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "2");
     let mut w = s.raw(2);
     // One command pushing several elements: waiters are served after it, in order.
     assert_eq!(w.cmd(&["RPUSH", "q", "x", "y"]), ":2\r\n");
@@ -54,7 +32,7 @@ fn served_in_the_order_they_blocked() {
         "*2\r\n$1\r\nq\r\n*3\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n"
     );
     wait_blocked(&s, 0);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "0");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "0");
 }
 
 #[test]
@@ -224,7 +202,7 @@ fn disconnect_while_blocked_cleans_up() {
         wait_blocked(&s, 1);
     }
     wait_blocked(&s, 0);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "0");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "0");
     let mut w = s.raw(2);
     assert_eq!(w.cmd(&["RPUSH", "q", "x"]), ":1\r\n");
     assert_eq!(w.cmd(&["LLEN", "q"]), ":1\r\n");

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::*;
 use redis::Connection;
 
@@ -14,14 +12,6 @@ fn conn(port: u16) -> Connection {
         .unwrap()
         .get_connection()
         .unwrap()
-}
-
-fn run(c: &mut Connection, args: &[&str]) -> redis::Value {
-    let mut cmd = redis::Cmd::new();
-    for a in args {
-        cmd.arg(*a);
-    }
-    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 fn populate(c: &mut Connection) {
@@ -40,65 +30,6 @@ fn populate(c: &mut Connection) {
     run(c, &["SELECT", "3"]);
     run(c, &["SET", "db3key", "in db 3"]);
     run(c, &["SELECT", "0"]);
-}
-
-/// Every key of every database with type, TTL presence and contents, canonically.
-fn image(c: &mut Connection) -> Vec<String> {
-    let mut out = Vec::new();
-    for db in 0..16 {
-        run(c, &["SELECT", &db.to_string()]);
-        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
-        keys.sort();
-        for k in keys {
-            let t: String = redis::cmd("TYPE").arg(&k).query(c).unwrap();
-            let ttl: i64 = redis::cmd("TTL").arg(&k).query(c).unwrap();
-            let mut items: Vec<Vec<u8>> = match t.as_str() {
-                "string" => vec![redis::cmd("GET").arg(&k).query(c).unwrap()],
-                "list" => redis::cmd("LRANGE")
-                    .arg(&k)
-                    .arg(0)
-                    .arg(-1)
-                    .query(c)
-                    .unwrap(),
-                "set" => redis::cmd("SMEMBERS").arg(&k).query(c).unwrap(),
-                "zset" => redis::cmd("ZRANGE")
-                    .arg(&k)
-                    .arg(0)
-                    .arg(-1)
-                    .arg("WITHSCORES")
-                    .query(c)
-                    .unwrap(),
-                "hash" => {
-                    let v: Vec<Vec<u8>> = redis::cmd("HGETALL").arg(&k).query(c).unwrap();
-                    v.chunks(2)
-                        .map(|p| [p[0].clone(), b"=".to_vec(), p[1].clone()].concat())
-                        .collect()
-                }
-                _ => vec![],
-            };
-            if t == "set" || t == "hash" {
-                items.sort();
-            }
-            out.push(format!("{db} {k} {t} ttl={} {:?}", ttl > 0, items));
-        }
-    }
-    run(c, &["SELECT", "0"]);
-    out
-}
-
-fn info_field(c: &mut Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.to_string()))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-}
-
-fn wait_until(mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -6,29 +6,7 @@
 mod common;
 use common::*;
 
-use std::time::Duration;
-
 const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-
-/// Waits (bounded) until INFO reports `n` blocked clients.
-fn wait_blocked(s: &TestServer, n: usize) {
-    let mut c = s.raw(2);
-    let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..1000 {
-        if c.cmd(&["INFO", "clients"]).contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("never reached {n} blocked clients");
-}
-
-fn info_field(s: &TestServer, field: &str) -> String {
-    let info = s.raw(2).cmd(&["INFO", "clients"]);
-    info.split("\r\n")
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-        .unwrap()
-}
 
 fn client_id(c: &mut RawConn) -> String {
     let id = c.cmd(&["CLIENT", "ID"]);
@@ -262,7 +240,7 @@ fn served_in_the_order_they_blocked() {
     wait_blocked(&s, 2);
     c.send(&["BZMPOP", "0", "1", "q", "MIN", "COUNT", "5"]);
     wait_blocked(&s, 3);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "2");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "2");
     let mut w = s.raw(2);
     // One ZADD of several members: waiters are served after it, in the order they
     // blocked, each as its own command would.
@@ -281,7 +259,7 @@ fn served_in_the_order_they_blocked() {
         "*2\r\n$1\r\nq\r\n*3\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,2\r\n*2\r\n$1\r\nc\r\n,3\r\n"
     );
     wait_blocked(&s, 0);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "0");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "0");
     assert_eq!(w.cmd(&["EXISTS", "q"]), ":0\r\n");
 }
 
@@ -413,7 +391,7 @@ fn disconnect_while_blocked_cleans_up() {
     assert_eq!(w.cmd(&["ZADD", "q", "1", "a", "2", "b"]), ":2\r\n");
     assert_eq!(b.read_reply(), "*3\r\n$1\r\nq\r\n$1\r\nb\r\n$1\r\n2\r\n");
     wait_blocked(&s, 0);
-    assert_eq!(info_field(&s, "total_blocking_keys"), "0");
+    assert_eq!(clients_info_field(&s, "total_blocking_keys"), "0");
     assert_eq!(w.cmd(&["ZCARD", "q"]), ":1\r\n");
 }
 

@@ -397,3 +397,93 @@ pub fn assert_same_as_redis(server: &TestServer, redis: &RedisServer, commands: 
         }
     }
 }
+
+// ----- helpers shared by the persistence tests -------------------------------------
+
+pub fn run(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Every key of every database with type, expiry and contents, canonically.
+pub fn image(c: &mut redis::Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for db in 0..16 {
+        run(c, &["SELECT", &db.to_string()]);
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+        keys.sort();
+        for k in keys {
+            let t: String = redis::cmd("TYPE").arg(&k).query(c).unwrap();
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(&k).query(c).unwrap();
+            let mut items: Vec<Vec<u8>> = match t.as_str() {
+                "string" => vec![redis::cmd("GET").arg(&k).query(c).unwrap()],
+                "list" => redis::cmd("LRANGE")
+                    .arg(&k)
+                    .arg(0)
+                    .arg(-1)
+                    .query(c)
+                    .unwrap(),
+                "set" => redis::cmd("SMEMBERS").arg(&k).query(c).unwrap(),
+                "zset" => redis::cmd("ZRANGE")
+                    .arg(&k)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(c)
+                    .unwrap(),
+                "hash" => {
+                    let v: Vec<Vec<u8>> = redis::cmd("HGETALL").arg(&k).query(c).unwrap();
+                    v.chunks(2)
+                        .map(|p| [p[0].clone(), b"=".to_vec(), p[1].clone()].concat())
+                        .collect()
+                }
+                _ => vec![],
+            };
+            if t == "set" || t == "hash" {
+                items.sort();
+            }
+            out.push(format!("{db} {k} {t} at={at} {:?}", items));
+        }
+    }
+    run(c, &["SELECT", "0"]);
+    out
+}
+
+pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.to_string()))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+}
+
+pub fn wait_until(mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (bounded) until INFO reports `n` blocked clients.
+pub fn wait_blocked(s: &TestServer, n: usize) {
+    let mut c = s.raw(2);
+    let want = format!("blocked_clients:{n}\r\n");
+    for _ in 0..1000 {
+        if c.cmd(&["INFO", "clients"]).contains(&want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("never reached {n} blocked clients");
+}
+
+/// A field of INFO clients, read on a fresh connection.
+pub fn clients_info_field(s: &TestServer, field: &str) -> String {
+    let info = s.raw(2).cmd(&["INFO", "clients"]);
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+        .unwrap()
+}
