@@ -49,11 +49,13 @@ fn with_hll<R>(
     let mut copy = match ctx.lookup_write(key) {
         None => return Ok(None),
         Some(mut e) => {
-            let bytes = hll_bytes(e.value())?.to_vec();
+            // Validate first; copy only an inline string (a heap string is edited in
+            // place, so a dense 12 KB HLL is never copied on the hot path).
+            hll_bytes(e.value())?;
             if let Some(raw) = e.raw_string_mut() {
                 return Ok(Some(edit(raw).0));
             }
-            bytes
+            hll_bytes(e.value())?.to_vec()
         }
     };
     // An inline string is rewritten as a heap string only if it changed.
