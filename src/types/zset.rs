@@ -160,13 +160,56 @@ fn put_varint(mut n: usize, out: &mut Vec<u8>) {
     out.push(n as u8);
 }
 
+// Score encodings in the listpack: a tag byte, then the value. Integral scores (the
+// common case: counters, timestamps in seconds, ranks) take 1, 2 or 4 bytes instead of
+// 8, as Redis's listpack stores them as integers.
+const SCORE_I8: u8 = 0;
+const SCORE_I16: u8 = 1;
+const SCORE_I32: u8 = 2;
+const SCORE_F64: u8 = 3;
+
+fn put_score(score: f64, out: &mut Vec<u8>) {
+    // Redis's listpack turns -0 into the integer 0.
+    let score = if score == 0.0 { 0.0 } else { score };
+    if score.fract() == 0.0 && score >= i32::MIN as f64 && score <= i32::MAX as f64 {
+        let n = score as i32;
+        if let Ok(v) = i8::try_from(n) {
+            out.push(SCORE_I8);
+            out.push(v as u8);
+        } else if let Ok(v) = i16::try_from(n) {
+            out.push(SCORE_I16);
+            out.extend_from_slice(&v.to_le_bytes());
+        } else {
+            out.push(SCORE_I32);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    } else {
+        out.push(SCORE_F64);
+        out.extend_from_slice(&score.to_le_bytes());
+    }
+}
+
+/// Decodes a score written by `put_score` at `at`; returns it and the bytes it took.
+fn get_score(buf: &[u8], at: usize) -> (f64, usize) {
+    match buf[at] {
+        SCORE_I8 => (buf[at + 1] as i8 as f64, 2),
+        SCORE_I16 => (i16::from_le_bytes([buf[at + 1], buf[at + 2]]) as f64, 3),
+        SCORE_I32 => (
+            i32::from_le_bytes(buf[at + 1..at + 5].try_into().expect("4 bytes")) as f64,
+            5,
+        ),
+        _ => (
+            f64::from_le_bytes(buf[at + 1..at + 9].try_into().expect("8 bytes")),
+            9,
+        ),
+    }
+}
+
 fn encode_entry(member: &[u8], score: f64) -> Vec<u8> {
     let mut e = Vec::with_capacity(member.len() + 10);
     put_varint(member.len(), &mut e);
     e.extend_from_slice(member);
-    // Redis's listpack turns -0 into the integer 0.
-    let score = if score == 0.0 { 0.0 } else { score };
-    e.extend_from_slice(&score.to_le_bytes());
+    put_score(score, &mut e);
     e
 }
 
@@ -194,8 +237,8 @@ impl<'a> Iterator for PackIter<'a> {
         }
         let member = &self.buf[i..i + n];
         let s = i + n;
-        let score = f64::from_le_bytes(self.buf[s..s + 8].try_into().expect("8 bytes"));
-        self.at = s + 8;
+        let (score, width) = get_score(self.buf, s);
+        self.at = s + width;
         Some(PEntry {
             at: start,
             end: self.at,
@@ -225,6 +268,10 @@ impl Pack {
         let bytes = encode_entry(member, score);
         self.buf.splice(at..at, bytes);
         self.len += 1;
+        // Small sets are many: keep each buffer close to its contents.
+        if self.buf.capacity() > self.buf.len() + 16 {
+            self.buf.shrink_to_fit();
+        }
     }
 
     fn remove_span(&mut self, at: usize, end: usize) {
