@@ -178,6 +178,22 @@ impl Executor {
     /// Sends an out-of-band reply (push) to a client: into its output buffer, or, while
     /// that client's own command runs, after the command's reply. Applies the output
     /// buffer limits.
+    /// `push_to` for a message already encoded in both protocols (fan-out).
+    fn push_encoded_to(&mut self, slot: usize, m: &EncodedOnce) {
+        let c = self.client_mut(slot);
+        if c.close_asap {
+            return;
+        }
+        let bytes = if c.proto >= 3 { &m.resp3 } else { &m.resp2 };
+        if c.executing {
+            c.deferred.extend_from_slice(bytes);
+            return;
+        }
+        c.out.extend_from_slice(bytes);
+        self.mark_pending_write(slot);
+        self.check_output_limits(slot);
+    }
+
     pub fn push_to(&mut self, slot: usize, r: &Reply) {
         let c = self.client_mut(slot);
         if c.close_asap {
@@ -274,11 +290,17 @@ impl Executor {
     /// number of clients that received it.
     pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> usize {
         let mut receivers = 0;
-        if let Some(slots) = self.pubsub.channels.get(channel).cloned() {
+        // The subscriber list is taken out for the loop (delivery never changes it) and
+        // the message is encoded once per protocol, then copied to each subscriber.
+        if let Some(slots) = self.pubsub.channels.get_mut(channel).map(std::mem::take) {
             let msg = Reply::Push(vec![bulk(b"message"), bulk(channel), bulk(message)]);
-            for slot in slots {
-                self.push_to(slot, &msg);
+            let encoded = EncodedOnce::new(&msg);
+            for &slot in &slots {
+                self.push_encoded_to(slot, &encoded);
                 receivers += 1;
+            }
+            if let Some(entry) = self.pubsub.channels.get_mut(channel) {
+                *entry = slots;
             }
         }
         if !self.pubsub.patterns.is_empty() {
@@ -431,5 +453,21 @@ mod tests {
             assert_eq!(format_notify_classes(f), shown, "{input}");
         }
         assert!(parse_notify_classes("Q").is_none());
+    }
+}
+
+/// A push message encoded once for each protocol, for delivery to many clients.
+struct EncodedOnce {
+    resp2: Vec<u8>,
+    resp3: Vec<u8>,
+}
+
+impl EncodedOnce {
+    fn new(r: &Reply) -> EncodedOnce {
+        let mut resp2 = Vec::new();
+        let mut resp3 = Vec::new();
+        r.encode(2, &mut resp2);
+        r.encode(3, &mut resp3);
+        EncodedOnce { resp2, resp3 }
     }
 }
