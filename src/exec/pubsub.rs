@@ -433,6 +433,22 @@ pub fn format_notify_classes(flags: u32) -> String {
     s
 }
 
+/// A push message encoded once for each protocol, for delivery to many clients.
+struct EncodedOnce {
+    resp2: Vec<u8>,
+    resp3: Vec<u8>,
+}
+
+impl EncodedOnce {
+    fn new(r: &Reply) -> EncodedOnce {
+        let mut resp2 = Vec::new();
+        let mut resp3 = Vec::new();
+        r.encode(2, &mut resp2);
+        r.encode(3, &mut resp3);
+        EncodedOnce { resp2, resp3 }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,21 +469,5 @@ mod tests {
             assert_eq!(format_notify_classes(f), shown, "{input}");
         }
         assert!(parse_notify_classes("Q").is_none());
-    }
-}
-
-/// A push message encoded once for each protocol, for delivery to many clients.
-struct EncodedOnce {
-    resp2: Vec<u8>,
-    resp3: Vec<u8>,
-}
-
-impl EncodedOnce {
-    fn new(r: &Reply) -> EncodedOnce {
-        let mut resp2 = Vec::new();
-        let mut resp3 = Vec::new();
-        r.encode(2, &mut resp2);
-        r.encode(3, &mut resp3);
-        EncodedOnce { resp2, resp3 }
     }
 }
