@@ -39,25 +39,38 @@ fn serves_pid(port: u16, pid: u32, password: Option<&str>) -> bool {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut c = RawConn {
-        reader: BufReader::new(stream.try_clone().unwrap()),
-        stream,
+    let Ok(read_half) = stream.try_clone() else {
+        return false;
     };
+    let mut reader = BufReader::new(read_half);
+    let mut stream = stream;
+    // Nothing here may panic: the process on this port may be exiting (a lost port
+    // race), and the caller then simply tries another port.
+    let mut line = Vec::new();
     if let Some(p) = password {
-        if c.cmd(&["AUTH", p]) != "+OK\r\n" {
+        let auth = format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n", p.len());
+        if stream.write_all(auth.as_bytes()).is_err()
+            || reader.read_until(b'\n', &mut line).is_err()
+            || line != b"+OK\r\n"
+        {
             return false;
         }
+        line.clear();
     }
-    c.send(&["INFO", "server"]);
-    let mut line = Vec::new();
-    if c.reader.read_until(b'\n', &mut line).is_err() || !line.starts_with(b"$") {
+    if stream
+        .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    if reader.read_until(b'\n', &mut line).is_err() || !line.starts_with(b"$") || line.len() < 3 {
         return false;
     }
     let n: usize = String::from_utf8_lossy(&line[1..line.len() - 2])
         .parse()
         .unwrap_or(0);
     let mut body = vec![0; n + 2];
-    if c.reader.read_exact(&mut body).is_err() {
+    if reader.read_exact(&mut body).is_err() {
         return false;
     }
     String::from_utf8_lossy(&body).contains(&format!("process_id:{pid}\r\n"))
