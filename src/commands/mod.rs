@@ -322,7 +322,6 @@ pub mod errors {
     pub const NO_SUCH_KEY: Reply = Reply::err("ERR no such key");
     pub const OVERFLOW: Reply = Reply::err("ERR increment or decrement would overflow");
     pub const DB_INDEX: Reply = Reply::err("ERR DB index is out of range");
-    pub const INVALID_EXPIRE: Reply = Reply::err("ERR invalid expire time in '{}' command");
     pub const STRING_TOO_LONG: Reply =
         Reply::err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     pub const NOAUTH: Reply = Reply::err("NOAUTH Authentication required.");

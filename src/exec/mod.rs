@@ -107,7 +107,6 @@ pub struct Executor {
     /// Active-expiry time left in the current tick.
     expire_budget: Duration,
     last_cron: Instant,
-    cron_loops: u64,
     /// Clients blocked by blocking commands and the keys they wait on.
     pub blocking: blocking::Blocking,
     /// WATCHed keys (multi.rs), pub/sub registries (pubsub.rs), client tracking
@@ -156,7 +155,6 @@ impl Executor {
             notify_classes,
             pending_notifications: Vec::new(),
             last_cron: now,
-            cron_loops: 0,
             blocking: blocking::Blocking::default(),
             watch: Default::default(),
             pubsub: Default::default(),
@@ -519,7 +517,6 @@ impl Executor {
             return false;
         }
         self.last_cron = Instant::now();
-        self.cron_loops += 1;
         self.ks.housekeeping();
         // Redis's active expiry may take up to 25% of each tick at effort 1.
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
