@@ -588,7 +588,7 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     bool_directive!("rdbcompression", rdbcompression, true),
     bool_directive!("rdbchecksum", rdbchecksum, true),
-    bool_directive!("appendonly", appendonly, false),
+    bool_directive!("appendonly", appendonly, true),
     Directive {
         name: "appendfsync",
         aliases: &[],

@@ -315,3 +315,82 @@ fn stream_ids_replay_exactly() {
     drop(s2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CONFIG SET appendonly yes|no at runtime, as Redis's startAppendOnly/stopAppendOnly:
+/// turning it on writes the current dataset as a fresh base (discarding a stale AOF
+/// left in the directory), later writes go to the new incremental file, and a
+/// restart with AOF on reproduces everything.
+#[test]
+fn appendonly_turned_on_and_off_at_runtime() {
+    let dir = temp_dir("aof-runtime");
+    let off = ["--save", "", "--appendonly", "no"];
+    let on = ["--save", "", "--appendonly", "yes"];
+    let mut s = TestServer::start_in(&dir, &off);
+    let mut c = s.client();
+    assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+    run(&mut c, &["SET", "before", "1"]);
+    run(&mut c, &["RPUSH", "l", "a", "b"]);
+    let mut raw = s.raw(2);
+    assert_eq!(raw.cmd(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    assert_eq!(
+        raw.cmd(&["CONFIG", "GET", "appendonly"]),
+        "*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n"
+    );
+    assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+    // Idempotent, as in Redis.
+    assert_eq!(raw.cmd(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    run(&mut c, &["INCR", "counter"]);
+    run(&mut c, &["RPUSH", "l", "c"]);
+    wait_until(|| info_field(&mut c, "aof_rewrite_in_progress") == "0");
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "ok");
+    run(&mut c, &["INCR", "counter"]);
+    let ad = dir.join("appendonlydir");
+    let manifest = std::fs::read_to_string(ad.join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    assert!(!ad.join("temp-appendonly.aof.incr").exists());
+
+    // Off: writes after it are not logged; what was logged is synced.
+    assert_eq!(raw.cmd(&["CONFIG", "SET", "appendonly", "no"]), "+OK\r\n");
+    assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+    let logged = image(&mut c);
+    run(&mut c, &["SET", "unlogged", "x"]);
+    assert_eq!(
+        raw.cmd(&["BGREWRITEAOF"]),
+        "-ERR Background append only file rewriting needs appendonly yes on this server\r\n"
+    );
+    s.kill9();
+    let s2 = TestServer::start_in(&dir, &on);
+    let mut c2 = s2.client();
+    assert_eq!(image(&mut c2), logged);
+    let counter: String = redis::cmd("GET").arg("counter").query(&mut c2).unwrap();
+    assert_eq!(counter, "2");
+    drop(s2);
+
+    // On again over that (now stale for a server started without AOF) directory:
+    // the new base is this server's dataset, and the old files are gone.
+    let s3 = TestServer::start_in(&dir, &off);
+    let mut c3 = s3.client();
+    run(&mut c3, &["SET", "only", "this"]);
+    let mut raw3 = s3.raw(2);
+    assert_eq!(raw3.cmd(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    wait_until(|| info_field(&mut c3, "aof_rewrite_in_progress") == "0");
+    run(&mut c3, &["SET", "after", "on"]);
+    let expected = image(&mut c3);
+    let manifest = std::fs::read_to_string(ad.join("appendonly.aof.manifest")).unwrap();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.3.base.rdb seq 3 type b\nfile appendonly.aof.3.incr.aof seq 3 type i\n"
+    );
+    assert!(!ad.join("appendonly.aof.2.base.rdb").exists());
+    assert!(!ad.join("appendonly.aof.2.incr.aof").exists());
+    let mut s3 = s3;
+    s3.kill9();
+    let s4 = TestServer::start_in(&dir, &on);
+    let mut c4 = s4.client();
+    assert_eq!(image(&mut c4), expected);
+    drop(s4);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -561,7 +561,19 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return fail(&why);
         }
     }
-    ctx.ex.config = updated;
+    let aof_was = ctx.ex.config.appendonly;
+    let previous = std::mem::replace(&mut ctx.ex.config, updated);
+    if ctx.ex.config.appendonly != aof_was {
+        if aof_was {
+            crate::persistence::aof::stop_at_runtime(ctx.ex);
+        } else if let Err(e) = crate::persistence::aof::start_at_runtime(ctx.ex) {
+            crate::log::warning(&format!("Unable to turn on AOF: {e}"));
+            ctx.ex.config = previous;
+            return Reply::error(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.".to_string(),
+            );
+        }
+    }
     ctx.ex.apply_config();
     Reply::ok()
 }

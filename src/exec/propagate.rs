@@ -115,6 +115,10 @@ impl Executor {
     ) {
         let Some(mark) = mark else { return };
         self.stream.depth -= 1;
+        if !self.stream.enabled {
+            // CONFIG SET appendonly no ran inside this call: nothing more to record.
+            return;
+        }
         // Expiry noticed during the command precedes it.
         self.stream_feed_expired();
         let over = self.stream.override_cmds.take();

@@ -110,6 +110,9 @@ struct Rewrite {
     /// Files of the old history, deleted once the new manifest is published.
     old: Vec<Part>,
     new_incr: Part,
+    /// The first rewrite after AOF was turned on at runtime writes new commands to a
+    /// temp file (not in any manifest); it gets `new_incr`'s name on publication.
+    temp_incr: Option<PathBuf>,
 }
 
 /// The open AOF.
@@ -129,6 +132,9 @@ pub struct Aof {
     pub last_rewrite_ok: bool,
     pub rewrites: u64,
     pub last_write_ok: bool,
+    /// Turned on at runtime and its first base is not written yet: the manifest on
+    /// disk (if any) is stale history, and `file` is the temp incremental file.
+    wait_rewrite: bool,
 }
 
 fn write_file_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -420,10 +426,89 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         last_rewrite_ok: true,
         rewrites: 0,
         last_write_ok: true,
+        wait_rewrite: false,
     }));
     ex.stream.enabled = true;
     ex.stream.reset_db();
     Ok(())
+}
+
+fn temp_incr_path(dir: &Path, prefix: &str) -> PathBuf {
+    dir.join(format!("temp-{prefix}.incr"))
+}
+
+/// CONFIG SET appendonly yes: as Redis's startAppendOnly, a fresh AOF whose base is
+/// the current dataset, written by a rewrite (scheduled when a BGSAVE is running).
+/// Whatever AOF the directory holds is stale history until that rewrite publishes
+/// the new manifest, and is deleted then.
+pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
+    if ex.aof.is_some() {
+        return Ok(());
+    }
+    let dir = PathBuf::from(&ex.config.appenddirname);
+    let prefix = ex.config.appendfilename.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("Can't create the AOF directory: {e}"))?;
+    let manifest = match std::fs::read_to_string(dir.join(format!("{prefix}.manifest"))) {
+        Ok(t) => Manifest::parse(&t).unwrap_or_default(),
+        Err(_) => Manifest::default(),
+    };
+    let file = File::create(temp_incr_path(&dir, &prefix)).map_err(|e| e.to_string())?;
+    ex.aof = Some(Box::new(Aof {
+        dir,
+        prefix,
+        manifest,
+        file,
+        fsync: fsync_mode(&ex.config.appendfsync),
+        last_fsync: Instant::now(),
+        unsynced: false,
+        fsync_thread: None,
+        incr_size: 0,
+        base_size: 0,
+        rewrite: None,
+        rewrite_scheduled: false,
+        last_rewrite_ok: true,
+        rewrites: 0,
+        last_write_ok: true,
+        wait_rewrite: true,
+    }));
+    // Until the image is taken there is nothing to log: the image will hold it.
+    ex.stream.enabled = false;
+    ex.stream.buf.clear();
+    if ex.persist.bgsave_in_progress() {
+        if let Some(a) = ex.aof.as_mut() {
+            a.rewrite_scheduled = true;
+        }
+        return Ok(());
+    }
+    if let Err(e) = start_rewrite(ex) {
+        stop_at_runtime(ex);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// CONFIG SET appendonly no: as Redis's stopAppendOnly, everything written so far is
+/// flushed and synced, then the stream stops. A rewrite in flight is finished and
+/// published (its files are complete history), so the directory stays consistent.
+pub fn stop_at_runtime(ex: &mut Executor) {
+    if ex.aof.is_none() {
+        return;
+    }
+    flush(ex);
+    reap_rewrite(ex, true);
+    if let Some(aof) = ex.aof.take() {
+        if let Err(e) = aof.file.sync_all() {
+            crate::log::warning(&format!("Error syncing the AOF: {e}"));
+        }
+        if aof.wait_rewrite {
+            let _ = std::fs::remove_file(temp_incr_path(&aof.dir, &aof.prefix));
+        }
+        if let Some(t) = aof.fsync_thread {
+            let _ = t.join();
+        }
+    }
+    ex.stream.enabled = false;
+    ex.stream.buf.clear();
 }
 
 /// Startup: the AOF when enabled (falling back to the RDB file when there is no AOF
@@ -528,9 +613,6 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
     };
-    if let Err(e) = aof.file.sync_data() {
-        return Err(e.to_string());
-    }
     let seq = aof.manifest.incrs.last().map_or(1, |p| p.seq) + 1;
     let base_seq = aof.manifest.base.as_ref().map_or(1, |p| p.seq) + 1;
     let new_incr = Part {
@@ -538,10 +620,6 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         seq,
         kind: 'i',
     };
-    let new_file = open_append(&aof.dir.join(&new_incr.name)).map_err(|e| e.to_string())?;
-    let mut m = aof.manifest.clone();
-    m.incrs.push(new_incr.clone());
-    publish_manifest(&aof.dir, &aof.prefix, &m).map_err(|e| e.to_string())?;
     let old: Vec<Part> = aof
         .manifest
         .base
@@ -549,8 +627,24 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         .chain(aof.manifest.incrs.iter())
         .cloned()
         .collect();
-    aof.manifest = m;
-    aof.file = new_file;
+    let temp_incr = if aof.wait_rewrite {
+        // Commands from now on follow the image; nothing before it is kept.
+        let temp = temp_incr_path(&aof.dir, &aof.prefix);
+        aof.file = File::create(&temp).map_err(|e| e.to_string())?;
+        ex.stream.enabled = true;
+        Some(temp)
+    } else {
+        if let Err(e) = aof.file.sync_data() {
+            return Err(e.to_string());
+        }
+        let new_file = open_append(&aof.dir.join(&new_incr.name)).map_err(|e| e.to_string())?;
+        let mut m = aof.manifest.clone();
+        m.incrs.push(new_incr.clone());
+        publish_manifest(&aof.dir, &aof.prefix, &m).map_err(|e| e.to_string())?;
+        aof.manifest = m;
+        aof.file = new_file;
+        None
+    };
     aof.incr_size = 0;
     ex.stream.reset_db();
     let base = Part {
@@ -569,6 +663,7 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         base,
         old,
         new_incr,
+        temp_incr,
     });
     crate::log::notice("Background append only file rewriting started");
     Ok(())
@@ -587,6 +682,15 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
     let Some(rw) = aof.rewrite.take() else { return };
     match rw.thread.join() {
         Ok(Ok(())) => {
+            if let Some(temp) = &rw.temp_incr {
+                if let Err(e) = std::fs::rename(temp, aof.dir.join(&rw.new_incr.name)) {
+                    aof.last_rewrite_ok = false;
+                    aof.rewrite_scheduled = true;
+                    let _ = std::fs::remove_file(aof.dir.join(&rw.base.name));
+                    crate::log::warning(&format!("Can't name the new AOF incremental file: {e}"));
+                    return;
+                }
+            }
             let m = Manifest {
                 base: Some(rw.base),
                 incrs: vec![rw.new_incr],
@@ -597,6 +701,7 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
                         let _ = std::fs::remove_file(aof.dir.join(&p.name));
                     }
                     aof.manifest = m;
+                    aof.wait_rewrite = false;
                     aof.last_rewrite_ok = true;
                     aof.rewrites += 1;
                     crate::log::notice("Background AOF rewrite finished successfully");
@@ -609,6 +714,9 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
         }
         _ => {
             aof.last_rewrite_ok = false;
+            // AOF turned on at runtime has no valid history until a rewrite succeeds:
+            // Redis retries it, so do we.
+            aof.rewrite_scheduled |= aof.wait_rewrite;
             let _ = std::fs::remove_file(aof.dir.join(&rw.base.name));
             crate::log::warning("Background AOF rewrite failed");
         }
@@ -618,6 +726,17 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
 /// Shutdown: everything written and synced.
 pub fn shutdown(ex: &mut Executor) {
     flush(ex);
+    // An AOF turned on at runtime whose first rewrite is only scheduled has no
+    // history on disk yet: write it now rather than exit without it.
+    if ex
+        .aof
+        .as_ref()
+        .is_some_and(|a| a.wait_rewrite && a.rewrite.is_none())
+    {
+        if let Err(e) = start_rewrite(ex) {
+            crate::log::warning(&format!("Writing initial AOF failed: {e}"));
+        }
+    }
     reap_rewrite(ex, true);
     if let Some(aof) = ex.aof.as_mut() {
         if let Err(e) = aof.file.sync_all() {
