@@ -1,0 +1,149 @@
+//! redis-cli against Cinnabar, as operators use it: plain commands, `-3` (RESP3),
+//! `--eval` of script files (the owner-checked unlock and a sliding-window rate
+//! limiter), and `--pipe` mass insertion. Skipped where redis-cli is not installed.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use common::*;
+
+fn redis_cli_available() -> bool {
+    Command::new("redis-cli")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli runs");
+    assert!(out.status.success(), "{args:?}: {:?}", out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn redis_cli_commands_resp3_and_eval_scripts() {
+    if !redis_cli_available() {
+        eprintln!("redis-cli is not installed: skipping");
+        return;
+    }
+    let s = TestServer::start();
+    let p = s.port;
+    assert_eq!(cli(p, &["SET", "greeting", "hello"]), "OK\n");
+    assert_eq!(cli(p, &["GET", "greeting"]), "hello\n");
+    assert_eq!(cli(p, &["HSET", "h", "a", "1", "b", "2"]), "2\n");
+    // RESP3 types as redis-cli -3 prints them.
+    assert_eq!(
+        cli(p, &["--no-raw", "-3", "HGETALL", "h"]),
+        "1# \"a\" => \"1\"\n2# \"b\" => \"2\"\n"
+    );
+    assert_eq!(
+        cli(p, &["--no-raw", "-3", "ZADD", "z", "1.5", "m"]),
+        "(integer) 1\n"
+    );
+    assert_eq!(
+        cli(p, &["--no-raw", "-3", "ZSCORE", "z", "m"]),
+        "(double) 1.5\n"
+    );
+    assert_eq!(
+        cli(p, &["--no-raw", "-3", "SISMEMBER", "nope", "x"]),
+        "(integer) 0\n"
+    );
+
+    let dir = temp_dir("redis-cli");
+    let unlock = dir.join("unlock.lua");
+    std::fs::write(
+        &unlock,
+        "if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1])\nelse\n  return 0\nend\n",
+    )
+    .unwrap();
+    let unlock = unlock.to_str().unwrap();
+    assert_eq!(
+        cli(p, &["SET", "lock:job", "owner-1", "NX", "PX", "30000"]),
+        "OK\n"
+    );
+    assert_eq!(
+        cli(p, &["--eval", unlock, "lock:job", ",", "owner-2"]),
+        "0\n"
+    );
+    assert_eq!(
+        cli(p, &["--eval", unlock, "lock:job", ",", "owner-1"]),
+        "1\n"
+    );
+    assert_eq!(cli(p, &["EXISTS", "lock:job"]), "0\n");
+
+    let limiter = dir.join("limiter.lua");
+    std::fs::write(
+        &limiter,
+        "local now = tonumber(ARGV[1])\n\
+         redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - tonumber(ARGV[2]))\n\
+         if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then\n\
+           redis.call('ZADD', KEYS[1], now, ARGV[4])\n\
+           redis.call('PEXPIRE', KEYS[1], ARGV[2])\n\
+           return 1\n\
+         end\n\
+         return 0\n",
+    )
+    .unwrap();
+    let limiter = limiter.to_str().unwrap();
+    let allowed: Vec<String> = (0..4)
+        .map(|i| {
+            let now = (1000 + i).to_string();
+            let id = format!("req{i}");
+            cli(p, &["--eval", limiter, "rl", ",", &now, "1000", "3", &id])
+        })
+        .collect();
+    assert_eq!(allowed, ["1\n", "1\n", "1\n", "0\n"]);
+    // A script error comes back with Redis's text (redis-cli prints errors raw when
+    // its output is not a terminal).
+    let bad = dir.join("bad.lua");
+    std::fs::write(&bad, "return redis.call('nosuchcommand')\n").unwrap();
+    let out = cli(p, &["--eval", bad.to_str().unwrap()]);
+    assert!(
+        out.starts_with("ERR Unknown Redis command called from script script: "),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn redis_cli_pipe_mass_insertion() {
+    if !redis_cli_available() {
+        eprintln!("redis-cli is not installed: skipping");
+        return;
+    }
+    let s = TestServer::start();
+    let mut input = Vec::new();
+    for i in 0..10_000 {
+        let k = format!("key:{i}");
+        let v = format!("value:{i}");
+        input.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .as_bytes(),
+        );
+    }
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &s.port.to_string(), "--pipe"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("errors: 0, replies: 10000"),
+        "redis-cli --pipe said: {text}"
+    );
+    assert_eq!(cli(s.port, &["DBSIZE"]), "10000\n");
+    assert_eq!(cli(s.port, &["GET", "key:9999"]), "value:9999\n");
+}
