@@ -14,10 +14,10 @@
 //! client hears about a write that is not on disk. `everysec` syncs from a
 //! background thread at most once a second; `no` leaves it to the kernel.
 //!
-//! BGREWRITEAOF takes an RDB image of the dataset (the same point-in-time image as
-//! BGSAVE), switches new writes to a fresh incremental file at that instant, writes
-//! the image as the new base on a background thread, then publishes a manifest of
-//! new base + new incremental file. Until then the manifest lists the old files plus
+//! BGREWRITEAOF starts the same incremental copy-on-write snapshot as BGSAVE
+//! (persistence/cow.rs: no pause, written by a background thread) and switches new
+//! writes to a fresh incremental file at that instant; when the image is on disk as
+//! the new base, it publishes a manifest of new base + new incremental file. Until then the manifest lists the old files plus
 //! the new incremental one, so a crash at any moment loads a complete history.
 
 use std::fs::{File, OpenOptions};
@@ -25,6 +25,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+use super::cow::Purpose;
 
 use crate::exec::Executor;
 
@@ -104,8 +106,8 @@ impl Manifest {
     }
 }
 
+/// A rewrite in progress: its base is the snapshot in `Persist::snap`.
 struct Rewrite {
-    thread: JoinHandle<std::io::Result<()>>,
     base: Part,
     /// Files of the old history, deleted once the new manifest is published.
     old: Vec<Part>,
@@ -500,9 +502,8 @@ pub fn cron(ex: &mut Executor) {
                 .ok();
         }
     }
-    reap_rewrite(ex, false);
     let Some(aof) = ex.aof.as_mut() else { return };
-    if aof.rewrite.is_none() && !ex.persist.bgsave_in_progress() {
+    if aof.rewrite.is_none() && !ex.persist.busy() {
         let pct = ex.config.auto_aof_rewrite_percentage;
         let min = ex.config.auto_aof_rewrite_min_size;
         let base = aof.base_size.max(1);
@@ -524,7 +525,9 @@ pub fn rewrite_in_progress(ex: &Executor) -> bool {
 /// BGREWRITEAOF: new incremental file now, new base written in the background.
 pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     flush(ex);
-    let image = super::snapshot::serialize(ex)?;
+    if ex.persist.busy() {
+        return Err("a snapshot is already in progress".into());
+    }
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
     };
@@ -559,34 +562,31 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         kind: 'b',
     };
     let path = aof.dir.join(&base.name);
-    aof.base_size = image.len() as u64;
-    let thread = std::thread::Builder::new()
-        .name("cinnabar-aof-rewrite".into())
-        .spawn(move || write_file_synced(&path, &image))
-        .map_err(|e| e.to_string())?;
     aof.rewrite = Some(Rewrite {
-        thread,
         base,
         old,
         new_incr,
     });
+    if let Err(e) = super::snapshot::begin_snapshot(ex, Purpose::AofRewrite, &path) {
+        // The new incremental file stays in the manifest, after the old history:
+        // nothing is lost, the next rewrite folds it in.
+        if let Some(aof) = ex.aof.as_mut() {
+            aof.rewrite = None;
+            aof.last_rewrite_ok = false;
+        }
+        return Err(e.to_string());
+    }
     crate::log::notice("Background append only file rewriting started");
     Ok(())
 }
 
-/// Publishes a finished rewrite (or waits for it when `wait`).
-pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
+/// Publishes a rewrite whose base snapshot ended (`Ok(size)` when it is on disk).
+pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
     let Some(aof) = ex.aof.as_mut() else { return };
-    let done = aof
-        .rewrite
-        .as_ref()
-        .is_some_and(|r| wait || r.thread.is_finished());
-    if !done {
-        return;
-    }
     let Some(rw) = aof.rewrite.take() else { return };
-    match rw.thread.join() {
-        Ok(Ok(())) => {
+    match result {
+        Ok(size) => {
+            aof.base_size = size;
             let m = Manifest {
                 base: Some(rw.base),
                 incrs: vec![rw.new_incr],
@@ -607,18 +607,17 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
                 }
             }
         }
-        _ => {
+        Err(e) => {
             aof.last_rewrite_ok = false;
-            let _ = std::fs::remove_file(aof.dir.join(&rw.base.name));
-            crate::log::warning("Background AOF rewrite failed");
+            crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
         }
     }
 }
 
 /// Shutdown: everything written and synced.
+/// The caller has ended any rewrite in progress (snapshot::prepare_shutdown).
 pub fn shutdown(ex: &mut Executor) {
     flush(ex);
-    reap_rewrite(ex, true);
     if let Some(aof) = ex.aof.as_mut() {
         if let Err(e) = aof.file.sync_all() {
             crate::log::warning(&format!("Error syncing the AOF at shutdown: {e}"));
