@@ -732,6 +732,109 @@ mod tests {
         assert!(seen.len() > 40);
     }
 
+    type Image = HashMap<Vec<u8>, (i64, Option<i64>)>;
+
+    /// A sink recording what the snapshot saw: key -> (value, expiry), counting
+    /// duplicates.
+    #[derive(Clone, Default)]
+    struct Recorder {
+        saved: std::sync::Arc<std::sync::Mutex<(Image, usize)>>,
+    }
+
+    impl CowSink for Recorder {
+        fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, _: bool) {
+            let mut g = self.saved.lock().unwrap();
+            if g.0.insert(key.to_vec(), (int_of(value), expire)).is_some() {
+                g.1 += 1;
+            }
+        }
+        fn flush(&mut self) {}
+        fn discarding(&self) -> bool {
+            false
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Walker + copy-on-write against a model: whatever the interleaving of
+        /// inserts, overwrites, deletes, expiry changes, in-place edits, growth and
+        /// shrinkage with walk steps, the snapshot holds exactly the table as it was
+        /// when the snapshot began, each key once; a second snapshot works after it.
+        #[test]
+        fn cow_snapshot_is_point_in_time(
+            initial in 0usize..400,
+            ops in prop::collection::vec((0u8..7, 0u16..600, any::<i64>()), 1..800),
+            walk_every in 1usize..20,
+        ) {
+            let mut t = KeyTable::new();
+            let mut model: HashMap<Vec<u8>, (i64, Option<i64>)> = HashMap::new();
+            for i in 0..initial {
+                let key = format!("key{i}").into_bytes();
+                let exp = if i % 3 == 0 { Some(i as i64) } else { None };
+                t.insert(&key, exp, Value::Int(i as i64), 0);
+                model.insert(key, (i as i64, exp));
+            }
+            for round in 0..2 {
+                let expected = model.clone();
+                let rec = Recorder::default();
+                t.cow_begin(Box::new(rec.clone()));
+                let mut done = false;
+                for (n, (op, k, v)) in ops.iter().enumerate() {
+                    let key = format!("key{k}").into_bytes();
+                    match op {
+                        0 | 1 => {
+                            let exp = if v % 2 == 0 { Some(*v) } else { None };
+                            t.insert(&key, exp, Value::Int(*v), 0);
+                            model.insert(key, (*v, exp));
+                        }
+                        2 => {
+                            t.remove(&key);
+                            model.remove(&key);
+                        }
+                        3 => {
+                            let exp = if v % 2 == 0 { Some(*v) } else { None };
+                            t.set_expire(&key, exp);
+                            if let Some(e) = model.get_mut(&key) { e.1 = exp; }
+                        }
+                        4 => {
+                            if let Some(mut e) = t.get_mut(&key) {
+                                e.set_int_in_place(*v);
+                                model.get_mut(&key).unwrap().0 = *v;
+                            }
+                        }
+                        5 => {
+                            // A burst of deletions, then a shrink.
+                            for j in 0..50u16 {
+                                let key = format!("key{}", (k + j) % 600).into_bytes();
+                                t.remove(&key);
+                                model.remove(&key);
+                            }
+                            t.shrink_if_needed();
+                        }
+                        _ => {
+                            // A burst of new keys: growth mid-walk.
+                            for j in 0..50u16 {
+                                let key = format!("new{round}_{k}_{j}").into_bytes();
+                                t.insert(&key, None, Value::Int(1), 0);
+                                model.insert(key, (1, None));
+                            }
+                        }
+                    }
+                    if !done && n % walk_every == 0 {
+                        done = t.cow_walk(1);
+                    }
+                }
+                while !done {
+                    done = t.cow_walk(3);
+                }
+                prop_assert!(!t.cow_active());
+                let g = rec.saved.lock().unwrap();
+                prop_assert_eq!(g.1, 0, "a key was saved twice");
+                prop_assert_eq!(&g.0, &expected);
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn behaves_like_a_hashmap(ops in prop::collection::vec((0u8..4, 0u16..200, any::<i64>()), 1..600)) {

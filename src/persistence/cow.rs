@@ -254,6 +254,10 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
             .map_err(|_| std::io::Error::other("snapshot abandoned"))?;
         match msg {
             Msg::Chunk { db, data } => {
+                if shared.discard.load(Ordering::Relaxed) {
+                    shared.inflight.fetch_sub(data.len(), Ordering::Relaxed);
+                    continue;
+                }
                 out.clear();
                 if current != Some(db) {
                     out.push(rdb::OP_SELECTDB);
@@ -490,7 +494,8 @@ impl Snapshot {
             return None;
         }
         if let Some(t) = &self.thread {
-            if !t.is_finished() && !matches!(budget, Budget::All) {
+            // A cancelled writer stops at its next message: waiting for it is short.
+            if !t.is_finished() && !matches!(budget, Budget::All) && !self.cancelled {
                 return None;
             }
         }
@@ -509,7 +514,10 @@ impl Snapshot {
     fn walk(&mut self, ks: &mut Keyspace, budget: Budget) {
         let start = Instant::now();
         let mut buckets_left = match budget {
-            Budget::None => return,
+            Budget::None => {
+                self.walk_done = tables(ks).all(|t| !t.cow_active());
+                return;
+            }
             Budget::Buckets(n) => n,
             _ => usize::MAX,
         };

@@ -301,6 +301,10 @@ pub fn save(ex: &mut Executor) -> std::io::Result<()> {
 /// as that is done (a few turns; it counts as in progress meanwhile).
 pub fn bgsave_start(ex: &mut Executor) -> bool {
     ex.persist.last_try = unix_ms() / 1000;
+    if ex.persist.snap.as_ref().is_some_and(|s| s.is_cancelled()) {
+        // A cancelled snapshot whose tables were all flushed ends at once.
+        advance(ex, Budget::None);
+    }
     if ex.persist.snap.is_some() {
         ex.persist.pending_bgsave = true;
         return true;
