@@ -418,3 +418,40 @@ fn appendonly_turned_on_and_off_at_runtime() {
     drop(s4);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// AOF turned on while a BGSAVE runs: the rewrite is scheduled behind it; a SHUTDOWN
+/// before it ever started still leaves a complete AOF (written synchronously).
+#[test]
+fn appendonly_on_during_bgsave_then_shutdown_keeps_everything() {
+    let dir = temp_dir("aof-runtime-bgsave");
+    let mut s = TestServer::start_in(
+        &dir,
+        &[
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let mut c = s.client();
+    for i in 0..50 {
+        run(&mut c, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    let mut raw = s.raw(2);
+    assert_eq!(raw.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "1"]), ":0\r\n");
+    assert_eq!(raw.cmd(&["BGSAVE"]), "+Background saving started\r\n");
+    assert_eq!(raw.cmd(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    assert_eq!(info_field(&mut c, "aof_rewrite_scheduled"), "1");
+    run(&mut c, &["SET", "during", "x"]);
+    run(&mut c, &["INCR", "k1"]);
+    let expected = image(&mut c);
+    raw.send(&["SHUTDOWN", "NOSAVE"]);
+    wait_until(|| !s.is_running());
+    let s2 = TestServer::start_in(&dir, &["--save", "", "--appendonly", "yes"]);
+    let mut c2 = s2.client();
+    assert_eq!(image(&mut c2), expected);
+    drop(s2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

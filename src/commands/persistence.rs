@@ -36,15 +36,19 @@ fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         2 if is(args[1], "schedule") => true,
         _ => return errors::SYNTAX,
     };
+    // Redis's order: an RDB save in progress is an error even with SCHEDULE; any
+    // other background work (an AOF rewrite) or being inside MULTI schedules.
     if ctx.ex.persist.bgsave_in_progress() {
-        if schedule {
+        return Reply::err("ERR Background save already in progress");
+    }
+    if aof::rewrite_in_progress(ctx.ex) || ctx.client_ref().in_exec {
+        if schedule || ctx.client_ref().in_exec {
             ctx.ex.persist.scheduled = true;
             return Reply::Status("Background saving scheduled".into());
         }
-        return Reply::err("ERR Background save already in progress");
+        return Reply::err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.");
     }
-    snapshot::bgsave_start(ctx.ex);
-    if ctx.ex.persist.bgsave_in_progress() {
+    if snapshot::bgsave_start(ctx.ex) {
         Reply::Status("Background saving started".into())
     } else {
         Reply::err("ERR")
@@ -60,7 +64,7 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     if aof::rewrite_in_progress(ctx.ex) {
         return Reply::err("ERR Background append only file rewriting already in progress");
     }
-    if ctx.ex.persist.bgsave_in_progress() {
+    if ctx.ex.persist.busy() || ctx.client_ref().in_exec {
         if let Some(a) = ctx.ex.aof.as_mut() {
             a.rewrite_scheduled = true;
         }

@@ -631,6 +631,8 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(lazy) => {
             let n = ctx.ex.ks.key_count() as u64;
             ctx.ex.signal_flushed_db(None);
+            // Redis kills a BGSAVE child: its image is obsolete (an AOF rewrite goes on).
+            crate::persistence::snapshot::kill_bgsave(ctx.ex);
             ctx.ex.ks.flush_all(lazy);
             ctx.ex.ks.dirty += n + 1;
             Reply::ok()
@@ -774,6 +776,12 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     if is(sub, "jmap") {
         return Reply::ok();
+    }
+    if let Some(r) = crate::persistence::snapshot::debug(ctx.ex, sub, args.get(2).copied()) {
+        return match r {
+            Ok(n) => Reply::Int(n),
+            Err(e) => Reply::error(e),
+        };
     }
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",

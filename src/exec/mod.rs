@@ -505,8 +505,10 @@ impl Executor {
     /// Milliseconds until the next cron tick is due.
     pub fn ms_until_cron(&self) -> u64 {
         let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
+        let walk = if self.persist.walking() { 1 } else { u64::MAX };
         (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
             .min(self.blocking.ms_until_deadline())
+            .min(walk)
     }
 
     /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
@@ -562,7 +564,7 @@ impl Executor {
 
     /// Whether timer work is pending that wants the loop to come back at once.
     pub fn has_pending_timer_work(&self) -> bool {
-        !self.expire_budget.is_zero()
+        !self.expire_budget.is_zero() || self.persist.wants_turn()
     }
 
     fn sample_ops(&mut self) {

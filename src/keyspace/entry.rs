@@ -6,6 +6,7 @@
 //! ```text
 //! 0   next     *mut u8   next entry in the bucket chain (null at the end)
 //! 8   meta     u32       access clock (24 bits) | value kind (3 bits) | has-expiry (1 bit)
+//!                        | snapshot mark (bit 28, see `table.rs`'s copy-on-write)
 //! 12  keylen   u8        key length, or 255 followed by a u32 length for long keys
 //! ..  key      [u8]
 //! ..  expire   i64       absolute unix time in ms, present only with the has-expiry bit
@@ -32,6 +33,9 @@ const KIND_SHIFT: u32 = 24;
 const KIND_MASK: u32 = 0b111 << KIND_SHIFT;
 const HAS_EXPIRE: u32 = 1 << 27;
 const LRU_MASK: u32 = (1 << 24) - 1;
+/// The snapshot mark: compared with the table's current mark, it says whether a
+/// background snapshot still has to serialize this entry (table.rs).
+pub const SNAP_MARK: u32 = 1 << 28;
 
 const KIND_INT: u32 = 0;
 const KIND_EMB: u32 = 1;
@@ -206,6 +210,15 @@ impl EntryPtr {
         (self.meta() & KIND_MASK) >> KIND_SHIFT
     }
 
+    /// The snapshot mark bit (0 or `SNAP_MARK`).
+    pub fn snap_mark(self) -> u32 {
+        self.meta() & SNAP_MARK
+    }
+
+    pub fn set_snap_mark(self, mark: u32) {
+        self.set_meta((self.meta() & !SNAP_MARK) | (mark & SNAP_MARK));
+    }
+
     pub fn lru(self) -> u32 {
         self.meta() & LRU_MASK
     }
@@ -369,6 +382,15 @@ mod tests {
             matches!(e.value(), ValueRef::Int(42)),
             "lru must not clobber kind"
         );
+        e.set_snap_mark(SNAP_MARK);
+        assert_eq!(e.snap_mark(), SNAP_MARK);
+        e.set_lru(1);
+        assert_eq!(e.snap_mark(), SNAP_MARK, "lru must not clobber the mark");
+        assert_eq!(e.expire(), Some(9));
+        assert!(matches!(e.value(), ValueRef::Int(42)));
+        e.set_snap_mark(0);
+        assert_eq!(e.snap_mark(), 0);
+        e.set_lru(0xFF_FFFF);
         assert_eq!(e.alloc_size(), 8 + 4 + 1 + 5 + 8 + 8);
         // SAFETY: unlinked test entry.
         unsafe { e.into_value() };

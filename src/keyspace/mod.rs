@@ -14,7 +14,7 @@ pub mod value;
 
 use std::time::{Duration, Instant};
 
-pub use table::{EntryMut, EntryRef, KeyTable};
+pub use table::{CowSink, EntryMut, EntryRef, KeyTable};
 pub use value::{Object, Value, ValueRef};
 
 /// Redis's LRU clock resolution is one second with 24 bits.
@@ -60,6 +60,10 @@ pub struct Keyspace {
     pub expire_backlog: bool,
     /// Hashes with field TTLs, for the active expiry of fields.
     pub field_expiry: field_expiry::FieldExpiry,
+    /// Tables emptied by FLUSHDB/FLUSHALL while a background snapshot still needed
+    /// some of their entries: the snapshot walks them, then frees them
+    /// (persistence/cow.rs), so a flush during a snapshot costs no pause.
+    pub retired: Vec<KeyTable>,
 }
 
 /// Absolute unix time in milliseconds.
@@ -144,6 +148,7 @@ impl Keyspace {
             lfu: false,
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
+            retired: Vec::new(),
         }
     }
 
@@ -297,7 +302,9 @@ impl Keyspace {
         d.volatile = 0;
         d.expire_cursor = 0;
         d.avg_ttl = 0;
-        if lazy || table.len() > lazyfree::LAZYFREE_THRESHOLD {
+        if table.cow_active() && !table.cow_discarding() {
+            self.retired.push(table);
+        } else if lazy || table.len() > lazyfree::LAZYFREE_THRESHOLD {
             self.lazyfree.free_table(table);
         } else {
             drop(table);

@@ -196,6 +196,7 @@ impl Server {
                 self.ex.close_pending = true;
             }
             self.ex.expire_slice();
+            crate::persistence::snapshot::tick(&mut self.ex);
             if std::mem::take(&mut self.ex.close_pending) {
                 self.close_marked();
             }

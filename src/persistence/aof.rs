@@ -14,10 +14,10 @@
 //! client hears about a write that is not on disk. `everysec` syncs from a
 //! background thread at most once a second; `no` leaves it to the kernel.
 //!
-//! BGREWRITEAOF takes an RDB image of the dataset (the same point-in-time image as
-//! BGSAVE), switches new writes to a fresh incremental file at that instant, writes
-//! the image as the new base on a background thread, then publishes a manifest of
-//! new base + new incremental file. Until then the manifest lists the old files plus
+//! BGREWRITEAOF starts the same incremental copy-on-write snapshot as BGSAVE
+//! (persistence/cow.rs: no pause, written by a background thread) and switches new
+//! writes to a fresh incremental file at that instant; when the image is on disk as
+//! the new base, it publishes a manifest of new base + new incremental file. Until then the manifest lists the old files plus
 //! the new incremental one, so a crash at any moment loads a complete history.
 
 use std::fs::{File, OpenOptions};
@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::cow::Purpose;
 use crate::exec::Executor;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,8 +105,8 @@ impl Manifest {
     }
 }
 
+/// A rewrite in progress: its base is the snapshot in `Persist::snap`.
 struct Rewrite {
-    thread: JoinHandle<std::io::Result<()>>,
     base: Part,
     /// Files of the old history, deleted once the new manifest is published.
     old: Vec<Part>,
@@ -474,7 +475,7 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
     // Until the image is taken there is nothing to log: the image will hold it.
     ex.stream.enabled = false;
     ex.stream.buf.clear();
-    if ex.persist.bgsave_in_progress() {
+    if ex.persist.busy() {
         if let Some(a) = ex.aof.as_mut() {
             a.rewrite_scheduled = true;
         }
@@ -488,14 +489,14 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
 }
 
 /// CONFIG SET appendonly no: as Redis's stopAppendOnly, everything written so far is
-/// flushed and synced, then the stream stops. A rewrite in flight is finished and
-/// published (its files are complete history), so the directory stays consistent.
+/// flushed and synced, a rewrite in flight is cancelled (the manifest still lists the
+/// complete old history plus the current incremental file), then the stream stops.
 pub fn stop_at_runtime(ex: &mut Executor) {
     if ex.aof.is_none() {
         return;
     }
     flush(ex);
-    reap_rewrite(ex, true);
+    super::snapshot::kill_aof_rewrite(ex);
     if let Some(aof) = ex.aof.take() {
         if let Err(e) = aof.file.sync_all() {
             crate::log::warning(&format!("Error syncing the AOF: {e}"));
@@ -585,9 +586,8 @@ pub fn cron(ex: &mut Executor) {
                 .ok();
         }
     }
-    reap_rewrite(ex, false);
     let Some(aof) = ex.aof.as_mut() else { return };
-    if aof.rewrite.is_none() && !ex.persist.bgsave_in_progress() {
+    if aof.rewrite.is_none() && !ex.persist.busy() {
         let pct = ex.config.auto_aof_rewrite_percentage;
         let min = ex.config.auto_aof_rewrite_min_size;
         let base = aof.base_size.max(1);
@@ -606,10 +606,15 @@ pub fn rewrite_in_progress(ex: &Executor) -> bool {
     ex.aof.as_ref().is_some_and(|a| a.rewrite.is_some())
 }
 
-/// BGREWRITEAOF: new incremental file now, new base written in the background.
+/// BGREWRITEAOF: new incremental file now, new base written by the incremental
+/// snapshot. Right after `CONFIG SET appendonly yes` (`wait_rewrite`) there is no
+/// valid history to extend: new commands go to the temp incremental file, truncated
+/// at the image's instant, and nothing is published until the base is on disk.
 pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     flush(ex);
-    let image = super::snapshot::serialize(ex)?;
+    if ex.persist.busy() {
+        return Err("a snapshot is already in progress".into());
+    }
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
     };
@@ -628,7 +633,6 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         .cloned()
         .collect();
     let temp_incr = if aof.wait_rewrite {
-        // Commands from now on follow the image; nothing before it is kept.
         let temp = temp_incr_path(&aof.dir, &aof.prefix);
         aof.file = File::create(&temp).map_err(|e| e.to_string())?;
         ex.stream.enabled = true;
@@ -653,35 +657,34 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         kind: 'b',
     };
     let path = aof.dir.join(&base.name);
-    aof.base_size = image.len() as u64;
-    let thread = std::thread::Builder::new()
-        .name("cinnabar-aof-rewrite".into())
-        .spawn(move || write_file_synced(&path, &image))
-        .map_err(|e| e.to_string())?;
     aof.rewrite = Some(Rewrite {
-        thread,
         base,
         old,
         new_incr,
         temp_incr,
     });
+    if let Err(e) = super::snapshot::begin_snapshot(ex, Purpose::AofRewrite, &path) {
+        // The new incremental file stays in the manifest, after the old history:
+        // nothing is lost, the next rewrite folds it in. (Turned on at runtime: the
+        // rewrite is retried, as Redis does.)
+        if let Some(aof) = ex.aof.as_mut() {
+            aof.rewrite = None;
+            aof.last_rewrite_ok = false;
+            aof.rewrite_scheduled |= aof.wait_rewrite;
+        }
+        return Err(e.to_string());
+    }
     crate::log::notice("Background append only file rewriting started");
     Ok(())
 }
 
-/// Publishes a finished rewrite (or waits for it when `wait`).
-pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
+/// Publishes a rewrite whose base snapshot ended (`Ok(size)` when it is on disk).
+pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
     let Some(aof) = ex.aof.as_mut() else { return };
-    let done = aof
-        .rewrite
-        .as_ref()
-        .is_some_and(|r| wait || r.thread.is_finished());
-    if !done {
-        return;
-    }
     let Some(rw) = aof.rewrite.take() else { return };
-    match rw.thread.join() {
-        Ok(Ok(())) => {
+    match result {
+        Ok(size) => {
+            aof.base_size = size;
             if let Some(temp) = &rw.temp_incr {
                 if let Err(e) = std::fs::rename(temp, aof.dir.join(&rw.new_incr.name)) {
                     aof.last_rewrite_ok = false;
@@ -712,37 +715,76 @@ pub fn reap_rewrite(ex: &mut Executor, wait: bool) {
                 }
             }
         }
-        _ => {
+        Err(e) => {
             aof.last_rewrite_ok = false;
             // AOF turned on at runtime has no valid history until a rewrite succeeds:
             // Redis retries it, so do we.
             aof.rewrite_scheduled |= aof.wait_rewrite;
-            let _ = std::fs::remove_file(aof.dir.join(&rw.base.name));
-            crate::log::warning("Background AOF rewrite failed");
+            crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
         }
     }
 }
 
 /// Shutdown: everything written and synced.
+/// The caller has ended any rewrite in progress (snapshot::prepare_shutdown).
 pub fn shutdown(ex: &mut Executor) {
     flush(ex);
-    // An AOF turned on at runtime whose first rewrite is only scheduled has no
-    // history on disk yet: write it now rather than exit without it.
-    if ex
-        .aof
-        .as_ref()
-        .is_some_and(|a| a.wait_rewrite && a.rewrite.is_none())
-    {
-        if let Err(e) = start_rewrite(ex) {
+    // Turned on at runtime and its first base never got written: write it now,
+    // synchronously, rather than exit with no valid AOF (Redis refuses to exit).
+    if ex.aof.as_ref().is_some_and(|a| a.wait_rewrite) {
+        if let Err(e) = write_initial_sync(ex) {
             crate::log::warning(&format!("Writing initial AOF failed: {e}"));
         }
     }
-    reap_rewrite(ex, true);
     if let Some(aof) = ex.aof.as_mut() {
         if let Err(e) = aof.file.sync_all() {
             crate::log::warning(&format!("Error syncing the AOF at shutdown: {e}"));
         }
     }
+}
+
+/// The whole dataset as the base of a fresh AOF, on the spot, with an empty
+/// incremental file; the stale files are deleted once the manifest is published.
+fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
+    let image = super::snapshot::serialize(ex)?;
+    let Some(aof) = ex.aof.as_mut() else {
+        return Ok(());
+    };
+    let seq = aof.manifest.incrs.last().map_or(1, |p| p.seq) + 1;
+    let base_seq = aof.manifest.base.as_ref().map_or(1, |p| p.seq) + 1;
+    let base = Part {
+        name: format!("{}.{base_seq}.base.rdb", aof.prefix),
+        seq: base_seq,
+        kind: 'b',
+    };
+    let incr = Part {
+        name: format!("{}.{seq}.incr.aof", aof.prefix),
+        seq,
+        kind: 'i',
+    };
+    write_file_synced(&aof.dir.join(&base.name), &image).map_err(|e| e.to_string())?;
+    aof.file = File::create(aof.dir.join(&incr.name)).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(temp_incr_path(&aof.dir, &aof.prefix));
+    let old: Vec<Part> = aof
+        .manifest
+        .base
+        .iter()
+        .chain(aof.manifest.incrs.iter())
+        .cloned()
+        .collect();
+    let m = Manifest {
+        base: Some(base),
+        incrs: vec![incr],
+    };
+    publish_manifest(&aof.dir, &aof.prefix, &m).map_err(|e| e.to_string())?;
+    for p in &old {
+        let _ = std::fs::remove_file(aof.dir.join(&p.name));
+    }
+    aof.manifest = m;
+    aof.wait_rewrite = false;
+    aof.base_size = image.len() as u64;
+    aof.incr_size = 0;
+    Ok(())
 }
 
 /// INFO persistence's AOF fields.

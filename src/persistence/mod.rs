@@ -7,6 +7,7 @@
 //! keyspace and writes files off the executor thread.
 
 pub mod aof;
+pub mod cow;
 pub mod rdb;
 pub mod snapshot;
 

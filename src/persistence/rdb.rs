@@ -258,48 +258,88 @@ pub struct Encoded {
     pub min_version: u16,
 }
 
-/// Serializes a value (type byte excluded) into `out`, returning its RDB type and the
-/// RDB version it needs.
-pub fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>, compress: bool) -> (u8, u16) {
-    match v {
-        ValueRef::Int(n) => {
-            write_i64_string(out, n);
-            (TYPE_STRING, RDB_VERSION)
-        }
-        ValueRef::Emb(s) | ValueRef::Raw(s) => {
-            write_string(out, s, compress);
-            (TYPE_STRING, RDB_VERSION)
-        }
-        ValueRef::Obj(o) => write_object(out, o, compress),
+/// Where serialized values go. `Vec<u8>` output (SAVE, DUMP) encodes strings at once;
+/// background snapshots defer the encoding of long strings (LZF) to their writer
+/// thread (`persistence::cow`), so the executor only copies bytes.
+pub trait Out {
+    /// Bytes written verbatim (lengths, opcodes, binary doubles).
+    fn raw(&mut self, bytes: &[u8]);
+    /// A string, written as `write_string` would.
+    fn string(&mut self, s: &[u8]);
+    fn length(&mut self, n: u64) {
+        let mut b = Vec::with_capacity(9);
+        write_len(&mut b, n);
+        self.raw(&b);
     }
 }
 
-fn write_object(out: &mut Vec<u8>, o: &Object, compress: bool) -> (u8, u16) {
+/// `Out` into a byte vector, strings encoded immediately.
+pub struct Plain<'a> {
+    pub out: &'a mut Vec<u8>,
+    pub compress: bool,
+}
+
+impl Out for Plain<'_> {
+    fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+    fn string(&mut self, s: &[u8]) {
+        write_string(self.out, s, self.compress);
+    }
+    fn length(&mut self, n: u64) {
+        write_len(self.out, n);
+    }
+}
+
+/// Serializes a value (type byte excluded) into `out`, returning its RDB type and the
+/// RDB version it needs.
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>, compress: bool) -> (u8, u16) {
+    write_value_to(&mut Plain { out, compress }, v)
+}
+
+/// `write_value` into any `Out`.
+pub fn write_value_to<O: Out>(out: &mut O, v: ValueRef<'_>) -> (u8, u16) {
+    match v {
+        ValueRef::Int(n) => {
+            let mut b = Vec::with_capacity(20);
+            write_i64_string(&mut b, n);
+            out.raw(&b);
+            (TYPE_STRING, RDB_VERSION)
+        }
+        ValueRef::Emb(s) | ValueRef::Raw(s) => {
+            out.string(s);
+            (TYPE_STRING, RDB_VERSION)
+        }
+        ValueRef::Obj(o) => write_object(out, o),
+    }
+}
+
+fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
     match o {
         // Every entry point (snapshot::serialize, DUMP) refuses streams before getting
         // here: they have no RDB encoding yet.
         Object::Stream(_) => unreachable!("stream values are refused before RDB serialization"),
         Object::List(l) => {
-            write_len(out, l.len() as u64);
+            out.length(l.len() as u64);
             let mut buf = Vec::new();
             l.for_each(|e| {
                 buf.clear();
                 e.append_to(&mut buf);
-                write_string(out, &buf, compress);
+                out.string(&buf);
                 true
             });
             (TYPE_LIST, RDB_VERSION)
         }
         Object::Set(s) => {
-            write_len(out, s.len() as u64);
-            s.for_each(|m| write_string(out, m, compress));
+            out.length(s.len() as u64);
+            s.for_each(|m| out.string(m));
             (TYPE_SET, RDB_VERSION)
         }
         Object::ZSet(z) => {
-            write_len(out, z.len() as u64);
+            out.length(z.len() as u64);
             z.for_each(|m, score| {
-                write_string(out, m, compress);
-                out.extend_from_slice(&score.to_le_bytes());
+                out.string(m);
+                out.raw(&score.to_le_bytes());
             });
             (TYPE_ZSET_2, RDB_VERSION)
         }
@@ -307,24 +347,24 @@ fn write_object(out: &mut Vec<u8>, o: &Object, compress: bool) -> (u8, u16) {
             // Redis 7.4's layout: the earliest expiry, then (ttl, field, value) with
             // each ttl relative to it plus one (0 = no TTL).
             let min = h.next_expire().unwrap_or(0);
-            out.extend_from_slice(&(min as u64).to_le_bytes());
-            write_len(out, h.len() as u64);
+            out.raw(&(min as u64).to_le_bytes());
+            out.length(h.len() as u64);
             h.for_each(|f, v| {
                 let ttl = match h.expire_of(f) {
                     Some(at) => (at - min) as u64 + 1,
                     None => 0,
                 };
-                write_len(out, ttl);
-                write_string(out, f, compress);
-                write_string(out, v, compress);
+                out.length(ttl);
+                out.string(f);
+                out.string(v);
             });
             (TYPE_HASH_METADATA, 12)
         }
         Object::Hash(h) => {
-            write_len(out, h.len() as u64);
+            out.length(h.len() as u64);
             h.for_each(|f, v| {
-                write_string(out, f, compress);
-                write_string(out, v, compress);
+                out.string(f);
+                out.string(v);
             });
             (TYPE_HASH, RDB_VERSION)
         }

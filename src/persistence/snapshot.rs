@@ -1,17 +1,17 @@
 //! RDB snapshots on disk: SAVE, BGSAVE, `save` points, loading at startup, saving at
 //! shutdown, DEBUG RELOAD.
 //!
-//! A snapshot is serialized on the executor thread (so it is a point-in-time image
-//! without fork) and written by a background thread: temp file, fsync, rename, fsync
-//! of the directory, so `dbfilename` is always either the old or the new complete
-//! file. The serialization pass is O(dataset) on the executor; the key-level
-//! copy-on-write walk that would spread it over many loop turns is not built yet.
+//! BGSAVE (and automatic saves) run the incremental copy-on-write snapshot of
+//! `cow.rs`: a point-in-time image without fork, walked a slice per event-loop turn
+//! (`tick`), written by a background thread through a temp file, fsync, rename and
+//! fsync of the directory, so `dbfilename` is always the old or the new complete
+//! file. SAVE, SHUTDOWN and DEBUG RELOAD are synchronous, as in Redis.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::cow::{Budget, Outcome, Purpose, Snapshot};
 use super::rdb::{self, FileWriter, KeyRecord, Limits};
 use crate::exec::Executor;
 use crate::keyspace::unix_ms;
@@ -20,15 +20,8 @@ use crate::keyspace::unix_ms;
 /// saves wait this long before trying again.
 const BGSAVE_RETRY_DELAY_SECS: i64 = 5;
 
-/// A background write in flight.
-struct BgSave {
-    thread: JoinHandle<std::io::Result<()>>,
-    started: Instant,
-    /// `dirty` when the image was taken: what a successful save accounts for.
-    dirty_at_start: u64,
-    /// Unix seconds when the image was taken.
-    taken_at: i64,
-}
+/// Time the walker may take per event-loop turn.
+const SLICE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Snapshot state kept by the executor (INFO persistence reads it).
 pub struct Persist {
@@ -40,7 +33,16 @@ pub struct Persist {
     pub last_try: i64,
     pub rdb_saves: u64,
     pub scheduled: bool,
-    bgsave: Option<BgSave>,
+    /// The snapshot in progress (a BGSAVE or an AOF rewrite's base), possibly a
+    /// cancelled one still realigning marks.
+    pub snap: Option<Snapshot>,
+    /// A BGSAVE accepted while a cancelled snapshot finishes: it starts right after.
+    pending_bgsave: bool,
+    /// DEBUG SNAPSHOT-MANUAL: the walker only moves on DEBUG SNAPSHOT-STEP (tests).
+    pub manual: bool,
+    /// Bytes copied on write by the last BGSAVE / AOF rewrite (INFO).
+    pub last_cow_size: u64,
+    pub aof_last_cow_size: u64,
     /// SHUTDOWN already did the final save: the loop must not redo it.
     pub shutdown_prepared: bool,
     pub loading: bool,
@@ -58,7 +60,11 @@ impl Default for Persist {
             last_try: 0,
             rdb_saves: 0,
             scheduled: false,
-            bgsave: None,
+            snap: None,
+            pending_bgsave: false,
+            manual: false,
+            last_cow_size: 0,
+            aof_last_cow_size: 0,
             shutdown_prepared: false,
             loading: false,
             last_load_keys: 0,
@@ -68,8 +74,29 @@ impl Default for Persist {
 }
 
 impl Persist {
+    /// Whether a BGSAVE is running (Redis's `child_type == CHILD_TYPE_RDB`).
     pub fn bgsave_in_progress(&self) -> bool {
-        self.bgsave.is_some()
+        self.pending_bgsave
+            || self
+                .snap
+                .as_ref()
+                .is_some_and(|s| s.purpose == Purpose::Bgsave && !s.is_cancelled())
+    }
+
+    /// Whether any snapshot (BGSAVE, AOF rewrite, or a cancelled one finishing) holds
+    /// the keyspace: Redis's `hasActiveChildProcess`.
+    pub fn busy(&self) -> bool {
+        self.pending_bgsave || self.snap.is_some()
+    }
+
+    /// Whether the event loop should turn again at once to walk.
+    pub fn wants_turn(&self) -> bool {
+        !self.manual && self.snap.as_ref().is_some_and(|s| s.wants_walk())
+    }
+
+    /// Whether a snapshot is walking (the loop should wake up soon).
+    pub fn walking(&self) -> bool {
+        !self.manual && self.snap.is_some()
     }
 }
 
@@ -100,6 +127,50 @@ pub fn unsupported_reason(ex: &Executor) -> Option<String> {
         }
     }
     None
+}
+
+/// The aux fields Redis writes at the start of a file.
+fn aux_fields(aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
+    let now = unix_ms();
+    vec![
+        (
+            "redis-ver",
+            crate::commands::connection::REDIS_VERSION
+                .as_bytes()
+                .to_vec(),
+        ),
+        ("redis-bits", b"64".to_vec()),
+        ("ctime", (now / 1000).to_string().into_bytes()),
+        (
+            "used-mem",
+            crate::alloc::used_memory().to_string().into_bytes(),
+        ),
+        (
+            "aof-base",
+            if aof_base {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
+        ),
+    ]
+}
+
+/// Starts an incremental snapshot of the dataset into `dest`.
+pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::io::Result<()> {
+    let mut header = Vec::new();
+    let cfg = &ex.config;
+    let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
+    let _ = FileWriter::start(
+        &mut header,
+        rdb::RDB_VERSION,
+        compress,
+        checksum,
+        &aux_fields(purpose == Purpose::AofRewrite),
+    );
+    let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, compress, checksum)?;
+    ex.persist.snap = Some(snap);
+    Ok(())
 }
 
 /// Serializes every database into an RDB image, or says why it cannot.
@@ -225,77 +296,159 @@ pub fn save(ex: &mut Executor) -> std::io::Result<()> {
     }
 }
 
-/// BGSAVE: takes the image now and writes it on a background thread.
-pub fn bgsave_start(ex: &mut Executor) {
-    let bytes = match serialize(ex) {
-        Ok(b) => b,
-        Err(why) => {
-            crate::log::warning(&format!("Background saving error: {why}"));
-            ex.persist.last_bgsave_ok = false;
-            ex.persist.last_try = unix_ms() / 1000;
-            return;
-        }
-    };
+/// BGSAVE: starts the incremental snapshot. Returns false if it could not start.
+/// While a cancelled snapshot is still realigning marks, the new one starts as soon
+/// as that is done (a few turns; it counts as in progress meanwhile).
+pub fn bgsave_start(ex: &mut Executor) -> bool {
+    ex.persist.last_try = unix_ms() / 1000;
+    if ex.persist.snap.as_ref().is_some_and(|s| s.is_cancelled()) {
+        // A cancelled snapshot whose tables were all flushed ends at once.
+        advance(ex, Budget::None);
+    }
+    if ex.persist.snap.is_some() {
+        ex.persist.pending_bgsave = true;
+        return true;
+    }
     let path = rdb_path(ex);
-    let now = unix_ms() / 1000;
-    ex.persist.last_try = now;
-    let thread = std::thread::Builder::new()
-        .name("cinnabar-bgsave".into())
-        .spawn(move || write_atomic(&path, &bytes));
-    match thread {
-        Ok(thread) => {
+    match begin_snapshot(ex, Purpose::Bgsave, &path) {
+        Ok(()) => {
             crate::log::notice("Background saving started");
-            ex.persist.bgsave = Some(BgSave {
-                thread,
-                started: Instant::now(),
-                dirty_at_start: ex.ks.dirty,
-                taken_at: now,
-            });
+            true
         }
         Err(e) => {
             crate::log::warning(&format!("Can't save in background: {e}"));
             ex.persist.last_bgsave_ok = false;
+            false
         }
     }
 }
 
-/// Collects a finished background save (or waits for it when `wait`).
-fn reap(ex: &mut Executor, wait: bool) {
-    let done = match &ex.persist.bgsave {
-        Some(b) => wait || b.thread.is_finished(),
-        None => false,
-    };
-    if !done {
-        return;
+/// Applies a finished snapshot's outcome.
+fn finished(ex: &mut Executor, snap: Snapshot, outcome: Outcome) {
+    let cow = snap.cow_bytes();
+    match snap.purpose {
+        Purpose::Bgsave => {
+            ex.persist.last_bgsave_secs = snap.started.elapsed().as_secs() as i64;
+            ex.persist.last_cow_size = cow;
+            match outcome {
+                Outcome::Done(_) => {
+                    crate::log::notice(&format!(
+                        "Background saving terminated with success ({} MB copied on write)",
+                        cow >> 20
+                    ));
+                    ex.ks.dirty = ex.ks.dirty.saturating_sub(snap.dirty_at_start);
+                    ex.persist.lastsave = snap.taken_at;
+                    ex.persist.last_bgsave_ok = true;
+                    ex.persist.rdb_saves += 1;
+                }
+                Outcome::Failed(e) => {
+                    crate::log::warning(&format!("Background saving error: {e}"));
+                    ex.persist.last_bgsave_ok = false;
+                }
+                // Killed on purpose (FLUSHALL, SHUTDOWN): not an error, as in Redis.
+                Outcome::Cancelled => {
+                    crate::log::warning("Background saving terminated by signal 10")
+                }
+            }
+        }
+        Purpose::AofRewrite => {
+            ex.persist.aof_last_cow_size = cow;
+            let result = match outcome {
+                Outcome::Done(n) => Ok(n),
+                Outcome::Failed(e) => Err(e),
+                Outcome::Cancelled => Err("cancelled".into()),
+            };
+            super::aof::rewrite_finished(ex, result);
+        }
     }
-    let Some(b) = ex.persist.bgsave.take() else {
+}
+
+/// Advances the snapshot in progress by `budget`; applies its outcome when done, and
+/// starts a BGSAVE that was waiting for a cancelled snapshot to finish.
+fn advance(ex: &mut Executor, budget: Budget) {
+    let Some(snap) = ex.persist.snap.as_mut() else {
         return;
     };
-    let result = b.thread.join();
-    ex.persist.last_bgsave_secs = b.started.elapsed().as_secs() as i64;
-    match result {
-        Ok(Ok(())) => {
-            crate::log::notice("Background saving terminated with success");
-            ex.ks.dirty = ex.ks.dirty.saturating_sub(b.dirty_at_start);
-            ex.persist.lastsave = b.taken_at;
-            ex.persist.last_bgsave_ok = true;
-            ex.persist.rdb_saves += 1;
-        }
-        Ok(Err(e)) => {
-            crate::log::warning(&format!("Background saving error: {e}"));
-            ex.persist.last_bgsave_ok = false;
-        }
-        Err(_) => {
-            crate::log::warning("Background saving thread panicked");
-            ex.persist.last_bgsave_ok = false;
+    let Some(outcome) = snap.step(&mut ex.ks, budget) else {
+        return;
+    };
+    if let Some(snap) = ex.persist.snap.take() {
+        finished(ex, snap, outcome);
+    }
+    if std::mem::take(&mut ex.persist.pending_bgsave) {
+        bgsave_start(ex);
+    }
+}
+
+/// Event-loop turn work: one slice of the walker.
+pub fn tick(ex: &mut Executor) {
+    let budget = if ex.persist.manual {
+        Budget::None
+    } else {
+        Budget::Time(SLICE)
+    };
+    advance(ex, budget);
+}
+
+/// Drives the snapshot in progress (and a BGSAVE waiting behind a cancelled one) to
+/// its end, for callers that must wait.
+pub fn finish(ex: &mut Executor) {
+    while ex.persist.snap.is_some() {
+        advance(ex, Budget::All);
+    }
+}
+
+/// Cancels a BGSAVE in progress, as Redis kills its child (FLUSHALL, SHUTDOWN).
+pub fn kill_bgsave(ex: &mut Executor) {
+    ex.persist.pending_bgsave = false;
+    if let Some(s) = ex.persist.snap.as_mut() {
+        if s.purpose == Purpose::Bgsave && !s.is_cancelled() {
+            crate::log::warning("There is a child saving an .rdb. Killing it!");
+            s.cancel(None);
         }
     }
+}
+
+/// Cancels an AOF rewrite's snapshot in progress (SHUTDOWN).
+pub fn kill_aof_rewrite(ex: &mut Executor) {
+    if let Some(s) = ex.persist.snap.as_mut() {
+        if s.purpose == Purpose::AofRewrite && !s.is_cancelled() {
+            crate::log::warning("There is a child rewriting the AOF. Killing it!");
+            s.cancel(None);
+        }
+    }
+}
+
+/// DEBUG SNAPSHOT-MANUAL 0|1 and DEBUG SNAPSHOT-STEP <buckets>: tests drive the
+/// walker one small slice at a time, interleaving their writes deterministically.
+/// SNAPSHOT-STEP answers 1 while the snapshot is still in progress, 0 once done.
+pub fn debug(ex: &mut Executor, sub: &[u8], arg: Option<&[u8]>) -> Option<Result<i64, String>> {
+    let n = arg.and_then(crate::util::numeric::parse_i64);
+    if sub.eq_ignore_ascii_case(b"snapshot-manual") {
+        let Some(v) = n else {
+            return Some(Err("ERR syntax error".into()));
+        };
+        ex.persist.manual = v != 0;
+        return Some(Ok(0));
+    }
+    if sub.eq_ignore_ascii_case(b"snapshot-step") {
+        let Some(v) = n.filter(|v| *v > 0) else {
+            return Some(Err("ERR syntax error".into()));
+        };
+        advance(ex, Budget::Buckets(v as usize));
+        // Let a finishing writer be reaped without more walking.
+        if ex.persist.snap.is_some() {
+            advance(ex, Budget::None);
+        }
+        return Some(Ok(ex.persist.busy() as i64));
+    }
+    None
 }
 
 /// Timer work: collect a finished BGSAVE, run a scheduled one, honour `save` points.
 pub fn cron(ex: &mut Executor) {
-    reap(ex, false);
-    if ex.persist.bgsave.is_some() {
+    tick(ex);
+    if ex.persist.busy() {
         return;
     }
     if ex.persist.scheduled {
@@ -327,7 +480,9 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
     if ex.persist.shutdown_prepared {
         return true;
     }
-    reap(ex, true);
+    kill_bgsave(ex);
+    kill_aof_rewrite(ex);
+    finish(ex);
     super::aof::shutdown(ex);
     let save_wanted = match save_req {
         Some(s) => s,
@@ -425,7 +580,7 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
 
 /// DEBUG RELOAD: save, empty the keyspace, load the file back.
 pub fn debug_reload(ex: &mut Executor) -> Result<(), String> {
-    reap(ex, true);
+    finish(ex);
     save(ex).map_err(|_| "Error trying to save the DB".to_string())?;
     let bytes = std::fs::read(rdb_path(ex)).map_err(|e| e.to_string())?;
     ex.signal_flushed_db(None);
@@ -438,20 +593,25 @@ pub fn debug_reload(ex: &mut Executor) -> Result<(), String> {
 /// The INFO persistence section's snapshot fields.
 pub fn info_fields(ex: &Executor, s: &mut String) {
     let p = &ex.persist;
-    let cur = p
-        .bgsave
-        .as_ref()
+    let live = p.snap.as_ref().filter(|s| !s.is_cancelled());
+    let cur = live
+        .filter(|s| s.purpose == Purpose::Bgsave)
         .map_or(-1, |b| b.started.elapsed().as_secs() as i64);
     s.push_str(&format!(
-        "loading:{}\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
+        "loading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:{}\r\ncurrent_cow_size:{}\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
         p.loading as u8,
+        live.map_or(0, |s| s.cow_bytes()),
+        live.map_or(0, |s| s.cow_bytes()),
+        live.map_or(0, |s| s.keys_processed()),
+        live.map_or(0, |s| s.keys_total),
         ex.ks.dirty,
-        p.bgsave.is_some() as u8,
+        p.bgsave_in_progress() as u8,
         p.lastsave,
         if p.last_bgsave_ok { "ok" } else { "err" },
         p.last_bgsave_secs,
         cur,
         p.rdb_saves,
+        p.last_cow_size,
         p.last_load_expired,
         p.last_load_keys,
     ));
