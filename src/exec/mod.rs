@@ -344,6 +344,10 @@ impl Executor {
                 Reply::err("OOM command not allowed when used memory > 'maxmemory'."),
             );
         }
+        // The client-tracking table is kept within its limit before each command (tracking.rs).
+        if self.tracking.total_keys() as u64 > self.config.tracking_table_max_keys {
+            self.tracking_limit_keys(Some(slot));
+        }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {
             return reply;
@@ -395,10 +399,10 @@ impl Executor {
     /// events, and notifications raised are delivered.
     fn after_command(&mut self) {
         // Expired keys touch WATCH/tracking and raise `expired` (signals.rs); then the
-        // notifications are published (pubsub.rs) and BCAST invalidations sent (tracking.rs).
+        // notifications are published (pubsub.rs). BCAST invalidations wait for the end
+        // of the event-loop turn (`tracking_flush_bcast`).
         self.drain_expired_events();
         self.deliver_notifications();
-        self.tracking_flush_bcast();
     }
 
     /// Records a keyspace notification if its class is enabled.
@@ -532,6 +536,7 @@ impl Executor {
         }
         self.sample_ops();
         self.close_idle_clients();
+        self.tracking_limit_keys(None);
         crate::persistence::snapshot::cron(self);
         crate::persistence::aof::cron(self);
         true
@@ -562,7 +567,7 @@ impl Executor {
 
     /// Whether timer work is pending that wants the loop to come back at once.
     pub fn has_pending_timer_work(&self) -> bool {
-        !self.expire_budget.is_zero()
+        !self.expire_budget.is_zero() || self.tracking.has_pending_broadcast()
     }
 
     fn sample_ops(&mut self) {
