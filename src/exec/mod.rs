@@ -486,9 +486,12 @@ impl Executor {
         let used = c.pending_output() as u64;
         let mut over = limit.hard > 0 && used >= limit.hard;
         if limit.soft > 0 && used >= limit.soft {
-            let since = *c.soft_limit_since.get_or_insert_with(Instant::now);
-            if since.elapsed().as_secs() >= limit.soft_seconds {
-                over = true;
+            // As Redis: the soft limit counts once it has held for more than
+            // `soft_seconds` whole seconds of the clock since it was first seen.
+            let now = unix_ms() / 1000;
+            match c.soft_limit_since {
+                None => c.soft_limit_since = Some(now),
+                Some(since) => over |= now - since > limit.soft_seconds as i64,
             }
         } else {
             c.soft_limit_since = None;
