@@ -345,7 +345,8 @@ impl Executor {
             );
         }
         // The client-tracking table is kept within its limit before each command (tracking.rs).
-        if self.tracking.total_keys() as u64 > self.config.tracking_table_max_keys {
+        let max_keys = self.config.tracking_table_max_keys;
+        if max_keys != 0 && self.tracking.total_keys() as u64 > max_keys {
             self.tracking_limit_keys(Some(slot));
         }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
