@@ -7,6 +7,14 @@
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
 #   BENCH_ZSET=1 scripts/bench.sh      # also the sorted-set section (below)
 #   BENCH_ZSET=only scripts/bench.sh   # only the sorted-set section
+#   BENCH_PUBSUB=1 scripts/bench.sh    # also pub/sub fan-out and MULTI/EXEC (below)
+#   BENCH_PUBSUB=only scripts/bench.sh # only that section
+#
+# The pub/sub section: PUBLISH at -P 16 from 10 clients to a channel with 1, 10 and 100
+# subscribers (connections of scripts/bench_clients.py that drain their sockets), and
+# MULTI + 10 SET + EXEC with 10 clients pipelining 16 transactions. Besides req/s it
+# prints the server's CPU time per message/transaction (utime+stime from /proc), which
+# is steadier than throughput on a shared machine.
 #
 # The sorted-set section: ZADD and ZPOPMIN (redis-benchmark -t zadd,zpopmin), ZRANK and
 # ZRANGEBYSCORE ... LIMIT 0 10 on one 1M-member sorted set (loaded into both servers
@@ -26,6 +34,7 @@ REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,mset}
 BENCH_ZSET=${BENCH_ZSET:-0}
+BENCH_PUBSUB=${BENCH_PUBSUB:-0}
 ZMEMBERS=${ZMEMBERS:-1000000}
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 cargo build --release --quiet
@@ -44,12 +53,15 @@ cport=$(free_port)
 mkdir -p "$work/c" "$work/r"
 ./target/release/cinnabar --port "$cport" --dir "$work/c" --appendonly no --save "" --enable-debug-command yes --loglevel warning >/dev/null &
 pids+=($!)
+declare -A spid
+spid[cinnabar]=$!
 wait_port "$cport"
 servers=("cinnabar:$cport")
 if command -v redis-server >/dev/null; then
     rport=$(free_port)
     redis-server --port "$rport" --dir "$work/r" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null &
     pids+=($!)
+    spid[redis]=$!
     wait_port "$rport"
     servers+=("redis:$rport")
 fi
@@ -94,7 +106,7 @@ flush_wait() {
     sleep 0.5
 }
 
-if [ "$BENCH_ZSET" != only ]; then
+if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ]; then
 for P in 1 16; do
     bench "$work/raw" "$P" -t "$TESTS" -d 16
 done
@@ -128,6 +140,50 @@ if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
         done
     done
 fi
+fi
+
+# ----- pub/sub fan-out and transactions ---------------------------------------------
+if [ "$BENCH_PUBSUB" != 0 ]; then
+    ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+    hz=$(getconf CLK_TCK)
+    : > "$work/ps"
+    for round in $(seq "$ROUNDS"); do
+        for n in 1 10 100; do
+            for s in "${servers[@]}"; do
+                name=${s%%:*}; port=${s##*:}
+                python3 scripts/bench_clients.py subs "$port" "$n" ch > "$work/subs.out" &
+                sub=$!
+                until grep -q ready "$work/subs.out" 2>/dev/null; do sleep 0.05; done
+                t0=$(ticks "${spid[$name]}")
+                rps=$(redis-benchmark -p "$port" -n "$REQUESTS" -c 10 -P 16 --csv publish ch hello-message-0123456789 2>/dev/null \
+                    | tail -n 1 | cut -d, -f2 | tr -d '"')
+                t1=$(ticks "${spid[$name]}")
+                kill "$sub"; wait "$sub" 2>/dev/null || true
+                echo "$name publish_to_${n}_subscribers $rps $(python3 -c "print(f'{($t1-$t0)*1e6/$hz/$REQUESTS:.2f}')")" >> "$work/ps"
+            done
+        done
+        for s in "${servers[@]}"; do
+            name=${s%%:*}; port=${s##*:}
+            tx=$(( REQUESTS / 4 ))
+            t0=$(ticks "${spid[$name]}")
+            tps=$(python3 scripts/bench_clients.py multi "$port" "$tx" 10 16)
+            t1=$(ticks "${spid[$name]}")
+            echo "$name multi_10_set_exec $tps $(python3 -c "print(f'{($t1-$t0)*1e6/$hz/$tx:.2f}')")" >> "$work/ps"
+        done
+    done
+    echo
+    echo "pub/sub and transactions, P16 (median of $ROUNDS; cpu = server CPU us per message or transaction)"
+    printf "%-30s %12s %12s %8s %10s %10s %8s\n" test cinnabar redis ratio cpu_c cpu_r cpu_ratio
+    for test in $(awk '{print $2}' "$work/ps" | awk '!seen[$0]++'); do
+        c=$(awk -v t="$test" '$1=="cinnabar" && $2==t {print $3}' "$work/ps" | median)
+        cc=$(awk -v t="$test" '$1=="cinnabar" && $2==t {print $4}' "$work/ps" | median)
+        r=$(awk -v t="$test" '$1=="redis" && $2==t {print $3}' "$work/ps" | median)
+        rc=$(awk -v t="$test" '$1=="redis" && $2==t {print $4}' "$work/ps" | median)
+        if [ -n "$r" ]; then
+            ratio=$(python3 -c "print(f'{$c/$r:.2f}')"); cratio=$(python3 -c "print(f'{$cc/max($rc,1e-9):.2f}')")
+        else r="-"; rc="-"; ratio="-"; cratio="-"; fi
+        printf "%-30s %12s %12s %8s %10s %10s %8s\n" "$test" "$c" "$r" "$ratio" "$cc" "$rc" "$cratio"
+    done
 fi
 
 [ "$BENCH_ZSET" = 0 ] && exit 0

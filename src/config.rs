@@ -58,6 +58,8 @@ pub struct Config {
     pub active_expire_effort: i64,
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: i64,
+    /// Keys the client-tracking table may hold (0: no limit).
+    pub tracking_table_max_keys: u64,
     pub latency_monitor_threshold: i64,
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: i64,
@@ -131,6 +133,7 @@ impl Default for Config {
             active_expire_effort: 1,
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
+            tracking_table_max_keys: 1_000_000,
             latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
@@ -663,6 +666,15 @@ pub static DIRECTIVES: &[Directive] = &[
         slowlog_log_slower_than,
         i64,
         -1,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "tracking-table-max-keys",
+        &[],
+        tracking_table_max_keys,
+        u64,
+        0,
         i64::MAX,
         true
     ),

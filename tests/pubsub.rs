@@ -263,3 +263,30 @@ fn same_as_redis() {
         ],
     );
 }
+
+#[test]
+fn soft_output_limit_counts_only_after_it_has_held() {
+    // As Redis: reaching the soft limit is noted, not acted on; a later message finds
+    // it still over after more than `soft seconds` (here 0) and closes the client.
+    let s = TestServer::start_with(&["--client-output-buffer-limit", "pubsub 0 64kb 0"]);
+    let mut slow = s.raw(2);
+    slow.cmd(&["SUBSCRIBE", "ch"]);
+    let mut p = s.raw(2);
+    let payload = "x".repeat(256 * 1024);
+    assert_eq!(p.cmd(&["PUBLISH", "ch", &payload]), ":1\r\n");
+    assert_eq!(
+        p.cmd(&["PUBSUB", "NUMSUB", "ch"]),
+        "*2\r\n$2\r\nch\r\n:1\r\n"
+    );
+    let mut closed = false;
+    for _ in 0..100 {
+        p.cmd(&["PUBLISH", "ch", &payload]);
+        if p.cmd(&["PUBSUB", "NUMSUB", "ch"]) == "*2\r\n$2\r\nch\r\n:0\r\n" {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(closed, "the slow subscriber was never closed");
+    drop(slow);
+}

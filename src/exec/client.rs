@@ -42,8 +42,8 @@ pub struct Client {
     /// Encoded replies not yet written to the socket; `out_pos` bytes already written.
     pub out: Vec<u8>,
     pub out_pos: usize,
-    /// When the output buffer first went over the soft limit.
-    pub soft_limit_since: Option<Instant>,
+    /// When the output buffer first went over the soft limit (unix seconds).
+    pub soft_limit_since: Option<i64>,
     /// Name of the last command run (CLIENT LIST `cmd=`).
     pub last_cmd: &'static str,
     /// Query buffer size as last reported by the network layer (CLIENT LIST `qbuf=`).

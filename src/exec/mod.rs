@@ -344,6 +344,11 @@ impl Executor {
                 Reply::err("OOM command not allowed when used memory > 'maxmemory'."),
             );
         }
+        // The client-tracking table is kept within its limit before each command (tracking.rs).
+        let max_keys = self.config.tracking_table_max_keys;
+        if max_keys != 0 && self.tracking.total_keys() as u64 > max_keys {
+            self.tracking_limit_keys(Some(slot));
+        }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {
             return reply;
@@ -395,10 +400,10 @@ impl Executor {
     /// events, and notifications raised are delivered.
     fn after_command(&mut self) {
         // Expired keys touch WATCH/tracking and raise `expired` (signals.rs); then the
-        // notifications are published (pubsub.rs) and BCAST invalidations sent (tracking.rs).
+        // notifications are published (pubsub.rs). BCAST invalidations wait for the end
+        // of the event-loop turn (`tracking_flush_bcast`).
         self.drain_expired_events();
         self.deliver_notifications();
-        self.tracking_flush_bcast();
     }
 
     /// Records a keyspace notification if its class is enabled.
@@ -482,9 +487,12 @@ impl Executor {
         let used = c.pending_output() as u64;
         let mut over = limit.hard > 0 && used >= limit.hard;
         if limit.soft > 0 && used >= limit.soft {
-            let since = *c.soft_limit_since.get_or_insert_with(Instant::now);
-            if since.elapsed().as_secs() >= limit.soft_seconds {
-                over = true;
+            // As Redis: the soft limit counts once it has held for more than
+            // `soft_seconds` whole seconds of the clock since it was first seen.
+            let now = unix_ms() / 1000;
+            match c.soft_limit_since {
+                None => c.soft_limit_since = Some(now),
+                Some(since) => over |= now - since > limit.soft_seconds as i64,
             }
         } else {
             c.soft_limit_since = None;
@@ -534,6 +542,7 @@ impl Executor {
         }
         self.sample_ops();
         self.close_idle_clients();
+        self.tracking_limit_keys(None);
         crate::persistence::snapshot::cron(self);
         crate::persistence::aof::cron(self);
         true
@@ -564,7 +573,9 @@ impl Executor {
 
     /// Whether timer work is pending that wants the loop to come back at once.
     pub fn has_pending_timer_work(&self) -> bool {
-        !self.expire_budget.is_zero() || self.persist.wants_turn()
+        !self.expire_budget.is_zero()
+            || self.persist.wants_turn()
+            || self.tracking.has_pending_broadcast()
     }
 
     fn sample_ops(&mut self) {

@@ -16,6 +16,7 @@
 use crate::util::FastMap;
 
 use crate::commands::ctx::notify;
+use crate::protocol::reply::{encode_bulk, encode_header};
 use crate::protocol::Reply;
 use crate::util::glob::glob_match;
 
@@ -102,6 +103,9 @@ pub struct PubSub {
     /// Patterns in the order first subscribed, with their subscribers.
     patterns: Vec<(Vec<u8>, Vec<usize>)>,
     shard: FastMap<Vec<u8>, Vec<usize>>,
+    /// The message being fanned out, encoded in RESP2 and RESP3 (each on first need);
+    /// the buffers are reused from message to message, so delivery allocates nothing.
+    scratch: [Vec<u8>; 2],
 }
 
 impl PubSub {
@@ -175,25 +179,41 @@ fn bulk(b: &[u8]) -> Reply {
 }
 
 impl Executor {
+    /// Delivers one push message, given as its bulk-string parts, to every client in
+    /// `slots`: encoded at most once per protocol, then copied into each receiver's
+    /// output buffer (or its `deferred` buffer while its own command runs).
+    fn fan_out(&mut self, slots: &[usize], parts: &[&[u8]]) {
+        let mut enc = std::mem::take(&mut self.pubsub.scratch);
+        let mut ready = [false; 2];
+        for &slot in slots {
+            let c = self.client_mut(slot);
+            if c.close_asap {
+                continue;
+            }
+            let i = usize::from(c.proto >= 3);
+            if !ready[i] {
+                encode_push(c.proto, parts, &mut enc[i]);
+                ready[i] = true;
+            }
+            if c.executing {
+                c.deferred.extend_from_slice(&enc[i]);
+                continue;
+            }
+            c.out.extend_from_slice(&enc[i]);
+            self.mark_pending_write(slot);
+            self.check_output_limits(slot);
+        }
+        for b in &mut enc {
+            if b.capacity() > SCRATCH_KEEP {
+                *b = Vec::new();
+            }
+        }
+        self.pubsub.scratch = enc;
+    }
+
     /// Sends an out-of-band reply (push) to a client: into its output buffer, or, while
     /// that client's own command runs, after the command's reply. Applies the output
     /// buffer limits.
-    /// `push_to` for a message already encoded in both protocols (fan-out).
-    fn push_encoded_to(&mut self, slot: usize, m: &EncodedOnce) {
-        let c = self.client_mut(slot);
-        if c.close_asap {
-            return;
-        }
-        let bytes = if c.proto >= 3 { &m.resp3 } else { &m.resp2 };
-        if c.executing {
-            c.deferred.extend_from_slice(bytes);
-            return;
-        }
-        c.out.extend_from_slice(bytes);
-        self.mark_pending_write(slot);
-        self.check_output_limits(slot);
-    }
-
     pub fn push_to(&mut self, slot: usize, r: &Reply) {
         let c = self.client_mut(slot);
         if c.close_asap {
@@ -290,53 +310,38 @@ impl Executor {
     /// number of clients that received it.
     pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> usize {
         let mut receivers = 0;
-        // The subscriber list is taken out for the loop (delivery never changes it) and
-        // the message is encoded once per protocol, then copied to each subscriber.
+        // Subscriber lists are taken out for the delivery loop (delivery never changes
+        // the registries) and put back after: no clone per message.
         if let Some(slots) = self.pubsub.channels.get_mut(channel).map(std::mem::take) {
-            let msg = Reply::Push(vec![bulk(b"message"), bulk(channel), bulk(message)]);
-            let encoded = EncodedOnce::new(&msg);
-            for &slot in &slots {
-                self.push_encoded_to(slot, &encoded);
-                receivers += 1;
-            }
+            self.fan_out(&slots, &[b"message", channel, message]);
+            receivers += slots.len();
             if let Some(entry) = self.pubsub.channels.get_mut(channel) {
                 *entry = slots;
             }
         }
-        if !self.pubsub.patterns.is_empty() {
-            let matching: Vec<(Vec<u8>, Vec<usize>)> = self
-                .pubsub
-                .patterns
-                .iter()
-                .filter(|(p, _)| glob_match(p, channel, false))
-                .cloned()
-                .collect();
-            for (pattern, slots) in matching {
-                let msg = Reply::Push(vec![
-                    bulk(b"pmessage"),
-                    bulk(&pattern),
-                    bulk(channel),
-                    bulk(message),
-                ]);
-                for slot in slots {
-                    self.push_to(slot, &msg);
-                    receivers += 1;
-                }
+        for i in 0..self.pubsub.patterns.len() {
+            if !glob_match(&self.pubsub.patterns[i].0, channel, false) {
+                continue;
             }
+            let (pattern, slots) = std::mem::take(&mut self.pubsub.patterns[i]);
+            self.fan_out(&slots, &[b"pmessage", &pattern, channel, message]);
+            receivers += slots.len();
+            self.pubsub.patterns[i] = (pattern, slots);
         }
         receivers
     }
 
     /// SPUBLISH: delivers to shard-channel subscribers.
     pub fn spublish(&mut self, channel: &[u8], message: &[u8]) -> usize {
-        let Some(slots) = self.pubsub.shard.get(channel).cloned() else {
+        let Some(slots) = self.pubsub.shard.get_mut(channel).map(std::mem::take) else {
             return 0;
         };
-        let msg = Reply::Push(vec![bulk(b"smessage"), bulk(channel), bulk(message)]);
-        for &slot in &slots {
-            self.push_to(slot, &msg);
+        self.fan_out(&slots, &[b"smessage", channel, message]);
+        let receivers = slots.len();
+        if let Some(entry) = self.pubsub.shard.get_mut(channel) {
+            *entry = slots;
         }
-        slots.len()
+        receivers
     }
 
     /// Publishes the keyspace notifications raised by the last command.
@@ -433,25 +438,35 @@ pub fn format_notify_classes(flags: u32) -> String {
     s
 }
 
-/// A push message encoded once for each protocol, for delivery to many clients.
-struct EncodedOnce {
-    resp2: Vec<u8>,
-    resp3: Vec<u8>,
-}
+/// Scratch buffers above this size are released after a delivery.
+const SCRATCH_KEEP: usize = 64 * 1024;
 
-impl EncodedOnce {
-    fn new(r: &Reply) -> EncodedOnce {
-        let mut resp2 = Vec::new();
-        let mut resp3 = Vec::new();
-        r.encode(2, &mut resp2);
-        r.encode(3, &mut resp3);
-        EncodedOnce { resp2, resp3 }
+/// Encodes a push of bulk strings (`>N` in RESP3, `*N` in RESP2) into `out`, replacing
+/// its contents, with one reservation of the exact size.
+fn encode_push(proto: u8, parts: &[&[u8]], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(8 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
+    encode_header(if proto >= 3 { b'>' } else { b'*' }, parts.len(), out);
+    for p in parts {
+        encode_bulk(p, out);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fan_out_encoding_matches_reply_encoding() {
+        let mut out = b"stale".to_vec();
+        for proto in [2, 3] {
+            let parts: [&[u8]; 4] = [b"pmessage", b"p*", b"", b"m\r\n"];
+            encode_push(proto, &parts, &mut out);
+            let mut want = Vec::new();
+            Reply::Push(parts.iter().map(|p| bulk(p)).collect()).encode(proto, &mut want);
+            assert_eq!(out, want);
+        }
+    }
 
     #[test]
     fn notify_flags_round_trip_like_redis() {

@@ -5,15 +5,23 @@
 //! command, the client's id (and slot, checked against the id since slots are reused);
 //! the first modification sends one invalidation to each and forgets the key, as
 //! Redis's tracking table does. Keys are names without a database, as in Redis.
-//! BCAST mode keeps prefixes instead: modified keys matching a prefix are collected and
-//! sent to its clients as one message per prefix once the command (or EXEC) is over.
+//! BCAST mode keeps prefixes instead: modified keys matching a prefix are collected
+//! (sorted, each once, with the id of the client that modified it last) and sent to the
+//! prefix's clients as one message per prefix once per event-loop turn, as Redis does in
+//! `beforeSleep`; a NOLOOP client gets the keys others modified.
+//!
+//! `tracking-table-max-keys` bounds the default-mode table: when it holds more keys,
+//! random keys are evicted before the next command and in the cron, their holders told
+//! as if the keys had changed (Redis's `trackingLimitUsedSlots`, with its effort rule).
+//! The table keeps its entries in a vector so a random key is found in O(1).
 //!
 //! Messages are `>2 invalidate [keys]` pushes in RESP3, or `message` on
 //! `__redis__:invalidate` for a RESP2 connection that a tracking client redirects to.
 
 use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 
-use crate::util::FastMap;
+use hashbrown::HashTable;
 
 use crate::commands::Command;
 use crate::protocol::Reply;
@@ -73,24 +81,107 @@ pub struct TrackingOptions {
 
 /// Tracking clients as (client id, slot).
 type Holders = Vec<(u64, usize)>;
-/// Modified keys with the slot of the client that modified each.
-type PendingKeys = Vec<(Vec<u8>, Option<usize>)>;
+/// Keys modified since the last broadcast, in key order, with the id of the client
+/// that modified each last (None: the server, e.g. expiry).
+type PendingKeys = BTreeMap<Vec<u8>, Option<u64>>;
 
-/// A BCAST prefix: its clients and the keys modified since the last flush, with the
-/// slot of the client that modified each (for NOLOOP).
+/// A BCAST prefix: its clients and the keys modified since the last broadcast.
 #[derive(Default)]
 struct Prefix {
     clients: Holders,
     pending: PendingKeys,
 }
 
+/// Default-mode tracked keys and their holders. Entries live in a vector, indexed by a
+/// hash table of positions, so eviction can pick a random key in O(1).
+#[derive(Default)]
+struct TrackedKeys {
+    entries: Vec<(Vec<u8>, Holders)>,
+    index: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl TrackedKeys {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The holders of `key`, created empty if it is not tracked yet.
+    fn holders_mut(&mut self, key: &[u8]) -> &mut Holders {
+        let h = self.hash(key);
+        let entries = &self.entries;
+        let i = match self.index.find(h, |&i| entries[i].0 == key) {
+            Some(&i) => i,
+            None => {
+                let i = self.entries.len();
+                self.entries.push((key.to_vec(), Vec::new()));
+                let (entries, hasher) = (&self.entries, &self.hasher);
+                self.index
+                    .insert_unique(h, i, |&j| hasher.hash_one(&entries[j].0));
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    /// Removes `key`, returning its holders.
+    fn remove(&mut self, key: &[u8]) -> Option<Holders> {
+        let h = self.hash(key);
+        let entries = &self.entries;
+        let i = match self.index.find_entry(h, |&i| entries[i].0 == key) {
+            Ok(e) => e.remove().0,
+            Err(_) => return None,
+        };
+        Some(self.swap_out(i).1)
+    }
+
+    /// Removes the entry at position `i` (already unindexed), moving the last entry
+    /// into its place.
+    fn swap_out(&mut self, i: usize) -> (Vec<u8>, Holders) {
+        let last = self.entries.len() - 1;
+        if i != last {
+            let h = self.hash(&self.entries[last].0);
+            if let Some(pos) = self.index.find_mut(h, |&j| j == last) {
+                *pos = i;
+            }
+        }
+        self.entries.swap_remove(i)
+    }
+
+    /// Removes a random entry.
+    fn remove_random(&mut self) -> Option<(Vec<u8>, Holders)> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let i = fastrand::usize(..self.entries.len());
+        let h = self.hash(&self.entries[i].0);
+        if let Ok(e) = self.index.find_entry(h, |&j| j == i) {
+            e.remove();
+        }
+        Some(self.swap_out(i))
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.index.clear();
+    }
+}
+
 /// The server-wide tracking table.
 #[derive(Default)]
 pub struct TrackingTable {
-    keys: FastMap<Vec<u8>, Holders>,
+    keys: TrackedKeys,
+    /// (key, client) pairs in `keys` (INFO `tracking_total_items`).
+    items: usize,
     prefixes: BTreeMap<Vec<u8>, Prefix>,
-    /// Keys with pending BCAST invalidations, so flushing is free when there are none.
+    /// Keys with pending BCAST invalidations, so the broadcast is free when there are none.
     pending: bool,
+    /// Consecutive eviction rounds that ended still over the limit (Redis's effort rule).
+    evict_rounds: u32,
 }
 
 impl TrackingTable {
@@ -101,7 +192,12 @@ impl TrackingTable {
 
     /// INFO `tracking_total_items`: (key, client) pairs.
     pub fn total_items(&self) -> usize {
-        self.keys.values().map(|v| v.len()).sum()
+        self.items
+    }
+
+    /// Whether BCAST invalidations wait for the end of the event-loop turn.
+    pub fn has_pending_broadcast(&self) -> bool {
+        self.pending
     }
 
     /// INFO `tracking_total_prefixes`.
@@ -110,7 +206,7 @@ impl TrackingTable {
     }
 
     fn is_idle(&self) -> bool {
-        self.keys.is_empty() && self.prefixes.is_empty()
+        self.keys.len() == 0 && self.prefixes.is_empty()
     }
 }
 
@@ -216,9 +312,10 @@ impl Executor {
         }
         let id = c.id;
         for pos in cmd.key_positions(args) {
-            let holders = self.tracking.keys.entry(args[pos].to_vec()).or_default();
+            let holders = self.tracking.keys.holders_mut(args[pos]);
             if !holders.iter().any(|&(i, _)| i == id) {
                 holders.push((id, slot));
+                self.tracking.items += 1;
             }
         }
     }
@@ -230,16 +327,23 @@ impl Executor {
             return;
         }
         if !self.tracking.prefixes.is_empty() {
+            let by_id = by.map(|s| self.client(s).id);
             for (p, entry) in self.tracking.prefixes.iter_mut() {
                 if key.starts_with(p) {
-                    entry.pending.push((key.to_vec(), by));
+                    entry.pending.insert(key.to_vec(), by_id);
                     self.tracking.pending = true;
                 }
             }
         }
-        let Some(holders) = self.tracking.keys.remove(key) else {
-            return;
-        };
+        if let Some(holders) = self.tracking.keys.remove(key) {
+            self.tracking_send_key(by, key, holders);
+        }
+    }
+
+    /// Tells the default-mode holders of a key that was dropped from the table that
+    /// their copy is invalid (except the client in `by` under NOLOOP).
+    fn tracking_send_key(&mut self, by: Option<usize>, key: &[u8], holders: Holders) {
+        self.tracking.items -= holders.len();
         let payload = Reply::Array(vec![Reply::Bulk(key.to_vec())]);
         for (id, slot) in holders {
             let Some(c) = self.client_by_id_slot(id, slot) else {
@@ -251,6 +355,31 @@ impl Executor {
             }
             self.send_tracking_message(slot, payload.clone());
         }
+    }
+
+    /// Keeps the default-mode table within `tracking-table-max-keys` (0: no limit) by
+    /// evicting random keys, whose holders are told as if the keys had changed. As in
+    /// Redis, one call evicts at most 100 keys per consecutive call that ended still
+    /// over the limit. `current` is the client about to run a command (NOLOOP).
+    pub(crate) fn tracking_limit_keys(&mut self, current: Option<usize>) {
+        let max = self.config.tracking_table_max_keys;
+        if max == 0 || self.tracking.keys.len() as u64 <= max {
+            self.tracking.evict_rounds = 0;
+            return;
+        }
+        let mut effort = 100 * (self.tracking.evict_rounds as u64 + 1);
+        while effort > 0 {
+            effort -= 1;
+            let Some((key, holders)) = self.tracking.keys.remove_random() else {
+                break;
+            };
+            self.tracking_send_key(current, &key, holders);
+            if self.tracking.keys.len() as u64 <= max {
+                self.tracking.evict_rounds = 0;
+                return;
+            }
+        }
+        self.tracking.evict_rounds += 1;
     }
 
     /// FLUSHDB/FLUSHALL: every tracking client is told to drop everything (a null
@@ -265,11 +394,14 @@ impl Executor {
             self.send_tracking_message(slot, Reply::Null);
         }
         self.tracking.keys.clear();
+        self.tracking.items = 0;
     }
 
-    /// Sends the BCAST invalidations collected since the last call: per prefix, one
-    /// message per client with the keys (minus its own writes under NOLOOP).
-    pub(crate) fn tracking_flush_bcast(&mut self) {
+    /// Sends the BCAST invalidations collected since the last call (once per event-loop
+    /// turn): per prefix, one message per client with every key modified under it, in
+    /// key order; a NOLOOP client gets only the keys others modified last, and nothing
+    /// when that leaves none.
+    pub fn tracking_flush_bcast(&mut self) {
         if !self.tracking.pending {
             return;
         }
@@ -281,14 +413,18 @@ impl Executor {
             }
         }
         for (clients, keys) in batches {
+            let all = Reply::Array(keys.keys().map(|k| Reply::Bulk(k.clone())).collect());
             for (id, slot) in clients {
                 let Some(c) = self.client_by_id_slot(id, slot) else {
                     continue;
                 };
-                let noloop = c.tracking.noloop;
+                if !c.tracking.noloop {
+                    self.send_tracking_message(slot, all.clone());
+                    continue;
+                }
                 let list: Vec<Reply> = keys
                     .iter()
-                    .filter(|(_, by)| !(noloop && *by == Some(slot)))
+                    .filter(|(_, by)| **by != Some(id))
                     .map(|(k, _)| Reply::Bulk(k.clone()))
                     .collect();
                 if !list.is_empty() {
@@ -340,6 +476,35 @@ impl Executor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracked_keys_stay_indexed_through_removals() {
+        let mut t = TrackedKeys::default();
+        let mut model = std::collections::BTreeSet::new();
+        for i in 0..300u32 {
+            let k = format!("k{}", i % 97).into_bytes();
+            t.holders_mut(&k).push((u64::from(i), 0));
+            model.insert(k);
+            match i % 5 {
+                0 => {
+                    let (k, _) = t.remove_random().unwrap();
+                    assert!(model.remove(&k));
+                }
+                1 => {
+                    let k = format!("k{}", i % 13).into_bytes();
+                    assert_eq!(t.remove(&k).is_some(), model.remove(&k));
+                }
+                _ => {}
+            }
+            assert_eq!(t.len(), model.len());
+            for k in &model {
+                assert!(!t.holders_mut(k).is_empty(), "lost {k:?}");
+            }
+            assert_eq!(t.len(), model.len());
+        }
+        t.clear();
+        assert!(t.remove_random().is_none());
+    }
 
     #[test]
     fn prefix_overlap_rules() {

@@ -188,6 +188,8 @@ impl Server {
                     self.process(slot);
                 }
             }
+            // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
+            self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
             // before any reply announcing them is written.
             crate::persistence::aof::flush(&mut self.ex);
