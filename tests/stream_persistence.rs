@@ -273,7 +273,12 @@ fn save_and_restart() {
     let mut c = s.client();
     populate(&mut c);
     let before = state(&mut c, false);
-    assert_eq!(q(&mut c, &["SAVE"]), Value::Okay);
+    q(&mut c, &["BGSAVE"]);
+    wait_until(|| {
+        info_field(&mut c, "rdb_bgsave_in_progress") == "0"
+            && info_field(&mut c, "rdb_changes_since_last_save") == "0"
+    });
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
     drop(s);
     let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
     let mut c = s.client();
@@ -290,7 +295,7 @@ fn save_and_restart() {
         id.split('-').next().unwrap().parse::<u64>().unwrap() > 9,
         "{id}"
     );
-    // BGSAVE and SHUTDOWN SAVE also write streams.
+    // SHUTDOWN SAVE also writes streams.
     let s2 = {
         let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<Value>(&mut c);
         drop(s);

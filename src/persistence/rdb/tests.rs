@@ -809,3 +809,37 @@ fn truncated_files_are_refused() {
     assert!(read_file(&bad, &Limits::default(), |_| n += 1).is_err());
     assert_eq!(n, 0);
 }
+
+#[test]
+fn type_21_carries_consumer_active_time() {
+    let mut s = Stream::new();
+    s.append(StreamId::new(1, 1), &[b"a", b"b"], 4096, 100);
+    let mut g = Group::new(StreamId::new(1, 1), 1);
+    g.consumer(b"c", 1000);
+    s.groups.insert(b"g".to_vec(), g);
+    let mut body = stream_body(&s);
+    // The consumer is last: `seen (8 bytes) | PEL count 0`; type 21 puts the active
+    // time between them.
+    let at = body.len() - 1;
+    body.splice(at..at, 777i64.to_le_bytes());
+    let v = restore_payload(&payload(TYPE_STREAM_LISTPACKS_3, &body), &Limits::default())
+        .unwrap()
+        .unwrap();
+    let Value::Obj(o) = &v else { panic!() };
+    let Object::Stream(st) = &**o else { panic!() };
+    let c = &st.groups[b"g".as_slice()].consumers[b"c".as_slice()];
+    assert_eq!((c.seen_time, c.active_time), (1000, 777));
+    // Type 19 (what we write) sets the active time to the seen time.
+    let v = restore_payload(
+        &payload(TYPE_STREAM_LISTPACKS_2, &stream_body(&s)),
+        &Limits::default(),
+    )
+    .unwrap()
+    .unwrap();
+    let Value::Obj(o) = &v else { panic!() };
+    let Object::Stream(st) = &**o else { panic!() };
+    assert_eq!(
+        st.groups[b"g".as_slice()].consumers[b"c".as_slice()].active_time,
+        1000
+    );
+}
