@@ -184,6 +184,15 @@ impl Block {
         }
     }
 
+    /// Gives a full block its exact size. A copy rather than `shrink_to_fit`: the
+    /// allocator may shrink in place by keeping the larger block (mimalloc does when
+    /// the new size is at least half the old), which would leave the slack resident.
+    fn seal(&mut self) {
+        if self.data.capacity() > self.data.len() {
+            self.data = self.data.as_slice().to_vec();
+        }
+    }
+
     fn master_fields(&self) -> Vec<&[u8]> {
         let mut pos = 0;
         let n = get_varint(&self.data, &mut pos);
@@ -515,7 +524,7 @@ impl Stream {
         }
         if new_block {
             if let Some((_, b)) = self.blocks.iter_mut().next_back() {
-                b.data.shrink_to_fit();
+                b.seal();
             }
             let master: Vec<&[u8]> = pairs.iter().step_by(2).copied().collect();
             self.blocks.insert(id, Block::new(&master));
@@ -804,7 +813,7 @@ impl Stream {
         for (id, deleted, pairs) in entries {
             b.append_loaded(master, *id, pairs, *deleted);
         }
-        b.data.shrink_to_fit();
+        b.seal();
         self.len += b.live as u64;
         self.blocks.insert(master, b);
     }
