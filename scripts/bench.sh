@@ -7,6 +7,8 @@
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
 #   BENCH_ZSET=1 scripts/bench.sh      # also the sorted-set section (below)
 #   BENCH_ZSET=only scripts/bench.sh   # only the sorted-set section
+#   BENCH_STREAMS=1 scripts/bench.sh   # also the stream section (below)
+#   BENCH_STREAMS=only scripts/bench.sh  # only the stream section
 #   BENCH_PUBSUB=1 scripts/bench.sh    # also pub/sub fan-out and MULTI/EXEC (below)
 #   BENCH_PUBSUB=only scripts/bench.sh # only that section
 #
@@ -23,6 +25,12 @@
 # members. 10M members would be the natural size but takes too long to load and
 # measure on a shared 2-core machine, so the big set is 1M.
 #
+# The stream section: XADD (no trim, and MAXLEN ~ 1000), XRANGE of 100 entries from a
+# random ID of a 100k-entry stream, XREADGROUP COUNT 1 (`>`) then XACK of random
+# delivered IDs (the group is recreated before each round so every round reads the
+# same entries), then memory for one stream of STREAM_ENTRIES entries (default 10M,
+# `XADD s N-0 field N`, streamed into each server with redis-cli --pipe).
+#
 # Needs redis-benchmark (Debian's redis-tools); runs Redis too when redis-server is
 # installed. The two servers are benchmarked alternately, round by round, and the
 # script prints each one's median req/s and the Cinnabar/Redis ratio.
@@ -36,6 +44,8 @@ TESTS=${TESTS:-set,get,incr,mset}
 BENCH_ZSET=${BENCH_ZSET:-0}
 BENCH_PUBSUB=${BENCH_PUBSUB:-0}
 ZMEMBERS=${ZMEMBERS:-1000000}
+BENCH_STREAMS=${BENCH_STREAMS:-0}
+STREAM_ENTRIES=${STREAM_ENTRIES:-10000000}
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 cargo build --release --quiet
 
@@ -106,7 +116,7 @@ flush_wait() {
     sleep 0.5
 }
 
-if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ]; then
+if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ] && [ "$BENCH_STREAMS" != only ]; then
 for P in 1 16; do
     bench "$work/raw" "$P" -t "$TESTS" -d 16
 done
@@ -186,7 +196,7 @@ if [ "$BENCH_PUBSUB" != 0 ]; then
     done
 fi
 
-[ "$BENCH_ZSET" = 0 ] && exit 0
+if [ "$BENCH_ZSET" != 0 ] && [ "$BENCH_STREAMS" != only ] && [ "$BENCH_PUBSUB" != only ]; then
 
 # ----- sorted sets ------------------------------------------------------------------
 # The load files are RESP, generated once and piped into each server.
@@ -246,4 +256,77 @@ for case in big small; do
         if [ -n "$base" ]; then ratio=$(python3 -c "print(f'{$u/$base:.2f}')"); else ratio="-"; fi
         printf "%-34s %-10s %14s %14s %12s %8s\n" "$label" "$name" "$u" "$r" $(( u / ZMEMBERS )) "$ratio"
     done
+done
+fi
+
+[ "$BENCH_STREAMS" = 0 ] && exit 0
+
+# ----- streams ----------------------------------------------------------------------
+# resp_xadds KEY N: RESP for `XADD KEY i-0 field i`, i = 1..N, on stdout.
+resp_xadds() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+key, n = sys.argv[1].encode(), int(sys.argv[2])
+out = sys.stdout.buffer
+buf = []
+for i in range(1, n + 1):
+    v = b"%d" % i
+    idv = v + b"-0"
+    buf.append(b"*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$5\r\nfield\r\n$%d\r\n%s\r\n"
+               % (len(key), key, len(idv), idv, len(v), v))
+    if len(buf) == 10000:
+        out.write(b"".join(buf)); buf = []
+out.write(b"".join(buf))
+PY
+}
+
+echo
+echo "streams: XADD, XADD MAXLEN ~ 1000, XRANGE COUNT 100, XREADGROUP + XACK"
+for s in "${servers[@]}"; do
+    name=${s%%:*}; port=${s##*:}
+    redis-cli -p "$port" flushall >/dev/null
+    resp_xadds r 100000 | redis-cli -p "$port" --pipe >/dev/null
+    resp_xadds q "$REQUESTS" | redis-cli -p "$port" --pipe >/dev/null
+    [ "$(redis-cli -p "$port" xlen q)" = "$REQUESTS" ] || { echo "$name: stream not loaded"; exit 1; }
+done
+for P in 1 16; do
+    bench "$work/sraw" "$P" XADD s1 '*' field __rand_int__
+    bench "$work/sraw" "$P" XADD s2 MAXLEN '~' 1000 '*' field __rand_int__
+    for round in $(seq "$ROUNDS"); do
+        for s in "${servers[@]}"; do
+            name=${s%%:*}; port=${s##*:}
+            redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r 99900 -P "$P" --csv \
+                XRANGE r __rand_int__ + COUNT 100 2>/dev/null \
+                | tail -n +2 | tr -d '"' | while IFS=, read -r _ rps _; do echo "$name $P XRANGE_r_rand_+_COUNT_100 $rps"; done >> "$work/sraw"
+            redis-cli -p "$port" xgroup destroy q g >/dev/null
+            redis-cli -p "$port" xgroup create q g 0 >/dev/null
+            redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$P" --csv \
+                XREADGROUP GROUP g c COUNT 1 STREAMS q '>' 2>/dev/null \
+                | tail -n +2 | tr -d '"' | while IFS=, read -r _ rps _; do echo "$name $P XREADGROUP_COUNT_1 $rps"; done >> "$work/sraw"
+            redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r "$REQUESTS" -P "$P" --csv \
+                XACK q g __rand_int__-0 2>/dev/null \
+                | tail -n +2 | tr -d '"' | while IFS=, read -r _ rps _; do echo "$name $P XACK_q_g_rand $rps"; done >> "$work/sraw"
+        done
+    done
+done
+table "$work/sraw"
+
+echo
+echo "stream memory: one stream of $STREAM_ENTRIES entries (XADD s N-0 field N)"
+printf "%-10s %14s %14s %12s %8s\n" server used rss bytes/entry ratio
+declare -A s_used s_rss
+for s in "${servers[@]}"; do
+    name=${s%%:*}; port=${s##*:}
+    flush_wait "$port"
+    u0=$(mem "$port" used_memory); r0=$(mem "$port" used_memory_rss)
+    resp_xadds s "$STREAM_ENTRIES" | redis-cli -p "$port" --pipe >/dev/null
+    [ "$(redis-cli -p "$port" xlen s)" = "$STREAM_ENTRIES" ] || { echo "$name: stream not loaded"; exit 1; }
+    s_used[$name]=$(( $(mem "$port" used_memory) - u0 )); s_rss[$name]=$(( $(mem "$port" used_memory_rss) - r0 ))
+    flush_wait "$port"
+done
+for s in "${servers[@]}"; do
+    name=${s%%:*}
+    u=${s_used[$name]}; r=${s_rss[$name]}; base=${s_used[redis]:-}
+    if [ -n "$base" ]; then ratio=$(python3 -c "print(f'{$u/$base:.2f}')"); else ratio="-"; fi
+    printf "%-10s %14s %14s %12s %8s\n" "$name" "$u" "$r" $(( u / STREAM_ENTRIES )) "$ratio"
 done

@@ -257,19 +257,3 @@ fn rdb_files_interoperate_with_redis_server() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
-
-/// Streams have no RDB encoding yet: saving or dumping refuses clearly instead of
-/// writing a file that silently lacks them, and works again once they are gone.
-#[test]
-fn streams_are_refused_by_save_and_dump() {
-    let s = TestServer::start();
-    let mut c = s.raw(2);
-    assert_eq!(c.cmd(&["XADD", "events", "1-1", "f", "v"]), "$3\r\n1-1\r\n");
-    assert_eq!(
-        c.cmd(&["DUMP", "events"]),
-        "-ERR DUMP of stream values is not supported yet\r\n"
-    );
-    assert!(c.cmd(&["SAVE"]).starts_with('-'));
-    assert_eq!(c.cmd(&["DEL", "events"]), ":1\r\n");
-    assert_eq!(c.cmd(&["SAVE"]), "+OK\r\n");
-}

@@ -88,12 +88,7 @@ fn lastsave(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match ctx.lookup_read(args[1]) {
         None => Reply::Null,
-        Some(e) => match e.value() {
-            crate::keyspace::ValueRef::Obj(crate::keyspace::Object::Stream(_)) => {
-                Reply::err("ERR DUMP of stream values is not supported yet")
-            }
-            v => Reply::Bulk(rdb::dump_payload(v)),
-        },
+        Some(e) => Reply::Bulk(rdb::dump_payload(e.value())),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::container;
 use crate::exec::blocking;
 use crate::keyspace::{Object, Value, ValueRef};
 use crate::protocol::Reply;
-use crate::types::stream::{Entry, Group, Stream, StreamId, Trim, ENTRIES_READ_INVALID};
+use crate::types::stream::{Entry, Group, Nack, Stream, StreamId, Trim, ENTRIES_READ_INVALID};
 
 const WF: &[&str] = &["write", "stream", "fast"];
 const RF: &[&str] = &["read", "stream", "fast"];
@@ -683,9 +683,12 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
 
     let now = ctx.now_ms;
     let mut served: Vec<(Reply, Reply)> = Vec::new();
+    let mut prop = GroupProp::default();
     for (k, key) in keys.iter().enumerate() {
         let r = if group {
-            serve_group(ctx, key, gname, cname, from[k], count, noack, now)
+            serve_group(
+                ctx, key, gname, cname, from[k], count, noack, now, &mut prop,
+            )
         } else {
             match read_stream(ctx, key) {
                 Err(e) => return e,
@@ -707,6 +710,9 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
         if let Some(r) = r {
             served.push((Reply::bulk(key), r));
         }
+    }
+    if group {
+        prop.finish(ctx);
     }
     if !served.is_empty() {
         return if ctx.proto() >= 3 {
@@ -750,6 +756,75 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
     reply
 }
 
+/// The commands that reproduce a consumer-group command's effect on replay (AOF,
+/// replicas), as Redis propagates them instead of the command itself: each entry
+/// delivered or claimed becomes `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n
+/// FORCE JUSTID LASTID last` (carrying the exact delivery time, count and owner), a
+/// moved group position `XGROUP SETID key group id ENTRIESREAD n`, and a consumer
+/// created on the way `XGROUP CREATECONSUMER key group consumer`.
+#[derive(Default)]
+struct GroupProp(Vec<Vec<Vec<u8>>>);
+
+impl GroupProp {
+    fn xclaim(&mut self, key: &[u8], group: &[u8], id: StreamId, n: &Nack, last: StreamId) {
+        self.0.push(vec![
+            b"XCLAIM".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            n.consumer.clone(),
+            b"0".to_vec(),
+            id.to_bytes(),
+            b"TIME".to_vec(),
+            n.delivery_time.to_string().into_bytes(),
+            b"RETRYCOUNT".to_vec(),
+            n.delivery_count.to_string().into_bytes(),
+            b"FORCE".to_vec(),
+            b"JUSTID".to_vec(),
+            b"LASTID".to_vec(),
+            last.to_bytes(),
+        ]);
+    }
+
+    /// XCLAIMs for `ids` as they now stand in the group's PEL.
+    fn xclaim_all(&mut self, s: &Stream, key: &[u8], group: &[u8], ids: &[StreamId]) {
+        let Some(g) = s.groups.get(group) else {
+            return;
+        };
+        for id in ids {
+            if let Some(n) = g.pel.get(id) {
+                self.xclaim(key, group, *id, n, g.last_id);
+            }
+        }
+    }
+
+    fn setid(&mut self, key: &[u8], group: &[u8], g: &Group) {
+        self.0.push(vec![
+            b"XGROUP".to_vec(),
+            b"SETID".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            g.last_id.to_bytes(),
+            b"ENTRIESREAD".to_vec(),
+            g.entries_read.to_string().into_bytes(),
+        ]);
+    }
+
+    fn create_consumer(&mut self, key: &[u8], group: &[u8], consumer: &[u8]) {
+        self.0.push(vec![
+            b"XGROUP".to_vec(),
+            b"CREATECONSUMER".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            consumer.to_vec(),
+        ]);
+    }
+
+    /// Hands the commands to the write stream (replacing the verbatim command).
+    fn finish(self, ctx: &mut Ctx) {
+        ctx.propagate_as(self.0);
+    }
+}
+
 /// Serves one stream of an XREADGROUP: `Some(reply)` when it is served now.
 #[allow(clippy::too_many_arguments)]
 fn serve_group(
@@ -761,6 +836,7 @@ fn serve_group(
     count: usize,
     noack: bool,
     now: i64,
+    prop: &mut GroupProp,
 ) -> Option<Reply> {
     let mut created = false;
     let mut delivered = false;
@@ -769,6 +845,9 @@ fn serve_group(
         let (c, cr) = g.consumer(cname, now);
         created = cr;
         c.seen_time = now;
+        if cr {
+            prop.create_consumer(key, gname, cname);
+        }
         match from {
             ReadFrom::After(start) => {
                 // History: this consumer's pending entries after `start`.
@@ -784,6 +863,7 @@ fn serve_group(
                     }
                 };
                 let mut out = Vec::with_capacity(ids.len());
+                let mut redelivered = Vec::new();
                 for id in ids {
                     match s.get(id) {
                         Some(e) => {
@@ -792,12 +872,16 @@ fn serve_group(
                             {
                                 n.delivery_time = now;
                                 n.delivery_count += 1;
+                                redelivered.push(id);
                             }
                             out.push(entry_reply(e));
                         }
                         None => out.push(Reply::Array(vec![id_reply(id), Reply::NullArray])),
                     }
                 }
+                // Redis does not propagate history re-deliveries; carrying them keeps
+                // the replayed delivery times and counts exact.
+                prop.xclaim_all(s, key, gname, &redelivered);
                 Some(Reply::Array(out))
             }
             ReadFrom::New => {
@@ -812,10 +896,16 @@ fn serve_group(
                     if !noack {
                         let g = s.groups.get_mut(gname).expect("group");
                         g.assign(e.id, cname, now, 1);
+                        if let Some(n) = g.pel.get(&e.id) {
+                            prop.xclaim(key, gname, e.id, n, g.last_id);
+                        }
                     }
                 }
                 if !entries.is_empty() {
                     delivered = true;
+                    if let Some(g) = s.groups.get(gname) {
+                        prop.setid(key, gname, g);
+                    }
                 }
                 Some(entries_reply(entries))
             }
@@ -1357,19 +1447,30 @@ fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         deliverytime = now;
     }
     let mut created = false;
+    let mut prop = GroupProp::default();
     let r = with_stream(ctx, key, |s| {
         let g = s.groups.get_mut(gname).expect("group");
+        let mut moved_last = false;
         if last_id > g.last_id {
             g.last_id = last_id;
+            moved_last = true;
         }
         let (c, cr) = g.consumer(cname, now);
         created = cr;
         c.seen_time = now;
+        if cr {
+            prop.create_consumer(key, gname, cname);
+        }
         let mut out = Vec::new();
         for id in ids {
             let exists = s.contains(id);
             let g = s.groups.get_mut(gname).expect("group");
             if !exists {
+                // Replayed, the XCLAIM drops the entry from the PEL the same way.
+                if let Some(n) = g.pel.get(&id) {
+                    prop.xclaim(key, gname, id, n, g.last_id);
+                    moved_last = false;
+                }
                 g.ack(id);
                 continue;
             }
@@ -1395,14 +1496,25 @@ fn xclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             if let Some(c) = g.consumers.get_mut(cname) {
                 c.active_time = now;
             }
+            if let Some(n) = g.pel.get(&id) {
+                prop.xclaim(key, gname, id, n, g.last_id);
+                moved_last = false;
+            }
             if justid {
                 out.push(id_reply(id));
             } else {
                 out.push(s.get(id).map(entry_reply).unwrap_or(Reply::Null));
             }
         }
+        // LASTID moved the group but no XCLAIM carries it.
+        if moved_last {
+            if let Some(g) = s.groups.get(gname) {
+                prop.setid(key, gname, g);
+            }
+        }
         Reply::Array(out)
     });
+    prop.finish(ctx);
     ctx.ex.ks.dirty += 1;
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
@@ -1451,11 +1563,15 @@ fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let now = ctx.now_ms;
     let mut created = false;
+    let mut prop = GroupProp::default();
     let r = with_stream(ctx, key, |s| {
         let g = s.groups.get_mut(gname).expect("group");
         let (c, cr) = g.consumer(cname, now);
         created = cr;
         c.seen_time = now;
+        if cr {
+            prop.create_consumer(key, gname, cname);
+        }
         let mut attempts = count.saturating_mul(10);
         let mut claimed = Vec::new();
         let mut deleted = Vec::new();
@@ -1478,7 +1594,11 @@ fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 None => StreamId::MAX,
             };
             if !s.contains(id) {
-                s.groups.get_mut(gname).expect("group").ack(id);
+                let g = s.groups.get_mut(gname).expect("group");
+                if let Some(n) = g.pel.get(&id) {
+                    prop.xclaim(key, gname, id, n, g.last_id);
+                }
+                g.ack(id);
                 deleted.push(id_reply(id));
                 count -= 1;
             } else if idle_ok {
@@ -1486,6 +1606,9 @@ fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 g.assign(id, cname, now, if justid { prev } else { prev + 1 });
                 if let Some(c) = g.consumers.get_mut(cname) {
                     c.active_time = now;
+                }
+                if let Some(n) = g.pel.get(&id) {
+                    prop.xclaim(key, gname, id, n, g.last_id);
                 }
                 claimed.push(if justid {
                     id_reply(id)
@@ -1504,6 +1627,7 @@ fn xautoclaim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Reply::Array(deleted),
         ])
     });
+    prop.finish(ctx);
     ctx.ex.ks.dirty += 1;
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);

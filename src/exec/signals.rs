@@ -22,14 +22,16 @@ impl Executor {
 
     /// `db` (or every database, for None) is about to be emptied.
     pub fn signal_flushed_db(&mut self, db: Option<usize>) {
-        match db {
-            Some(d) => self.touch_all_watched_in_db(d, None),
-            None => {
-                for d in 0..self.ks.dbs.len() {
-                    self.touch_all_watched_in_db(d, None);
-                }
-            }
+        let dbs: Vec<usize> = match db {
+            Some(d) => vec![d],
+            None => (0..self.ks.dbs.len()).collect(),
+        };
+        for &d in &dbs {
+            self.touch_all_watched_in_db(d, None);
         }
+        // Blocked XREADGROUPs wake up and fail (NOGROUP), as Redis 7.2+ does for
+        // deleted keys; other waiters only re-check a key that still holds their type.
+        self.blocking.signal_dbs(&dbs);
         self.tracking_invalidate_all();
     }
 

@@ -23,7 +23,7 @@
 //! disk speed; copy-on-write records are never held back (a write cannot wait).
 //!
 //! Cancelling (FLUSHALL kills a BGSAVE as Redis kills its child, SHUTDOWN, an I/O
-//! error, a stream value met) tells the writer to delete its temp file; the walk then
+//! error) tells the writer to delete its temp file; the walk then
 //! goes on without serializing anything, only bringing marks back in line, before
 //! another snapshot may start.
 
@@ -37,7 +37,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::rdb::{self, Out};
-use crate::keyspace::{CowSink, KeyTable, Keyspace, Object, ValueRef};
+use crate::keyspace::{CowSink, KeyTable, Keyspace, ValueRef};
 
 /// Bytes handed to the writer and not yet written beyond which the walker waits.
 pub const INFLIGHT_LIMIT: usize = 4 << 20;
@@ -133,8 +133,6 @@ struct Shared {
     keys: AtomicU64,
     discard: AtomicBool,
     needs_v12: AtomicBool,
-    /// A value with no RDB encoding (a stream) was met.
-    unsupported: AtomicBool,
 }
 
 enum Msg {
@@ -155,10 +153,6 @@ struct TableSink {
 impl CowSink for TableSink {
     fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, before_write: bool) {
         if self.shared.discard.load(Ordering::Relaxed) {
-            return;
-        }
-        if let ValueRef::Obj(Object::Stream(_)) = value {
-            self.shared.unsupported.store(true, Ordering::Relaxed);
             return;
         }
         let start = self.buf.bytes.len();
@@ -466,19 +460,16 @@ impl Snapshot {
     /// One step: flush the sinks, walk within `budget`, and once the walk is over and
     /// the writer done, the outcome.
     pub fn step(&mut self, ks: &mut Keyspace, budget: Budget) -> Option<Outcome> {
-        if !self.cancelled {
-            if self.shared.unsupported.load(Ordering::Relaxed) {
-                self.cancel(Some(
-                    "stream values cannot be saved in RDB or AOF files yet".into(),
-                ));
-            } else if !self.finish_sent && self.thread.as_ref().is_none_or(|t| t.is_finished()) {
-                // The writer stopped on its own: an I/O error.
-                let msg = match self.thread.take().map(|t| t.join()) {
-                    Some(Ok(Err(e))) => e.to_string(),
-                    _ => "the snapshot writer stopped".into(),
-                };
-                self.cancel(Some(msg));
-            }
+        if !self.cancelled
+            && !self.finish_sent
+            && self.thread.as_ref().is_none_or(|t| t.is_finished())
+        {
+            // The writer stopped on its own: an I/O error.
+            let msg = match self.thread.take().map(|t| t.join()) {
+                Some(Ok(Err(e))) => e.to_string(),
+                _ => "the snapshot writer stopped".into(),
+            };
+            self.cancel(Some(msg));
         }
         for t in tables(ks) {
             t.cow_flush();

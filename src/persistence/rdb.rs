@@ -12,9 +12,8 @@
 //! listpack, intset, zipmap, quicklist (1 and 2), listpack-ex hashes with field TTLs.
 //! Every length and offset read is bounds-checked and every embedded blob is fully
 //! validated before use, so corrupt or truncated input is an `Error`, never a panic or
-//! a half-built value. Streams (types 15, 19, 21) and module values have no in-memory
-//! form here yet: loading one is refused with `Error::Unsupported` naming the type
-//! (streams plug in at `read_object`'s stream arm once the type exists).
+//! a half-built value. Streams (types 15, 19 and 21 read, 19 written) live in
+//! `rdb/stream.rs`; module values are refused with `Error::Unsupported`.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -316,9 +315,10 @@ pub fn write_value_to<O: Out>(out: &mut O, v: ValueRef<'_>) -> (u8, u16) {
 
 fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
     match o {
-        // Every entry point (snapshot::serialize, DUMP) refuses streams before getting
-        // here: they have no RDB encoding yet.
-        Object::Stream(_) => unreachable!("stream values are refused before RDB serialization"),
+        Object::Stream(s) => {
+            stream::write_stream(out, s);
+            (TYPE_STREAM_LISTPACKS_2, RDB_VERSION)
+        }
         Object::List(l) => {
             out.length(l.len() as u64);
             let mut buf = Vec::new();
@@ -779,10 +779,9 @@ impl<'a> Reader<'a> {
                 return read_blob(t, &blob, lim);
             }
             TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
-                return Err(Error::Unsupported(
-                    "stream values (RDB type {t}) are not supported yet"
-                        .replace("{t}", &t.to_string()),
-                ))
+                // An empty stream is a real value (XADD then XDEL keeps the key).
+                let s = stream::read_stream(self, t)?;
+                Value::Obj(Box::new(Object::Stream(Box::new(s))))
             }
             TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
                 return Err(Error::Unsupported(format!(
@@ -1128,11 +1127,12 @@ pub fn for_each_listpack<'b>(
         };
         // The back-length encodes the entry's size (header + data) in 7-bit groups.
         let entry_len = r.pos - start;
+        // Redis's lpEncodeBacklen boundaries (16383 already takes three bytes).
         let back = match entry_len {
             0..=127 => 1,
-            128..=16383 => 2,
-            16384..=2097151 => 3,
-            2097152..=268435455 => 4,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
             _ => 5,
         };
         r.take(back)?;
@@ -1373,6 +1373,8 @@ fn parse_file(
         }
     }
 }
+
+mod stream;
 
 #[cfg(test)]
 mod tests;

@@ -105,30 +105,6 @@ pub fn rdb_path(ex: &Executor) -> PathBuf {
     PathBuf::from(&ex.config.dbfilename)
 }
 
-/// Why the dataset cannot be written as RDB, if it cannot: streams have no RDB
-/// encoding here yet, and a file without them would silently lose data.
-pub fn unsupported_reason(ex: &Executor) -> Option<String> {
-    for d in &ex.ks.dbs {
-        let mut found = false;
-        let mut cursor = 0;
-        loop {
-            cursor = d.table.scan(cursor, |e| {
-                found |= matches!(
-                    e.value(),
-                    crate::keyspace::ValueRef::Obj(crate::keyspace::Object::Stream(_))
-                );
-            });
-            if found {
-                return Some("stream values cannot be saved in RDB or AOF files yet".into());
-            }
-            if cursor == 0 {
-                break;
-            }
-        }
-    }
-    None
-}
-
 /// The aux fields Redis writes at the start of a file.
 fn aux_fields(aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
     let now = unix_ms();
@@ -175,9 +151,6 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
 
 /// Serializes every database into an RDB image, or says why it cannot.
 pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
-    if let Some(why) = unsupported_reason(ex) {
-        return Err(why);
-    }
     let cfg = &ex.config;
     let now = unix_ms();
     let aux: Vec<(&str, Vec<u8>)> = vec![

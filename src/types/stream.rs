@@ -184,6 +184,15 @@ impl Block {
         }
     }
 
+    /// Gives a full block its exact size. A copy rather than `shrink_to_fit`: the
+    /// allocator may shrink in place by keeping the larger block (mimalloc does when
+    /// the new size is at least half the old), which would leave the slack resident.
+    fn seal(&mut self) {
+        if self.data.capacity() > self.data.len() {
+            self.data = self.data.as_slice().to_vec();
+        }
+    }
+
     fn master_fields(&self) -> Vec<&[u8]> {
         let mut pos = 0;
         let n = get_varint(&self.data, &mut pos);
@@ -268,9 +277,72 @@ impl Block {
         out
     }
 
+    /// Appends an entry loaded from a file, keeping its deleted flag.
+    fn append_loaded(&mut self, base: StreamId, id: StreamId, pairs: &[&[u8]], deleted: bool) {
+        let flags_at = self.data.len();
+        self.append(base, id, pairs);
+        if deleted {
+            self.data[flags_at] |= FLAG_DELETED;
+            self.live -= 1;
+        }
+    }
+
+    /// Calls `f(id, deleted, same_fields, strings)` for every entry, deleted ones
+    /// included, in ID order. `strings` holds the values only when `same_fields`
+    /// (the names are the master fields), else the field/value pairs flattened.
+    fn for_each_raw(&self, base: StreamId, mut f: impl FnMut(StreamId, bool, bool, &[&[u8]])) {
+        let d = &self.data;
+        let mut strings: Vec<&[u8]> = Vec::new();
+        let mut pos = 0;
+        let master_n = get_varint(d, &mut pos) as usize;
+        for s in self.slots(base) {
+            strings.clear();
+            let mut p = s.body;
+            get_varint(d, &mut p);
+            get_varint(d, &mut p);
+            let same = s.flags & FLAG_SAMEFIELDS != 0;
+            let n = if same {
+                master_n
+            } else {
+                get_varint(d, &mut p) as usize * 2
+            };
+            for _ in 0..n {
+                strings.push(get_str(d, &mut p));
+            }
+            f(s.id, s.flags & FLAG_DELETED != 0, same, &strings);
+        }
+    }
+
     fn mark_deleted(&mut self, s: &Slot) {
         self.data[s.at] |= FLAG_DELETED;
         self.live -= 1;
+    }
+}
+
+/// A read-only view of one block for the RDB writer.
+pub struct NodeRef<'a> {
+    pub master: StreamId,
+    block: &'a Block,
+}
+
+impl<'a> NodeRef<'a> {
+    pub fn master_fields(&self) -> Vec<&'a [u8]> {
+        self.block.master_fields()
+    }
+
+    /// Entries not marked deleted.
+    pub fn live(&self) -> u32 {
+        self.block.live
+    }
+
+    /// Entries marked deleted (tombstones still in the block).
+    pub fn deleted(&self) -> u32 {
+        self.block.total - self.block.live
+    }
+
+    /// See `Block::for_each_raw`.
+    pub fn for_each_entry(&self, f: impl FnMut(StreamId, bool, bool, &[&[u8]])) {
+        self.block.for_each_raw(self.master, f)
     }
 }
 
@@ -452,7 +524,7 @@ impl Stream {
         }
         if new_block {
             if let Some((_, b)) = self.blocks.iter_mut().next_back() {
-                b.data.shrink_to_fit();
+                b.seal();
             }
             let master: Vec<&[u8]> = pairs.iter().step_by(2).copied().collect();
             self.blocks.insert(id, Block::new(&master));
@@ -711,6 +783,58 @@ impl Stream {
             }
             g.last_id = id;
         }
+    }
+
+    // ----- persistence (RDB) ------------------------------------------------------
+
+    /// The blocks in ID order, as the RDB writer walks them (Redis's rax nodes).
+    pub fn nodes(&self) -> impl Iterator<Item = NodeRef<'_>> {
+        self.blocks.iter().map(|(k, b)| NodeRef {
+            master: *k,
+            block: b,
+        })
+    }
+
+    /// Adds a node read from a file. The caller has checked that `master` and every
+    /// entry ID exceed all IDs already loaded and that IDs ascend; entries are
+    /// `(id, deleted, flattened field/value pairs)`. A node without live entries is
+    /// dropped, as Redis drops such nodes. Metadata is set by `set_loaded_meta`.
+    pub fn push_loaded_node(
+        &mut self,
+        master: StreamId,
+        master_fields: &[&[u8]],
+        entries: &[(StreamId, bool, Vec<&[u8]>)],
+    ) {
+        debug_assert!(entries.iter().all(|e| e.0 >= master));
+        if entries.iter().all(|e| e.1) {
+            return;
+        }
+        let mut b = Block::new(master_fields);
+        for (id, deleted, pairs) in entries {
+            b.append_loaded(master, *id, pairs, *deleted);
+        }
+        b.seal();
+        self.len += b.live as u64;
+        self.blocks.insert(master, b);
+    }
+
+    /// Live entries held by the loaded nodes (checked against the file's length).
+    pub fn loaded_len(&self) -> u64 {
+        self.len
+    }
+
+    /// Sets the metadata read from a file.
+    pub fn set_loaded_meta(
+        &mut self,
+        last_id: StreamId,
+        first_id: StreamId,
+        max_deleted: StreamId,
+        entries_added: u64,
+    ) {
+        self.last_id = last_id;
+        self.first_id = first_id;
+        self.max_deleted = max_deleted;
+        self.entries_added = entries_added;
     }
 
     /// Total size in bytes of the entry blocks (for tests and measurements).

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::types::stream::{Group, Stream, StreamId};
 use crate::types::zset::AddFlags;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -21,6 +22,7 @@ enum Flat {
     Set(Vec<Vec<u8>>),
     ZSet(Vec<(Vec<u8>, u64)>),
     Hash(Vec<(Vec<u8>, Vec<u8>, Option<i64>)>),
+    Stream(String),
 }
 
 fn flat(v: ValueRef<'_>) -> Flat {
@@ -44,6 +46,7 @@ fn flat(v: ValueRef<'_>) -> Flat {
             v.sort();
             Flat::Hash(v)
         }
+        ValueRef::Obj(Object::Stream(s)) => Flat::Stream(stream_flat(s)),
         other => Flat::Str(other.string_bytes().unwrap().into_owned()),
     }
 }
@@ -195,16 +198,195 @@ fn bad_checksum_and_version_are_refused() {
     );
 }
 
-#[test]
-fn streams_are_refused_clearly() {
-    let mut p = vec![TYPE_STREAM_LISTPACKS_3, 0];
-    p.extend_from_slice(&10u16.to_le_bytes());
-    let c = crc64(&p);
-    p.extend_from_slice(&c.to_le_bytes());
-    match restore_payload(&p, &Limits::default()) {
-        Err(Error::Unsupported(m)) => assert!(m.contains("stream")),
-        other => panic!("{other:?}"),
+/// A stream's whole observable state, including tombstone-free entries, metadata,
+/// groups, PELs and consumers (active times excluded: type 19 does not carry them).
+fn stream_flat(s: &Stream) -> String {
+    let mut out = format!(
+        "len={} last={} first={} maxdel={} added={}\n",
+        s.len(),
+        s.last_id,
+        s.first_id,
+        s.max_deleted,
+        s.entries_added
+    );
+    for e in s.range(StreamId::MIN, StreamId::MAX, 0, false) {
+        out += &format!("{} {:?}\n", e.id, e.fields);
     }
+    for (name, g) in &s.groups {
+        out += &format!(
+            "group {:?} last={} read={}\n",
+            name, g.last_id, g.entries_read
+        );
+        for (id, n) in &g.pel {
+            out += &format!(
+                "  pel {id} {} {} {:?}\n",
+                n.delivery_time, n.delivery_count, n.consumer
+            );
+        }
+        for (c, cons) in &g.consumers {
+            let pel: Vec<String> = cons.pel.iter().map(|i| i.to_string()).collect();
+            out += &format!(
+                "  consumer {c:?} seen={} pel={{{}}}\n",
+                cons.seen_time,
+                pel.join(", ")
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn decodes_redis_stream_payload() {
+    // Redis 7.0.15: XADD s 1-1 a 1 b 2; XADD s 1-2 a 3 b 4; XADD s 2-0 c hello;
+    // XADD s 3-0 a 5 b 6; XDEL s 1-2; XGROUP CREATE s g 0; XREADGROUP GROUP g alice
+    // COUNT 2 ...; XREADGROUP GROUP g bob COUNT 1 ...; XGROUP CREATE s g2 $;
+    // XGROUP CREATECONSUMER s g2 carol; DUMP s
+    let p = hex("13011000000000000000010000000000000001c34049404f124f0000001f0003010101020181610281620200200900002001401102050103600902030104200b40130fdfff0201018163028568656c6c6f0606202c0002401402050106202100ff03030001010102040201670300040300000000000000010000000000000001b7949f03a20100000100000000000000020000000000000000b7949f03a20100000100000000000000030000000000000000cc949f03a2010000010205616c696365b7949f03a201000002000000000000000100000000000000010000000000000002000000000000000003626f62cc949f03a20100000100000000000000030000000000000000026732030081ffffffffffffffff0001056361726f6ce8949f03a2010000000a00dd751ffb77a92475");
+    let v = restore_payload(&p, &Limits::default()).unwrap().unwrap();
+    let Value::Obj(o) = &v else { panic!() };
+    let Object::Stream(st) = &**o else { panic!() };
+    let t1 = 1795357119671i64;
+    let t2 = 1795357119692i64;
+    let t3 = 1795357119720i64;
+    let want = format!(
+        "len=3 last=3-0 first=1-1 maxdel=1-2 added=4\n\
+         1-1 [[97], [49], [98], [50]]\n\
+         2-0 [[99], [104, 101, 108, 108, 111]]\n\
+         3-0 [[97], [53], [98], [54]]\n\
+         group [103] last=3-0 read=4\n  pel 1-1 {t1} 1 [97, 108, 105, 99, 101]\n  pel 2-0 {t1} 1 [97, 108, 105, 99, 101]\n  pel 3-0 {t2} 1 [98, 111, 98]\n\
+         \x20 consumer [97, 108, 105, 99, 101] seen={t1} pel={{1-1, 2-0}}\n\
+         \x20 consumer [98, 111, 98] seen={t2} pel={{3-0}}\n\
+         group [103, 50] last=3-0 read=-1\n\
+         \x20 consumer [99, 97, 114, 111, 108] seen={t3} pel={{}}\n"
+    );
+    assert_eq!(stream_flat(st), want);
+    // Active times default to the seen time for a type 19 value (Redis 7.2+).
+    assert_eq!(
+        st.groups[b"g".as_slice()].consumers[b"bob".as_slice()].active_time,
+        t2
+    );
+    // Written back, the node's listpack is byte-identical with Redis's (the LZF
+    // compressor may pick other matches, so compare the decompressed blobs) and the
+    // rest of the payload too.
+    let ours = dump_payload(value_ref(&v));
+    let node_blob = |p: &[u8]| {
+        let mut r = Reader::new(&p[1..]);
+        assert_eq!(r.read_len().unwrap(), 1);
+        r.string().unwrap();
+        let lp = r.string().unwrap().into_owned();
+        (lp, p[1 + r.pos..p.len() - 8].to_vec())
+    };
+    assert_eq!(node_blob(&ours), node_blob(&p));
+    let again = restore_payload(&ours, &Limits::default()).unwrap().unwrap();
+    assert_eq!(flat(value_ref(&again)), flat(value_ref(&v)));
+}
+
+/// A stream payload edited by `f` after a valid prefix is refused, never a panic.
+fn stream_body(s: &Stream) -> Vec<u8> {
+    let mut body = Vec::new();
+    stream::write_stream(
+        &mut Plain {
+            out: &mut body,
+            compress: false,
+        },
+        s,
+    );
+    body
+}
+
+fn sample_stream() -> Stream {
+    let mut s = Stream::new();
+    for i in 1..=5u64 {
+        let v = i.to_string();
+        s.append(StreamId::new(i, 0), &[b"f", v.as_bytes()], 4096, 3);
+    }
+    s.delete(StreamId::new(2, 0));
+    let mut g = Group::new(StreamId::new(4, 0), 4);
+    g.consumer(b"c1", 100);
+    g.assign(StreamId::new(3, 0), b"c1", 50, 2);
+    s.groups.insert(b"g".to_vec(), g);
+    s
+}
+
+#[test]
+fn corrupt_stream_payloads_are_refused() {
+    let s = sample_stream();
+    let good = stream_body(&s);
+    assert!(restore_payload(&payload(TYPE_STREAM_LISTPACKS_2, &good), &Limits::default()).is_ok());
+    let refused = |body: &[u8], what: &str| {
+        let r = restore_payload(&payload(TYPE_STREAM_LISTPACKS_2, body), &Limits::default());
+        assert!(
+            matches!(r, Err(Error::Corrupt(_)) | Err(Error::Truncated)),
+            "{what}: {r:?}"
+        );
+    };
+    // A length that lies.
+    let mut bad = s.clone();
+    bad.groups.clear();
+    let mut body = stream_body(&bad);
+    // len, then 3 ids of 2 one-byte lengths each, entries-added, group count.
+    let at = body.len() - (1 + 6 + 1 + 1);
+    body[at] += 1;
+    refused(&body, "length");
+    // A PEL entry owned by nobody, and a consumer PEL id missing from the group PEL.
+    let mut orphan = s.clone();
+    orphan
+        .groups
+        .get_mut(b"g".as_slice())
+        .unwrap()
+        .consumers
+        .clear();
+    refused(&stream_body(&orphan), "orphan PEL entry");
+    let mut missing = s.clone();
+    {
+        let g = missing.groups.get_mut(b"g".as_slice()).unwrap();
+        g.consumers
+            .get_mut(b"c1".as_slice())
+            .unwrap()
+            .pel
+            .insert(StreamId::new(9, 9));
+    }
+    refused(&stream_body(&missing), "consumer PEL id not in group PEL");
+    // Two consumers owning the same entry.
+    let mut twice = s.clone();
+    {
+        let g = twice.groups.get_mut(b"g".as_slice()).unwrap();
+        g.consumer(b"c2", 1);
+        g.consumers
+            .get_mut(b"c2".as_slice())
+            .unwrap()
+            .pel
+            .insert(StreamId::new(3, 0));
+    }
+    refused(&stream_body(&twice), "PEL entry owned twice");
+    // A last ID below the entries.
+    let mut low = s.clone();
+    low.last_id = StreamId::new(1, 0);
+    refused(&stream_body(&low), "last id");
+    // Every truncation.
+    for cut in 0..good.len() {
+        refused(&good[..cut], "truncated");
+    }
+    // A bad listpack inside a node: flip each byte of the first node's blob.
+    for i in 20..60.min(good.len()) {
+        let mut b = good.clone();
+        b[i] ^= 0x55;
+        let _ = restore_payload(&payload(TYPE_STREAM_LISTPACKS_2, &b), &Limits::default());
+    }
+}
+
+#[test]
+fn empty_stream_round_trips() {
+    let mut s = Stream::new();
+    s.append(StreamId::new(5, 5), &[b"a", b"b"], 4096, 100);
+    s.delete(StreamId::new(5, 5));
+    s.groups
+        .insert(b"g".to_vec(), Group::new(StreamId::new(5, 5), 1));
+    let v = Value::Obj(Box::new(Object::Stream(Box::new(s.clone()))));
+    let back = restore_payload(&dump_payload(value_ref(&v)), &Limits::default())
+        .unwrap()
+        .expect("an empty stream is kept");
+    assert_eq!(flat(value_ref(&back)), Flat::Stream(stream_flat(&s)));
 }
 
 // ----- hand-built ziplist / zipmap / intset blobs ------------------------------------
@@ -395,6 +577,26 @@ enum Gen {
     Set(Vec<Vec<u8>>),
     ZSet(Vec<(Vec<u8>, f64)>),
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// Entries as (ms gap, field shape, deleted), then groups as (last-id entry index,
+    /// entries read, PEL as (entry index, consumer, delivery count)).
+    Stream(Vec<(u8, u8, bool)>, Vec<GenGroup>),
+}
+
+type GenGroup = (usize, i64, Vec<(usize, u8, u8)>);
+
+fn gen_stream() -> impl Strategy<Value = Gen> {
+    (
+        proptest::collection::vec((0u8..3, 0u8..4, proptest::bool::weighted(0.2)), 0..60),
+        proptest::collection::vec(
+            (
+                any::<usize>(),
+                -1i64..50,
+                proptest::collection::vec((any::<usize>(), 0u8..4, 0u8..5), 0..10),
+            ),
+            0..3,
+        ),
+    )
+        .prop_map(|(e, g)| Gen::Stream(e, g))
 }
 
 fn elem() -> impl Strategy<Value = Vec<u8>> {
@@ -422,6 +624,7 @@ fn gen() -> impl Strategy<Value = Gen> {
         proptest::collection::vec(elem(), 1..300).prop_map(Gen::Set),
         proptest::collection::vec((elem(), score()), 1..300).prop_map(Gen::ZSet),
         proptest::collection::vec((elem(), elem()), 1..300).prop_map(Gen::Hash),
+        gen_stream(),
     ]
 }
 
@@ -455,6 +658,49 @@ fn build(g: &Gen, lim: &Limits) -> Value {
                 h.set(f, v, lim.hash);
             }
             Value::Obj(Box::new(Object::Hash(h)))
+        }
+        Gen::Stream(entries, groups) => {
+            let mut s = Stream::new();
+            let mut ids = Vec::new();
+            let mut ms = 1u64;
+            for (i, (gap, shape, _)) in entries.iter().enumerate() {
+                ms += *gap as u64;
+                let id = StreamId::new(ms, i as u64);
+                let v = (i * 37).to_string().into_bytes();
+                let big = v.repeat(40);
+                let pairs: Vec<&[u8]> = match shape {
+                    0 => vec![b"f", &v],
+                    1 => vec![b"f", &v, b"g", b"-12"],
+                    2 => vec![b"other", &big],
+                    _ => vec![b"123", b"", b"f", &v],
+                };
+                s.append(id, &pairs, 200, 5);
+                ids.push(id);
+            }
+            for (i, (_, _, del)) in entries.iter().enumerate() {
+                if *del {
+                    s.delete(ids[i]);
+                }
+            }
+            for (gi, (last, read, pel)) in groups.iter().enumerate() {
+                let last = if ids.is_empty() {
+                    StreamId::MIN
+                } else {
+                    ids[last % ids.len()]
+                };
+                let mut g = Group::new(last, *read);
+                for (k, (e, c, count)) in pel.iter().enumerate() {
+                    if ids.is_empty() {
+                        break;
+                    }
+                    let name = vec![b'c', b'0' + c];
+                    let now = 1000 + k as i64;
+                    g.consumer(&name, now).0.active_time = now;
+                    g.assign(ids[e % ids.len()], &name, now * 3, *count as u64);
+                }
+                s.groups.insert(format!("group{gi}").into_bytes(), g);
+            }
+            Value::Obj(Box::new(Object::Stream(Box::new(s))))
         }
     }
 }
@@ -568,4 +814,38 @@ fn truncated_files_are_refused() {
     let mut n = 0;
     assert!(read_file(&bad, &Limits::default(), |_| n += 1).is_err());
     assert_eq!(n, 0);
+}
+
+#[test]
+fn type_21_carries_consumer_active_time() {
+    let mut s = Stream::new();
+    s.append(StreamId::new(1, 1), &[b"a", b"b"], 4096, 100);
+    let mut g = Group::new(StreamId::new(1, 1), 1);
+    g.consumer(b"c", 1000);
+    s.groups.insert(b"g".to_vec(), g);
+    let mut body = stream_body(&s);
+    // The consumer is last: `seen (8 bytes) | PEL count 0`; type 21 puts the active
+    // time between them.
+    let at = body.len() - 1;
+    body.splice(at..at, 777i64.to_le_bytes());
+    let v = restore_payload(&payload(TYPE_STREAM_LISTPACKS_3, &body), &Limits::default())
+        .unwrap()
+        .unwrap();
+    let Value::Obj(o) = &v else { panic!() };
+    let Object::Stream(st) = &**o else { panic!() };
+    let c = &st.groups[b"g".as_slice()].consumers[b"c".as_slice()];
+    assert_eq!((c.seen_time, c.active_time), (1000, 777));
+    // Type 19 (what we write) sets the active time to the seen time.
+    let v = restore_payload(
+        &payload(TYPE_STREAM_LISTPACKS_2, &stream_body(&s)),
+        &Limits::default(),
+    )
+    .unwrap()
+    .unwrap();
+    let Value::Obj(o) = &v else { panic!() };
+    let Object::Stream(st) = &**o else { panic!() };
+    assert_eq!(
+        st.groups[b"g".as_slice()].consumers[b"c".as_slice()].active_time,
+        1000
+    );
 }
