@@ -8,7 +8,7 @@
 
 use super::intset::IntSet;
 use super::listpack::ListPack;
-use super::scantable::ScanTable;
+use super::scantable::{Members, ScanTable};
 use crate::util::numeric::{format_i64, parse_i64};
 
 /// The configured thresholds (read from the config for each command).
@@ -33,7 +33,7 @@ impl Default for SetLimits {
 pub enum Set {
     Int(IntSet),
     Pack(ListPack),
-    Table(ScanTable<Box<[u8]>>),
+    Table(ScanTable<Members>),
 }
 
 impl Set {
@@ -69,7 +69,7 @@ impl Set {
 
     fn convert_to_table(&mut self, extra: usize) {
         let mut t = ScanTable::with_capacity(self.len() + extra);
-        self.for_each(|m| t.insert_new(m.to_vec().into_boxed_slice()));
+        self.for_each(|m| t.insert_new(&[m]));
         *self = Set::Table(t);
     }
 
@@ -108,7 +108,7 @@ impl Set {
                 if t.contains(m) {
                     return false;
                 }
-                t.insert_new(m.to_vec().into_boxed_slice());
+                t.insert_new(&[m]);
                 true
             }
             Set::Pack(lp) => {
@@ -171,7 +171,7 @@ impl Set {
                 }
                 None => false,
             },
-            Set::Table(t) => t.remove(m).is_some(),
+            Set::Table(t) => t.remove(m),
         }
     }
 
@@ -188,7 +188,7 @@ impl Set {
                 }
             }
             Set::Pack(lp) => lp.iter().for_each(|(_, m)| f(m)),
-            Set::Table(t) => t.iter().for_each(|m| f(m)),
+            Set::Table(t) => t.iter().for_each(f),
         }
     }
 
@@ -250,12 +250,12 @@ impl Set {
                     }
                     all
                 } else {
-                    let mut picked: ScanTable<Box<[u8]>> = ScanTable::with_capacity(count);
+                    let mut picked: ScanTable<Members> = ScanTable::with_capacity(count);
                     let mut out = Vec::with_capacity(count);
                     while out.len() < count {
                         let m = t.random().expect("non-empty");
                         if !picked.contains(m) {
-                            picked.insert_new(m.clone());
+                            picked.insert_new(&[m]);
                             out.push(m.to_vec());
                         }
                     }
@@ -311,7 +311,7 @@ impl Set {
             + match self {
                 Set::Int(s) => s.heap_size(),
                 Set::Pack(lp) => lp.bytes(),
-                Set::Table(t) => t.heap_size() + t.iter().map(|m| m.len()).sum::<usize>(),
+                Set::Table(t) => t.heap_size(),
             }
     }
 }
