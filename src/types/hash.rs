@@ -34,7 +34,8 @@ impl Default for HashLimits {
 #[derive(Debug, Clone)]
 enum Repr {
     Pack(ListPack),
-    Table(ScanTable<Pairs>),
+    // Boxed: a table header is 48 bytes and every small hash would pay for it.
+    Table(Box<ScanTable<Pairs>>),
 }
 
 /// Expiry times of the fields that have one.
@@ -109,7 +110,7 @@ impl Hash {
                 let mut hdr = [0u8; 10];
                 t.insert_new(&Pairs::parts(&mut hdr, f, v));
             }
-            self.repr = Repr::Table(t);
+            self.repr = Repr::Table(Box::new(t));
         }
     }
 

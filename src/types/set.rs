@@ -33,7 +33,8 @@ impl Default for SetLimits {
 pub enum Set {
     Int(IntSet),
     Pack(ListPack),
-    Table(ScanTable<Members>),
+    // Boxed: a table header is 48 bytes and every small set would pay for it.
+    Table(Box<ScanTable<Members>>),
 }
 
 impl Set {
@@ -45,7 +46,7 @@ impl Set {
         } else if size_hint <= lim.listpack_entries {
             Set::Pack(ListPack::new())
         } else {
-            Set::Table(ScanTable::with_capacity(size_hint))
+            Set::Table(Box::new(ScanTable::with_capacity(size_hint)))
         }
     }
 
@@ -70,7 +71,7 @@ impl Set {
     fn convert_to_table(&mut self, extra: usize) {
         let mut t = ScanTable::with_capacity(self.len() + extra);
         self.for_each(|m| t.insert_new(&[m]));
-        *self = Set::Table(t);
+        *self = Set::Table(Box::new(t));
     }
 
     pub fn len(&self) -> usize {
