@@ -131,7 +131,16 @@ fn spec_flag_sets(c: &Command) -> Vec<&'static [&'static str]> {
 /// `first + i` and the last one the rest.
 fn key_flags_at(c: &Command, pos: usize) -> &'static [&'static str] {
     let sets = spec_flag_sets(c);
-    if matches!(c.key_spec, KeySpec::Range) && sets.len() > 1 && !keyword_specs(c) {
+    if sets.len() > 1 && keyword_specs(c) {
+        // The key at 1 is the first spec's; the others are destinations (STORE) or
+        // sources after a destination (Z*STORE), which take the last spec's flags.
+        return if pos == 1 {
+            sets[0]
+        } else {
+            sets[sets.len() - 1]
+        };
+    }
+    if matches!(c.key_spec, KeySpec::Range) && sets.len() > 1 {
         let i = pos.saturating_sub(c.first_key as usize).min(sets.len() - 1);
         return sets[i];
     }
@@ -140,7 +149,7 @@ fn key_flags_at(c: &Command, pos: usize) -> &'static [&'static str] {
 
 /// Commands whose later key specs are found by keyword or are unknown (GEORADIUS …
 /// STORE, SORT … BY/GET/STORE), or follow a destination with a key count
-/// (ZUNIONSTORE and friends): described by their first spec only here.
+/// (ZUNIONSTORE and friends): see `extra_specs`.
 fn keyword_specs(c: &Command) -> bool {
     matches!(
         c.name,
@@ -152,6 +161,69 @@ fn keyword_specs(c: &Command) -> bool {
             | "zinterstore"
             | "zdiffstore"
     )
+}
+
+/// The later specs of the `keyword_specs` commands, after the spec of the key at 1.
+fn extra_specs(c: &Command, sets: &[&'static [&'static str]]) -> Vec<Reply> {
+    let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let map = |t: &[u8], spec: Vec<(Reply, Reply)>| {
+        Reply::Map(vec![
+            kv("type", Reply::bulk(t)),
+            kv("spec", Reply::Map(spec)),
+        ])
+    };
+    sets.iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, flags)| {
+            let (begin, find) = match c.name {
+                "georadius" | "georadiusbymember" => {
+                    let keyword: &[u8] = if i == 1 { b"STORE" } else { b"STOREDIST" };
+                    let start = if c.name == "georadius" { 6 } else { 5 };
+                    (
+                        map(
+                            b"keyword",
+                            vec![
+                                kv("keyword", Reply::bulk(keyword)),
+                                kv("startfrom", Reply::Int(start)),
+                            ],
+                        ),
+                        map(
+                            b"range",
+                            vec![
+                                kv("lastkey", Reply::Int(0)),
+                                kv("keystep", Reply::Int(1)),
+                                kv("limit", Reply::Int(0)),
+                            ],
+                        ),
+                    )
+                }
+                "sort" | "sort_ro" => (map(b"unknown", vec![]), map(b"unknown", vec![])),
+                _ => (
+                    map(b"index", vec![kv("index", Reply::Int(2))]),
+                    map(
+                        b"keynum",
+                        vec![
+                            kv("keynumidx", Reply::Int(0)),
+                            kv("firstkey", Reply::Int(1)),
+                            kv("keystep", Reply::Int(1)),
+                        ],
+                    ),
+                ),
+            };
+            let note = super::keyflags::spec_note(c.name, i)
+                .map(|t| kv("notes", Reply::bulk(t.as_bytes())));
+            Reply::Map(
+                note.into_iter()
+                    .chain([
+                        kv("flags", flag_set(flags)),
+                        kv("begin_search", begin),
+                        kv("find_keys", find),
+                    ])
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 fn flag_set(flags: &[&str]) -> Reply {
@@ -196,9 +268,16 @@ fn key_specs(c: &Command) -> Reply {
         )
     };
     let sets = spec_flag_sets(c);
+    if sets.len() > 1 && keyword_specs(c) {
+        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source),
+        // then the keyword, unknown or keynum specs.
+        let mut specs = vec![index_spec(0, sets[0], 1, 0, 1)];
+        specs.extend(extra_specs(c, &sets));
+        return Reply::Array(specs);
+    }
     let spec = match c.key_spec {
         KeySpec::None => return Reply::Array(vec![]),
-        KeySpec::Range if sets.len() > 1 && !keyword_specs(c) => {
+        KeySpec::Range if sets.len() > 1 => {
             // One spec per fixed key position, the last one covering the rest.
             let n = sets.len();
             let first = c.first_key as i64;
@@ -430,7 +509,11 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let keys = cmd.key_positions(target);
+    let mut keys = cmd.key_positions(target);
+    if matches!(cmd.name, "zunionstore" | "zinterstore" | "zdiffstore") && !keys.is_empty() {
+        // The destination precedes the counted sources (its own key spec).
+        keys.insert(0, 1);
+    }
     if keys.is_empty() {
         return Err(Reply::err("ERR The command has no key arguments"));
     }
