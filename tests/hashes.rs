@@ -409,10 +409,14 @@ fn fields_expire_lazily_and_actively() {
     assert_eq!(c.cmd(&["HGET", "h", "a"]), "$-1\r\n");
     assert_eq!(c.cmd(&["HLEN", "h"]), ":1\r\n");
     assert_eq!(c.cmd(&["HGETALL", "h"]), "*2\r\n$1\r\nb\r\n$1\r\n2\r\n");
-    // The last field expiring deletes the key.
+    // The last field expiring deletes the key once it is read by name; HLEN counts
+    // it until then (Redis 7.4).
     c.cmd(&["HPEXPIRE", "h", "50", "FIELDS", "1", "b"]);
     std::thread::sleep(std::time::Duration::from_millis(120));
-    assert_eq!(c.cmd(&["HLEN", "h"]), ":0\r\n");
+    assert_eq!(c.cmd(&["HLEN", "h"]), ":1\r\n");
+    assert_eq!(c.cmd(&["HGETALL", "h"]), "*0\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "h"]), ":1\r\n");
+    assert_eq!(c.cmd(&["HGET", "h", "b"]), "$-1\r\n");
     assert_eq!(c.cmd(&["EXISTS", "h"]), ":0\r\n");
 
     // Active: keys are reclaimed without being touched (EXISTS does not read fields).
@@ -522,4 +526,118 @@ fn same_as_redis() {
     cmds.extend(big.iter().map(|v| v.iter().map(|s| s.as_str()).collect()));
     let refs: Vec<&[&str]> = cmds.iter().map(|v| v.as_slice()).collect();
     assert_same_as_redis(&s, &r, &refs);
+}
+
+/// Redis 7.4: HLEN and HRANDFIELD count fields that expired but are not reclaimed yet;
+/// HGETALL, HKEYS, HVALS and HSCAN skip them without deleting them; HGET, HMGET,
+/// HEXISTS and HSTRLEN delete each expired field they name.
+#[test]
+fn expired_fields_not_yet_reclaimed() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    for enc in ["small", "big"] {
+        c.cmd(&["DEL", "h"]);
+        c.cmd(&["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+        if enc == "big" {
+            c.cmd(&["HSET", "h", "long", &"x".repeat(100)]);
+            assert_eq!(c.cmd(&["OBJECT", "ENCODING", "h"]), "$9\r\nhashtable\r\n");
+            c.cmd(&["HDEL", "h", "long"]);
+        }
+        c.cmd(&["HPEXPIRE", "h", "20", "FIELDS", "2", "a", "b"]);
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        c.check(&[
+            (&["HLEN", "h"], ":3\r\n"),
+            (&["HGETALL", "h"], "*2\r\n$1\r\nc\r\n$1\r\n3\r\n"),
+            (&["HKEYS", "h"], "*1\r\n$1\r\nc\r\n"),
+            (&["HVALS", "h"], "*1\r\n$1\r\n3\r\n"),
+            (
+                &["HSCAN", "h", "0", "COUNT", "100"],
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n",
+            ),
+            // Skipped, not deleted.
+            (&["HLEN", "h"], ":3\r\n"),
+            (&["HEXISTS", "h", "a"], ":0\r\n"),
+            (&["HLEN", "h"], ":2\r\n"),
+            (&["HSTRLEN", "h", "b"], ":0\r\n"),
+            (&["HLEN", "h"], ":1\r\n"),
+            (&["HGET", "h", "c"], "$1\r\n3\r\n"),
+        ]);
+        // HRANDFIELD may return an expired field that is still there.
+        c.cmd(&["HSET", "h", "d", "4"]);
+        c.cmd(&["HPEXPIRE", "h", "20", "FIELDS", "1", "d"]);
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        assert_eq!(c.cmd(&["HLEN", "h"]), ":2\r\n");
+        let all = c.cmd(&["HRANDFIELD", "h", "10"]);
+        assert!(
+            all.starts_with("*2\r\n") && all.contains("$1\r\nd\r\n"),
+            "{all}"
+        );
+        assert_eq!(
+            c.cmd(&["HMGET", "h", "d", "c", "d"]),
+            "*3\r\n$-1\r\n$1\r\n3\r\n$-1\r\n"
+        );
+        assert_eq!(c.cmd(&["HLEN", "h"]), ":1\r\n");
+    }
+}
+
+/// A hash moved under another name or database keeps expiring its fields actively:
+/// nothing reads it, yet the field goes (HLEN does not reclaim fields).
+#[test]
+fn active_field_expiry_survives_rename_move_swapdb_copy_restore() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let setup = |c: &mut common::RawConn, key: &str| {
+        c.cmd(&["HSET", key, "f", "1", "g", "2"]);
+        assert_eq!(
+            c.cmd(&["HPEXPIRE", key, "150", "FIELDS", "1", "f"]),
+            "*1\r\n:1\r\n"
+        );
+    };
+    let wait_len = |c: &mut common::RawConn, db: &str, key: &str| {
+        c.cmd(&["SELECT", db]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while c.cmd(&["HLEN", key]) != ":1\r\n" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{key} in db {db} never lost its field"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        assert_eq!(c.cmd(&["HKEYS", key]), "*1\r\n$1\r\ng\r\n");
+        c.cmd(&["SELECT", "0"]);
+    };
+
+    setup(&mut c, "r1");
+    assert_eq!(c.cmd(&["RENAME", "r1", "r2"]), "+OK\r\n");
+    setup(&mut c, "m");
+    assert_eq!(c.cmd(&["MOVE", "m", "1"]), ":1\r\n");
+    setup(&mut c, "c1");
+    assert_eq!(c.cmd(&["COPY", "c1", "c2", "DB", "2"]), ":1\r\n");
+    setup(&mut c, "s");
+    assert_eq!(c.cmd(&["SWAPDB", "0", "3"]), "+OK\r\n");
+    c.cmd(&["SELECT", "4"]);
+    setup(&mut c, "d");
+    {
+        let mut conn = s.client();
+        redis::cmd("SELECT").arg(4).query::<()>(&mut conn).unwrap();
+        let d: Vec<u8> = redis::cmd("DUMP").arg("d").query(&mut conn).unwrap();
+        redis::cmd("DEL").arg("d").query::<()>(&mut conn).unwrap();
+        redis::cmd("RESTORE")
+            .arg("d2")
+            .arg(0)
+            .arg(d)
+            .query::<()>(&mut conn)
+            .unwrap();
+        redis::cmd("SELECT").arg(0).query::<()>(&mut conn).unwrap();
+    }
+    c.cmd(&["SELECT", "0"]);
+
+    // SWAPDB moved db 0 (r2, c1) to 3 and the empty db 3 here.
+    wait_len(&mut c, "3", "r2");
+    wait_len(&mut c, "1", "m");
+    wait_len(&mut c, "3", "c1");
+    wait_len(&mut c, "2", "c2");
+    wait_len(&mut c, "3", "s");
+    wait_len(&mut c, "4", "d2");
 }

@@ -63,6 +63,19 @@ pub fn limits(ctx: &Ctx) -> HashLimits {
 /// Deletes the due fields of the hash at `key` in `db` (if it is one), raising
 /// `hexpired` and deleting the key if it is left empty. Returns fields removed.
 fn expire_fields_of(ex: &mut Executor, db: usize, key: &[u8], now: i64) -> usize {
+    expire_fields_where(ex, db, key, now, None)
+}
+
+/// `expire_fields_of`, limited to `only` when given: Redis 7.4 deletes an expired
+/// field lazily when a command reads it by name (HGET, HMGET, HEXISTS, HSTRLEN), and
+/// leaves the others for active expiry, so HLEN still counts them meanwhile.
+fn expire_fields_where(
+    ex: &mut Executor,
+    db: usize,
+    key: &[u8],
+    now: i64,
+    only: Option<&[&[u8]]>,
+) -> usize {
     let Some(mut e) = ex.ks.dbs[db].table.get_mut(key) else {
         return 0;
     };
@@ -73,7 +86,10 @@ fn expire_fields_of(ex: &mut Executor, db: usize, key: &[u8], now: i64) -> usize
     let Some(Object::Hash(h)) = e.object_mut() else {
         return 0;
     };
-    let expired = h.expire_due(now);
+    let expired = match only {
+        None => h.expire_due(now),
+        Some(fields) => h.expire_named(fields, now),
+    };
     if expired.is_empty() {
         return 0;
     }
@@ -128,6 +144,25 @@ fn register_if_earlier(ctx: &mut Ctx, key: &[u8], before: Option<i64>) {
 pub(crate) fn read_hash<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Hash>, Reply> {
     let (db, now) = (ctx.db, ctx.now_ms);
     expire_fields_of(ctx.ex, db, key, now);
+    match ctx.lookup_read(key).map(|e| e.value()) {
+        None => Ok(None),
+        Some(ValueRef::Obj(Object::Hash(h))) => Ok(Some(h)),
+        Some(_) => Err(errors::WRONGTYPE),
+    }
+}
+
+/// The hash at `key` for reading without deleting expired fields, after lazily
+/// deleting those of `fields` that expired: `Ok(None)` when missing. Callers that
+/// list fields skip expired ones themselves (`Hash::for_each_live`).
+fn peek_hash<'c>(
+    ctx: &'c mut Ctx,
+    key: &[u8],
+    fields: &[&[u8]],
+) -> Result<Option<&'c Hash>, Reply> {
+    let (db, now) = (ctx.db, ctx.now_ms);
+    if !fields.is_empty() {
+        expire_fields_where(ctx.ex, db, key, now, Some(fields));
+    }
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
         Some(ValueRef::Obj(Object::Hash(h))) => Ok(Some(h)),
@@ -226,7 +261,7 @@ fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    match peek_hash(ctx, args[1], &args[2..3]) {
         Err(e) => e,
         Ok(h) => match h.and_then(|h| h.get(args[2])) {
             Some(v) => Reply::bulk(v),
@@ -236,7 +271,7 @@ fn hget(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    match peek_hash(ctx, args[1], &args[2..]) {
         Err(e) => e,
         Ok(h) => Reply::Array(
             args[2..]
@@ -251,24 +286,26 @@ fn hmget(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn hgetall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    let now = ctx.now_ms;
+    match peek_hash(ctx, args[1], &[]) {
         Err(e) => e,
         Ok(None) => Reply::Map(Vec::new()),
         Ok(Some(h)) => {
             let mut out = Vec::with_capacity(h.len());
-            h.for_each(|k, v| out.push((Reply::bulk(k), Reply::bulk(v))));
+            h.for_each_live(now, |k, v| out.push((Reply::bulk(k), Reply::bulk(v))));
             Reply::Map(out)
         }
     }
 }
 
 fn hkeys_or_vals(ctx: &mut Ctx, key: &[u8], keys: bool) -> Reply {
-    match read_hash(ctx, key) {
+    let now = ctx.now_ms;
+    match peek_hash(ctx, key, &[]) {
         Err(e) => e,
         Ok(None) => Reply::Array(Vec::new()),
         Ok(Some(h)) => {
             let mut out = Vec::with_capacity(h.len());
-            h.for_each(|k, v| out.push(Reply::bulk(if keys { k } else { v })));
+            h.for_each_live(now, |k, v| out.push(Reply::bulk(if keys { k } else { v })));
             Reply::Array(out)
         }
     }
@@ -299,22 +336,24 @@ fn hdel(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::Int(deleted)
 }
 
+/// Counts expired fields not yet deleted, as Redis 7.4's HLEN (hashTypeLength with
+/// subtractExpiredFields = 0).
 fn hlen(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    match peek_hash(ctx, args[1], &[]) {
         Err(e) => e,
         Ok(h) => Reply::Int(h.map_or(0, |h| h.len() as i64)),
     }
 }
 
 fn hexists(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    match peek_hash(ctx, args[1], &args[2..3]) {
         Err(e) => e,
         Ok(h) => Reply::Int(h.is_some_and(|h| h.contains(args[2])) as i64),
     }
 }
 
 fn hstrlen(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    match read_hash(ctx, args[1]) {
+    match peek_hash(ctx, args[1], &args[2..3]) {
         Err(e) => e,
         Ok(h) => Reply::Int(h.and_then(|h| h.get(args[2])).map_or(0, |v| v.len() as i64)),
     }
@@ -388,9 +427,11 @@ pub fn parse_rand_count(a: &[u8]) -> Result<i64, Reply> {
     }
 }
 
+/// Like Redis 7.4, HRANDFIELD neither skips nor deletes expired fields not yet
+/// reclaimed (its hrandfieldWithCountCommand sizes with hashTypeLength(.., 0)).
 fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() == 2 {
-        return match read_hash(ctx, args[1]) {
+        return match peek_hash(ctx, args[1], &[]) {
             Err(e) => e,
             Ok(None) => Reply::Null,
             Ok(Some(h)) => h.random().map_or(Reply::Null, |(k, _)| Reply::Bulk(k)),
@@ -409,7 +450,7 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return Reply::err("ERR value is out of range");
     }
     let proto = ctx.proto();
-    let h = match read_hash(ctx, args[1]) {
+    let h = match peek_hash(ctx, args[1], &[]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(h)) => h,
@@ -486,7 +527,8 @@ fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let h = match read_hash(ctx, args[1]) {
+    let now = ctx.now_ms;
+    let h = match peek_hash(ctx, args[1], &[]) {
         Err(e) => return e,
         Ok(None) => return scan_reply(0, Vec::new()),
         Ok(Some(h)) => h,
@@ -497,7 +539,7 @@ fn hscan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     };
     let mut items = Vec::new();
     let next = h.scan(cursor, o.count, |k, v| {
-        if o.pattern.is_some_and(|p| !glob_match(p, k, false)) {
+        if h.is_expired(k, now) || o.pattern.is_some_and(|p| !glob_match(p, k, false)) {
             return;
         }
         items.push(Reply::bulk(k));

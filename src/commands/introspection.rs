@@ -117,45 +117,206 @@ fn status(s: &str) -> Reply {
     Reply::Status(s.to_string().into())
 }
 
-/// The access flags a command's keys get in key specs and GETKEYSANDFLAGS.
-fn key_access_flags(c: &Command) -> Vec<&'static str> {
-    if c.flags & WRITE != 0 {
-        vec!["RW", "UPDATE"]
-    } else {
-        vec!["RO", "ACCESS"]
+/// The flags of each of a command's key specs (see `keyflags`).
+fn spec_flag_sets(c: &Command) -> Vec<&'static [&'static str]> {
+    match super::keyflags::spec_flags(c.name) {
+        Some(sets) => sets.to_vec(),
+        None if c.flags & WRITE != 0 => vec![&["RW", "update"]],
+        None => vec![&["RO", "access"]],
     }
+}
+
+/// The flags of the key at argument position `pos` (GETKEYSANDFLAGS): with several
+/// fixed-position specs (LMOVE, RENAME, SINTERSTORE…), spec `i` holds the key at
+/// `first + i` and the last one the rest.
+fn key_flags_at(c: &Command, pos: usize) -> &'static [&'static str] {
+    let sets = spec_flag_sets(c);
+    if sets.len() > 1 && keyword_specs(c) {
+        // The key at 1 is the first spec's; the others are destinations (STORE) or
+        // sources after a destination (Z*STORE), which take the last spec's flags.
+        return if pos == 1 {
+            sets[0]
+        } else {
+            sets[sets.len() - 1]
+        };
+    }
+    if matches!(c.key_spec, KeySpec::Range) && sets.len() > 1 {
+        let i = pos.saturating_sub(c.first_key as usize).min(sets.len() - 1);
+        return sets[i];
+    }
+    sets[0]
+}
+
+/// Commands whose later key specs are found by keyword or are unknown (GEORADIUS …
+/// STORE, SORT … BY/GET/STORE), or follow a destination with a key count
+/// (ZUNIONSTORE and friends): see `extra_specs`.
+fn keyword_specs(c: &Command) -> bool {
+    matches!(
+        c.name,
+        "georadius"
+            | "georadiusbymember"
+            | "sort"
+            | "sort_ro"
+            | "zunionstore"
+            | "zinterstore"
+            | "zdiffstore"
+    )
+}
+
+/// The later specs of the `keyword_specs` commands, after the spec of the key at 1.
+fn extra_specs(c: &Command, sets: &[&'static [&'static str]]) -> Vec<Reply> {
+    let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let map = |t: &[u8], spec: Vec<(Reply, Reply)>| {
+        Reply::Map(vec![
+            kv("type", Reply::bulk(t)),
+            kv("spec", Reply::Map(spec)),
+        ])
+    };
+    sets.iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, flags)| {
+            let (begin, find) = match c.name {
+                "georadius" | "georadiusbymember" => {
+                    let keyword: &[u8] = if i == 1 { b"STORE" } else { b"STOREDIST" };
+                    let start = if c.name == "georadius" { 6 } else { 5 };
+                    (
+                        map(
+                            b"keyword",
+                            vec![
+                                kv("keyword", Reply::bulk(keyword)),
+                                kv("startfrom", Reply::Int(start)),
+                            ],
+                        ),
+                        map(
+                            b"range",
+                            vec![
+                                kv("lastkey", Reply::Int(0)),
+                                kv("keystep", Reply::Int(1)),
+                                kv("limit", Reply::Int(0)),
+                            ],
+                        ),
+                    )
+                }
+                "sort" | "sort_ro" => (map(b"unknown", vec![]), map(b"unknown", vec![])),
+                _ => (
+                    map(b"index", vec![kv("index", Reply::Int(2))]),
+                    map(
+                        b"keynum",
+                        vec![
+                            kv("keynumidx", Reply::Int(0)),
+                            kv("firstkey", Reply::Int(1)),
+                            kv("keystep", Reply::Int(1)),
+                        ],
+                    ),
+                ),
+            };
+            let note = super::keyflags::spec_note(c.name, i)
+                .map(|t| kv("notes", Reply::bulk(t.as_bytes())));
+            Reply::Map(
+                note.into_iter()
+                    .chain([
+                        kv("flags", flag_set(flags)),
+                        kv("begin_search", begin),
+                        kv("find_keys", find),
+                    ])
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn flag_set(flags: &[&str]) -> Reply {
+    Reply::Set(flags.iter().copied().map(status).collect())
 }
 
 fn key_specs(c: &Command) -> Reply {
     let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let note = |i: usize| {
+        super::keyflags::spec_note(c.name, i)
+            .map(|t| kv("notes", Reply::bulk(t.as_bytes())))
+            .into_iter()
+    };
+    let index_spec = |i: usize, flags: &[&str], index: i64, lastkey: i64, keystep: i64| {
+        Reply::Map(
+            note(i)
+                .chain([
+                    kv("flags", flag_set(flags)),
+                    kv(
+                        "begin_search",
+                        Reply::Map(vec![
+                            kv("type", Reply::bulk(b"index")),
+                            kv("spec", Reply::Map(vec![kv("index", Reply::Int(index))])),
+                        ]),
+                    ),
+                    kv(
+                        "find_keys",
+                        Reply::Map(vec![
+                            kv("type", Reply::bulk(b"range")),
+                            kv(
+                                "spec",
+                                Reply::Map(vec![
+                                    kv("lastkey", Reply::Int(lastkey)),
+                                    kv("keystep", Reply::Int(keystep)),
+                                    kv("limit", Reply::Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ])
+                .collect(),
+        )
+    };
+    let sets = spec_flag_sets(c);
+    if sets.len() > 1 && keyword_specs(c) {
+        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source),
+        // then the keyword, unknown or keynum specs.
+        let mut specs = vec![index_spec(0, sets[0], 1, 0, 1)];
+        specs.extend(extra_specs(c, &sets));
+        return Reply::Array(specs);
+    }
     let spec = match c.key_spec {
         KeySpec::None => return Reply::Array(vec![]),
-        KeySpec::Range => Reply::Map(vec![
-            kv("type", Reply::bulk(b"range")),
-            kv(
-                "spec",
-                Reply::Map(vec![
-                    kv(
-                        "lastkey",
-                        Reply::Int(if c.last_key < 0 {
-                            c.last_key as i64
-                        } else {
-                            (c.last_key - c.first_key) as i64
-                        }),
-                    ),
-                    kv("keystep", Reply::Int(c.step as i64)),
-                    kv("limit", Reply::Int(0)),
-                ]),
-            ),
-        ]),
+        KeySpec::Range if sets.len() > 1 => {
+            // One spec per fixed key position, the last one covering the rest.
+            let n = sets.len();
+            let first = c.first_key as i64;
+            let specs = sets
+                .iter()
+                .enumerate()
+                .map(|(i, flags)| {
+                    let begin = first + i as i64;
+                    let lastkey = if i + 1 < n {
+                        0
+                    } else if c.last_key < 0 {
+                        c.last_key as i64
+                    } else {
+                        c.last_key as i64 - begin
+                    };
+                    index_spec(i, flags, begin, lastkey, c.step as i64)
+                })
+                .collect();
+            return Reply::Array(specs);
+        }
+        KeySpec::Range => {
+            let lastkey = if c.last_key < 0 {
+                c.last_key as i64
+            } else {
+                (c.last_key - c.first_key) as i64
+            };
+            return Reply::Array(vec![index_spec(
+                0,
+                sets[0],
+                c.first_key as i64,
+                lastkey,
+                c.step as i64,
+            )]);
+        }
         KeySpec::AfterStreams => {
             // Redis describes these keys as a keyword search for STREAMS, then a range
             // covering half of what follows.
             return Reply::Array(vec![Reply::Map(vec![
-                kv(
-                    "flags",
-                    Reply::Set(key_access_flags(c).into_iter().map(status).collect()),
-                ),
+                kv("flags", flag_set(sets[0])),
                 kv(
                     "begin_search",
                     Reply::Map(vec![
@@ -197,23 +358,24 @@ fn key_specs(c: &Command) -> Reply {
             ),
         ]),
     };
-    Reply::Array(vec![Reply::Map(vec![
-        kv(
-            "flags",
-            Reply::Set(key_access_flags(c).into_iter().map(status).collect()),
-        ),
-        kv(
-            "begin_search",
-            Reply::Map(vec![
-                kv("type", Reply::bulk(b"index")),
+    Reply::Array(vec![Reply::Map(
+        note(0)
+            .chain([
+                kv("flags", flag_set(sets[0])),
                 kv(
-                    "spec",
-                    Reply::Map(vec![kv("index", Reply::Int(c.first_key as i64))]),
+                    "begin_search",
+                    Reply::Map(vec![
+                        kv("type", Reply::bulk(b"index")),
+                        kv(
+                            "spec",
+                            Reply::Map(vec![kv("index", Reply::Int(c.first_key as i64))]),
+                        ),
+                    ]),
                 ),
-            ]),
-        ),
-        kv("find_keys", spec),
-    ])])
+                kv("find_keys", spec),
+            ])
+            .collect(),
+    )])
 }
 
 /// One command's COMMAND INFO entry.
@@ -347,7 +509,11 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let keys = cmd.key_positions(target);
+    let mut keys = cmd.key_positions(target);
+    if matches!(cmd.name, "zunionstore" | "zinterstore" | "zdiffstore") && !keys.is_empty() {
+        // The destination precedes the counted sources (its own key spec).
+        keys.insert(0, 1);
+    }
     if keys.is_empty() {
         return Err(Reply::err("ERR The command has no key arguments"));
     }
@@ -368,7 +534,7 @@ fn command_getkeysandflags(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 .map(|i| {
                     Reply::Array(vec![
                         Reply::bulk(args[2 + i]),
-                        Reply::Set(key_access_flags(cmd).into_iter().map(status).collect()),
+                        flag_set(key_flags_at(cmd, i)),
                     ])
                 })
                 .collect(),

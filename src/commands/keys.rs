@@ -164,6 +164,8 @@ fn rename_generic(ctx: &mut Ctx, args: &[&[u8]], nx: bool) -> Reply {
     }
     let (value, expire) = take(ctx, ctx.db, src).expect("source checked above");
     ctx.modified(src);
+    let db = ctx.db;
+    crate::persistence::register_field_ttls(&mut ctx.ex.ks, db, dst, &value);
     ctx.set(dst, value, expire, false);
     ctx.notify(notify::GENERIC, "rename_from", src);
     ctx.notify(notify::GENERIC, "rename_to", dst);
@@ -236,6 +238,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         ctx.ex.ks.delete(dst_db, dst);
     }
+    crate::persistence::register_field_ttls(&mut ctx.ex.ks, dst_db, dst, &value);
     ctx.ex.ks.set(dst_db, dst, value, expire, false, now);
     ctx.modified_in(dst_db, dst);
     Reply::Int(1)
@@ -258,6 +261,7 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     }
     let (value, expire) = take(ctx, ctx.db, key).expect("checked above");
+    crate::persistence::register_field_ttls(&mut ctx.ex.ks, dst_db, key, &value);
     ctx.ex.ks.set(dst_db, key, value, expire, false, now);
     ctx.modified(key);
     ctx.ex.signal_modified_key(Some(ctx.client), dst_db, key);

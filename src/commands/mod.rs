@@ -16,6 +16,7 @@ pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
+pub mod keyflags;
 pub mod keys;
 pub mod lists;
 pub mod monitor;

@@ -5,8 +5,9 @@
 //! field TTL earlier than any it had. The cron pops due hints, expires the key's due
 //! fields and re-registers it at its next expiry. A hint whose key was deleted,
 //! renamed or overwritten is simply dropped when popped, so no other code path has to
-//! keep this index exact; a renamed hash keeps lazy field expiry and is re-registered
-//! by its next HEXPIRE-family command.
+//! keep this index exact. Whatever puts a hash with field TTLs under a new name or
+//! database (RENAME, MOVE, COPY, RESTORE, loading) registers it there; SWAPDB swaps
+//! the databases' hints with their contents.
 
 use std::collections::BTreeSet;
 
@@ -31,6 +32,15 @@ impl FieldExpiry {
             Some((at, _)) if *at <= now => set.pop_first().map(|(_, k)| k),
             _ => None,
         }
+    }
+
+    /// Exchanges two databases' hints (SWAPDB moves the hashes with them).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let n = a.max(b) + 1;
+        if self.due.len() < n {
+            self.due.resize_with(n, BTreeSet::new);
+        }
+        self.due.swap(a, b);
     }
 
     /// Databases with registered hashes.
@@ -58,5 +68,14 @@ mod tests {
         assert_eq!(f.pop_due(1, 15), None);
         assert_eq!(f.pop_due(1, 20), Some(b"b".to_vec()));
         assert!(f.is_empty());
+    }
+
+    #[test]
+    fn swap_moves_hints() {
+        let mut f = FieldExpiry::default();
+        f.register(0, 10, b"a");
+        f.swap_dbs(0, 3);
+        assert_eq!(f.pop_due(0, 100), None);
+        assert_eq!(f.pop_due(3, 100), Some(b"a".to_vec()));
     }
 }

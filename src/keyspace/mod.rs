@@ -320,6 +320,7 @@ impl Keyspace {
     /// Exchanges two databases' contents (SWAPDB).
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b);
+        self.field_expiry.swap_dbs(a, b);
     }
 
     /// Total keys across databases.

@@ -186,3 +186,17 @@ impl Value {
         Value::Str(bytes.to_vec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every small collection's key pays for one boxed `Object`: keep it at 48 bytes
+    /// (big parts of each type are boxed inside it).
+    #[test]
+    fn object_stays_small() {
+        assert!(
+            std::mem::size_of::<super::Object>() <= 48,
+            "{}",
+            std::mem::size_of::<super::Object>()
+        );
+    }
+}

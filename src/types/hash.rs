@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::listpack::ListPack;
-use super::scantable::ScanTable;
+use super::scantable::{Members, Pairs, ScanTable};
 
 /// The configured thresholds (read from the config for each command).
 #[derive(Debug, Clone, Copy)]
@@ -31,12 +31,11 @@ impl Default for HashLimits {
     }
 }
 
-type Pair = (Box<[u8]>, Box<[u8]>);
-
 #[derive(Debug, Clone)]
 enum Repr {
     Pack(ListPack),
-    Table(ScanTable<Pair>),
+    // Boxed: a table header is 48 bytes and every small hash would pay for it.
+    Table(Box<ScanTable<Pairs>>),
 }
 
 /// Expiry times of the fields that have one.
@@ -92,7 +91,7 @@ impl Hash {
                 let next = lp.get(off).1;
                 lp.get(next).0
             }),
-            Repr::Table(t) => t.get(field).map(|(_, v)| &**v),
+            Repr::Table(t) => t.get(field).map(|e| Pairs::split(e).1),
         }
     }
 
@@ -108,9 +107,10 @@ impl Hash {
             let mut t = ScanTable::with_capacity(lp.len() / 2 + 1);
             let mut it = lp.iter();
             while let (Some((_, f)), Some((_, v))) = (it.next(), it.next()) {
-                t.insert_new((f.into(), v.into()));
+                let mut hdr = [0u8; 10];
+                t.insert_new(&Pairs::parts(&mut hdr, f, v));
             }
-            self.repr = Repr::Table(t);
+            self.repr = Repr::Table(Box::new(t));
         }
     }
 
@@ -138,16 +138,16 @@ impl Hash {
                     true
                 }
             },
-            Repr::Table(t) => match t.get_mut(field) {
-                Some(e) => {
-                    e.1 = value.into();
+            Repr::Table(t) => {
+                let mut hdr = [0u8; 10];
+                let parts = Pairs::parts(&mut hdr, field, value);
+                if t.replace(field, &parts) {
                     false
-                }
-                None => {
-                    t.insert_new((field.into(), value.into()));
+                } else {
+                    t.insert_new(&parts);
                     true
                 }
-            },
+            }
         };
         if new && matches!(self.repr, Repr::Pack(_)) && self.len() > lim.listpack_entries {
             self.convert_to_table();
@@ -165,7 +165,7 @@ impl Hash {
                 }
                 None => false,
             },
-            Repr::Table(t) => t.remove(field).is_some(),
+            Repr::Table(t) => t.remove(field),
         };
         if removed {
             if let Some(ttl) = &mut self.ttl {
@@ -184,7 +184,7 @@ impl Hash {
                     f(k, v);
                 }
             }
-            Repr::Table(t) => t.iter().for_each(|(k, v)| f(k, v)),
+            Repr::Table(t) => t.iter().map(Pairs::split).for_each(|(k, v)| f(k, v)),
         }
     }
 
@@ -207,7 +207,10 @@ impl Hash {
         }
         match &self.repr {
             Repr::Pack(lp) => Some(Self::pack_pair(lp, fastrand::usize(..self.len()))),
-            Repr::Table(t) => t.random().map(|(k, v)| (k.to_vec(), v.to_vec())),
+            Repr::Table(t) => t
+                .random()
+                .map(Pairs::split)
+                .map(|(k, v)| (k.to_vec(), v.to_vec())),
         }
     }
 
@@ -229,12 +232,12 @@ impl Hash {
                     }
                     all
                 } else {
-                    let mut picked: ScanTable<Box<[u8]>> = ScanTable::with_capacity(count);
+                    let mut picked: ScanTable<Members> = ScanTable::with_capacity(count);
                     let mut out = Vec::with_capacity(count);
                     while out.len() < count {
-                        let (k, v) = t.random().expect("non-empty");
+                        let (k, v) = Pairs::split(t.random().expect("non-empty"));
                         if !picked.contains(k) {
-                            picked.insert_new(k.clone());
+                            picked.insert_new(&[k]);
                             out.push((k.to_vec(), v.to_vec()));
                         }
                     }
@@ -269,8 +272,9 @@ impl Hash {
                 let mut seen = 0usize;
                 let mut steps = count.saturating_mul(10).max(1);
                 loop {
-                    cursor = t.scan(cursor, |(k, v)| {
+                    cursor = t.scan(cursor, |e| {
                         seen += 1;
+                        let (k, v) = Pairs::split(e);
                         f(k, v)
                     });
                     steps -= 1;
@@ -347,13 +351,44 @@ impl Hash {
             .collect()
     }
 
+    /// Whether `field` has an expiry at or before `now` (expired, not yet deleted).
+    pub fn is_expired(&self, field: &[u8], now: i64) -> bool {
+        self.ttl
+            .as_ref()
+            .is_some_and(|t| t.next <= now && t.at.get(field).is_some_and(|&at| at <= now))
+    }
+
+    /// Calls `f` with every (field, value) that has not expired by `now`: the view of
+    /// HGETALL, HKEYS, HVALS and HSCAN, which skip expired fields without deleting them.
+    pub fn for_each_live(&self, now: i64, mut f: impl FnMut(&[u8], &[u8])) {
+        match &self.ttl {
+            Some(t) if t.next <= now => self.for_each(|k, v| {
+                if t.at.get(k).is_none_or(|&at| at > now) {
+                    f(k, v)
+                }
+            }),
+            _ => self.for_each(f),
+        }
+    }
+
+    /// Deletes those of `fields` that expired by `now` and returns them (the lazy
+    /// expiry of a field when it is read by name, as HGET does).
+    pub fn expire_named(&mut self, fields: &[&[u8]], now: i64) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for f in fields {
+            if self.is_expired(f, now) && !out.iter().any(|o| o == f) {
+                self.remove(f);
+                out.push(f.to_vec());
+            }
+        }
+        out
+    }
+
     /// Heap bytes owned by the hash.
     pub fn heap_size(&self) -> usize {
         let repr = match &self.repr {
             Repr::Pack(lp) => lp.bytes(),
-            Repr::Table(t) => {
-                t.heap_size() + t.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
-            }
+            Repr::Table(t) => t.heap_size(),
         };
         let ttl = self.ttl.as_ref().map_or(0, |t| {
             std::mem::size_of::<FieldTtls>()

@@ -352,10 +352,13 @@ impl Node {
 #[derive(Debug, Clone, Default)]
 pub struct List {
     nodes: SmallVec<[Node; 1]>,
-    len: usize,
-    /// `quicklist` encoding (node limits apply) rather than a single `listpack`.
-    quick: bool,
+    /// The element count, and in the top bit (`QUICK`) whether the list is in
+    /// `quicklist` encoding (node limits apply) rather than a single `listpack`: one
+    /// word for both keeps `List`, and so every collection's `Object`, smaller.
+    meta: usize,
 }
+
+const QUICK: usize = 1 << (usize::BITS - 1);
 
 /// A position: node index and byte offset of an entry in it.
 #[derive(Debug, Clone, Copy)]
@@ -370,16 +373,21 @@ impl List {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.meta & !QUICK
+    }
+
+    #[inline]
+    fn is_quick(&self) -> bool {
+        self.meta & QUICK != 0
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
-        if self.quick {
+        if self.is_quick() {
             "quicklist"
         } else {
             "listpack"
@@ -405,7 +413,7 @@ impl List {
     /// Converts a single listpack to a quicklist if adding `add_bytes` raw bytes in
     /// `add_count` elements would take it over the node limit.
     fn grow_check(&mut self, add_bytes: usize, add_count: usize, fill: i64) {
-        if self.quick {
+        if self.is_quick() {
             return;
         }
         let (sz, count) = match self.nodes.first() {
@@ -413,8 +421,8 @@ impl List {
             None => (LP_OVERHEAD, 0),
         };
         if exceeds_limit(fill, sz + add_bytes, count + add_count) {
-            self.quick = true;
-            if self.len == 0 {
+            self.meta |= QUICK;
+            if self.is_empty() {
                 self.nodes.clear();
             }
         }
@@ -422,7 +430,7 @@ impl List {
 
     /// Goes back to one listpack when one node at most half the limit remains.
     fn shrink_check(&mut self, fill: i64) {
-        if !self.quick || self.nodes.len() > 1 {
+        if !self.is_quick() || self.nodes.len() > 1 {
             return;
         }
         let Some(n) = self.nodes.first() else {
@@ -432,10 +440,10 @@ impl List {
             return;
         }
         let (sz_limit, count_limit) = node_limit(fill);
-        if n.sz() > sz_limit / 2 || self.len > count_limit / 2 {
+        if n.sz() > sz_limit / 2 || self.len() > count_limit / 2 {
             return;
         }
-        self.quick = false;
+        self.meta &= !QUICK;
     }
 
     /// Whether a quicklist node may take one more element of `sz` raw bytes.
@@ -460,8 +468,8 @@ impl List {
     }
 
     fn push_one(&mut self, end: End, v: &[u8], fill: i64) {
-        self.len += 1;
-        if !self.quick {
+        self.meta += 1;
+        if !self.is_quick() {
             if self.nodes.is_empty() {
                 self.nodes.push(Node::default());
             }
@@ -499,7 +507,7 @@ impl List {
 
     /// Removes and returns the element at `end`.
     pub fn pop(&mut self, end: End, fill: i64) -> Option<Vec<u8>> {
-        if self.len == 0 {
+        if self.is_empty() {
             return None;
         }
         let idx = match end {
@@ -521,21 +529,21 @@ impl List {
         if n.count == 0 {
             self.nodes.remove(idx);
         }
-        self.len -= 1;
+        self.meta -= 1;
         self.shrink_check(fill);
         Some(v)
     }
 
     /// Normalizes a possibly negative index; `None` when out of range.
     pub fn index(&self, i: i64) -> Option<usize> {
-        let len = self.len as i64;
+        let len = self.len() as i64;
         let i = if i < 0 { len + i } else { i };
         (0..len).contains(&i).then_some(i as usize)
     }
 
     /// Finds the entry at index `i` (< len): walks node counts from the nearer end.
     fn locate(&self, i: usize) -> Pos {
-        let (node, within) = if i < self.len / 2 {
+        let (node, within) = if i < self.len() / 2 {
             let mut acc = 0;
             let mut k = 0;
             loop {
@@ -547,7 +555,7 @@ impl List {
                 k += 1;
             }
         } else {
-            let mut acc = self.len;
+            let mut acc = self.len();
             let mut k = self.nodes.len() - 1;
             loop {
                 let c = self.nodes[k].count as usize;
@@ -576,7 +584,7 @@ impl List {
 
     /// Calls `f` for `count` elements from index `start` (< len) towards the tail.
     pub fn range(&self, start: usize, count: usize, mut f: impl FnMut(Elem<'_>)) {
-        if count == 0 || start >= self.len {
+        if count == 0 || start >= self.len() {
             return;
         }
         let mut p = self.locate(start);
@@ -597,7 +605,7 @@ impl List {
 
     /// Calls `f` for `count` elements from index `start` (< len) towards the head.
     pub fn range_rev(&self, start: usize, count: usize, mut f: impl FnMut(Elem<'_>)) {
-        if count == 0 || start >= self.len {
+        if count == 0 || start >= self.len() {
             return;
         }
         let p = self.locate(start);
@@ -649,14 +657,14 @@ impl List {
     /// Inserts `v` so that it becomes the element at position `p` (before the entry
     /// at `p`), or after it when `after`.
     fn insert_at(&mut self, p: Pos, after: bool, v: &[u8], fill: i64) {
-        self.len += 1;
+        self.meta += 1;
         let node = &self.nodes[p.node];
         let at = if after {
             p.off + decode(&node.buf, p.off).1
         } else {
             p.off
         };
-        if !self.quick {
+        if !self.is_quick() {
             self.nodes[0].insert_at(at, v);
             return;
         }
@@ -754,7 +762,7 @@ impl List {
         if n.count == 0 {
             self.nodes.remove(p.node);
         }
-        self.len -= 1;
+        self.meta -= 1;
     }
 
     /// LSET: replaces the element at index `i`. Returns false when out of range.
@@ -766,7 +774,7 @@ impl List {
         let p = self.locate(i);
         let node = &self.nodes[p.node];
         let old = decode(&node.buf, p.off).1;
-        let fits = !self.quick
+        let fits = !self.is_quick()
             || (!node.plain
                 && !is_large(v.len(), fill)
                 && !exceeds_limit(
@@ -780,7 +788,7 @@ impl List {
             n.insert_at(p.off, v);
         } else {
             self.remove_at(p);
-            if i == self.len {
+            if i == self.len() {
                 self.push_one(End::Tail, v, fill);
             } else {
                 let q = self.locate(i);
@@ -793,7 +801,7 @@ impl List {
 
     /// Removes `count` elements from index `start`.
     pub fn delete_range(&mut self, start: usize, count: usize, fill: i64) {
-        let count = count.min(self.len.saturating_sub(start));
+        let count = count.min(self.len().saturating_sub(start));
         if count == 0 {
             return;
         }
@@ -817,23 +825,22 @@ impl List {
             }
             p.off = 0;
         }
-        self.len -= count;
+        self.meta -= count;
         self.shrink_check(fill);
     }
 
     /// LTRIM: keeps only elements `start..=stop` (already normalized, may be empty).
     pub fn keep_range(&mut self, start: usize, stop: Option<usize>, fill: i64) {
         match stop {
-            Some(stop) if start <= stop && start < self.len => {
-                let stop = stop.min(self.len - 1);
-                let tail = self.len - 1 - stop;
+            Some(stop) if start <= stop && start < self.len() => {
+                let stop = stop.min(self.len() - 1);
+                let tail = self.len() - 1 - stop;
                 self.delete_range(stop + 1, tail, fill);
                 self.delete_range(0, start, fill);
             }
             _ => {
                 self.nodes.clear();
-                self.len = 0;
-                self.quick = false;
+                self.meta = 0;
             }
         }
     }
@@ -884,7 +891,7 @@ impl List {
                 }
             }
         }
-        self.len -= removed;
+        self.meta -= removed;
         if removed > 0 {
             self.shrink_check(fill);
         }
@@ -893,7 +900,7 @@ impl List {
 
     /// All elements, head to tail (tests, DUMP-like uses).
     pub fn to_vecs(&self) -> Vec<Vec<u8>> {
-        let mut v = Vec::with_capacity(self.len);
+        let mut v = Vec::with_capacity(self.len());
         self.for_each(|e| {
             v.push(e.to_vec());
             true
@@ -917,15 +924,15 @@ impl List {
             assert_eq!(p, n.buf.len());
             assert_eq!(c, n.count);
             total += c as usize;
-            if self.quick && !n.plain && n.count > 1 {
+            if self.is_quick() && !n.plain && n.count > 1 {
                 let (sz_limit, _) = node_limit(fill);
                 if sz_limit != usize::MAX {
                     assert!(n.sz() <= sz_limit + SIZE_ESTIMATE_OVERHEAD * 2 + 4096);
                 }
             }
         }
-        assert_eq!(total, self.len);
-        if !self.quick {
+        assert_eq!(total, self.len());
+        if !self.is_quick() {
             assert!(self.nodes.len() <= 1);
         }
     }

@@ -8,7 +8,7 @@
 
 use super::intset::IntSet;
 use super::listpack::ListPack;
-use super::scantable::ScanTable;
+use super::scantable::{Members, ScanTable};
 use crate::util::numeric::{format_i64, parse_i64};
 
 /// The configured thresholds (read from the config for each command).
@@ -33,7 +33,8 @@ impl Default for SetLimits {
 pub enum Set {
     Int(IntSet),
     Pack(ListPack),
-    Table(ScanTable<Box<[u8]>>),
+    // Boxed: a table header is 48 bytes and every small set would pay for it.
+    Table(Box<ScanTable<Members>>),
 }
 
 impl Set {
@@ -45,7 +46,7 @@ impl Set {
         } else if size_hint <= lim.listpack_entries {
             Set::Pack(ListPack::new())
         } else {
-            Set::Table(ScanTable::with_capacity(size_hint))
+            Set::Table(Box::new(ScanTable::with_capacity(size_hint)))
         }
     }
 
@@ -69,8 +70,8 @@ impl Set {
 
     fn convert_to_table(&mut self, extra: usize) {
         let mut t = ScanTable::with_capacity(self.len() + extra);
-        self.for_each(|m| t.insert_new(m.to_vec().into_boxed_slice()));
-        *self = Set::Table(t);
+        self.for_each(|m| t.insert_new(&[m]));
+        *self = Set::Table(Box::new(t));
     }
 
     pub fn len(&self) -> usize {
@@ -108,7 +109,7 @@ impl Set {
                 if t.contains(m) {
                     return false;
                 }
-                t.insert_new(m.to_vec().into_boxed_slice());
+                t.insert_new(&[m]);
                 true
             }
             Set::Pack(lp) => {
@@ -171,7 +172,7 @@ impl Set {
                 }
                 None => false,
             },
-            Set::Table(t) => t.remove(m).is_some(),
+            Set::Table(t) => t.remove(m),
         }
     }
 
@@ -188,7 +189,7 @@ impl Set {
                 }
             }
             Set::Pack(lp) => lp.iter().for_each(|(_, m)| f(m)),
-            Set::Table(t) => t.iter().for_each(|m| f(m)),
+            Set::Table(t) => t.iter().for_each(f),
         }
     }
 
@@ -250,12 +251,12 @@ impl Set {
                     }
                     all
                 } else {
-                    let mut picked: ScanTable<Box<[u8]>> = ScanTable::with_capacity(count);
+                    let mut picked: ScanTable<Members> = ScanTable::with_capacity(count);
                     let mut out = Vec::with_capacity(count);
                     while out.len() < count {
                         let m = t.random().expect("non-empty");
                         if !picked.contains(m) {
-                            picked.insert_new(m.clone());
+                            picked.insert_new(&[m]);
                             out.push(m.to_vec());
                         }
                     }
@@ -311,7 +312,7 @@ impl Set {
             + match self {
                 Set::Int(s) => s.heap_size(),
                 Set::Pack(lp) => lp.bytes(),
-                Set::Table(t) => t.heap_size() + t.iter().map(|m| m.len()).sum::<usize>(),
+                Set::Table(t) => t.heap_size(),
             }
     }
 }

@@ -382,6 +382,13 @@ impl RedisServer {
     pub fn raw(&self, proto: u8) -> RawConn {
         RawConn::connect(self.port, proto)
     }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
 }
 
 impl Drop for RedisServer {

@@ -1,0 +1,80 @@
+//! COMMAND INFO key specs compared with redis-server's, command by command.
+
+mod common;
+use common::*;
+use redis::Value;
+
+fn names(c: &mut redis::Connection) -> Vec<String> {
+    redis::cmd("COMMAND").arg("LIST").query(c).unwrap()
+}
+
+fn key_specs(c: &mut redis::Connection, name: &str) -> Vec<Value> {
+    let v: Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg(name)
+        .query(c)
+        .unwrap();
+    let Value::Array(outer) = v else {
+        panic!("{v:?}")
+    };
+    let Value::Array(entry) = &outer[0] else {
+        panic!("{name}: {outer:?}")
+    };
+    match &entry[8] {
+        Value::Array(specs) => specs.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn key_specs_match_redis() {
+    if !redis_server_available() {
+        return;
+    }
+    let s = TestServer::start();
+    let r = RedisServer::start();
+    let (mut ours, mut theirs) = (s.client(), r.client());
+    let mut their_names = names(&mut theirs);
+    their_names.sort();
+    let our_names: std::collections::HashSet<String> = names(&mut ours).into_iter().collect();
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    for name in their_names.iter().filter(|n| our_names.contains(*n)) {
+        let (a, b) = (key_specs(&mut ours, name), key_specs(&mut theirs, name));
+        compared += 1;
+        if a != b {
+            mismatches.push(format!("{name}:\n  ours   {a:?}\n  redis  {b:?}"));
+        }
+    }
+    assert!(compared > 200, "only {compared} commands in common");
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn getkeysandflags_per_key() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "LMOVE", "a", "b", "LEFT", "RIGHT"],
+            "*2\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+RW\r\n+insert\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "SINTERSTORE", "d", "x", "y"],
+            "*3\r\n*2\r\n$1\r\nd\r\n*2\r\n+RW\r\n+update\r\n*2\r\n$1\r\nx\r\n*2\r\n+RO\r\n+access\r\n*2\r\n$1\r\ny\r\n*2\r\n+RO\r\n+access\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "HLEN", "h"],
+            "*1\r\n*2\r\n$1\r\nh\r\n*1\r\n+RO\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "ZUNIONSTORE", "d", "1", "x"],
+            "*2\r\n*2\r\n$1\r\nd\r\n*2\r\n+OW\r\n+update\r\n*2\r\n$1\r\nx\r\n*2\r\n+RO\r\n+access\r\n",
+        ),
+    ]);
+}
