@@ -96,6 +96,28 @@ impl Manifest {
         Ok(m)
     }
 
+    /// Every file of the history, base first.
+    fn parts(&self) -> Vec<Part> {
+        self.base.iter().chain(self.incrs.iter()).cloned().collect()
+    }
+
+    /// The base and incremental files a rewrite of this history creates.
+    fn next_parts(&self, prefix: &str) -> (Part, Part) {
+        let seq = self.incrs.last().map_or(1, |p| p.seq) + 1;
+        let base_seq = self.base.as_ref().map_or(1, |p| p.seq) + 1;
+        let base = Part {
+            name: format!("{prefix}.{base_seq}.base.rdb"),
+            seq: base_seq,
+            kind: 'b',
+        };
+        let incr = Part {
+            name: format!("{prefix}.{seq}.incr.aof"),
+            seq,
+            kind: 'i',
+        };
+        (base, incr)
+    }
+
     pub fn render(&self) -> String {
         let mut s = String::new();
         for p in self.base.iter().chain(self.incrs.iter()) {
@@ -618,20 +640,8 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
     };
-    let seq = aof.manifest.incrs.last().map_or(1, |p| p.seq) + 1;
-    let base_seq = aof.manifest.base.as_ref().map_or(1, |p| p.seq) + 1;
-    let new_incr = Part {
-        name: format!("{}.{seq}.incr.aof", aof.prefix),
-        seq,
-        kind: 'i',
-    };
-    let old: Vec<Part> = aof
-        .manifest
-        .base
-        .iter()
-        .chain(aof.manifest.incrs.iter())
-        .cloned()
-        .collect();
+    let (base, new_incr) = aof.manifest.next_parts(&aof.prefix);
+    let old = aof.manifest.parts();
     let temp_incr = if aof.wait_rewrite {
         let temp = temp_incr_path(&aof.dir, &aof.prefix);
         aof.file = File::create(&temp).map_err(|e| e.to_string())?;
@@ -651,11 +661,6 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     };
     aof.incr_size = 0;
     ex.stream.reset_db();
-    let base = Part {
-        name: format!("{}.{base_seq}.base.rdb", aof.prefix),
-        seq: base_seq,
-        kind: 'b',
-    };
     let path = aof.dir.join(&base.name);
     aof.rewrite = Some(Rewrite {
         base,
@@ -750,28 +755,11 @@ fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
     let Some(aof) = ex.aof.as_mut() else {
         return Ok(());
     };
-    let seq = aof.manifest.incrs.last().map_or(1, |p| p.seq) + 1;
-    let base_seq = aof.manifest.base.as_ref().map_or(1, |p| p.seq) + 1;
-    let base = Part {
-        name: format!("{}.{base_seq}.base.rdb", aof.prefix),
-        seq: base_seq,
-        kind: 'b',
-    };
-    let incr = Part {
-        name: format!("{}.{seq}.incr.aof", aof.prefix),
-        seq,
-        kind: 'i',
-    };
+    let (base, incr) = aof.manifest.next_parts(&aof.prefix);
     write_file_synced(&aof.dir.join(&base.name), &image).map_err(|e| e.to_string())?;
     aof.file = File::create(aof.dir.join(&incr.name)).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(temp_incr_path(&aof.dir, &aof.prefix));
-    let old: Vec<Part> = aof
-        .manifest
-        .base
-        .iter()
-        .chain(aof.manifest.incrs.iter())
-        .cloned()
-        .collect();
+    let old = aof.manifest.parts();
     let m = Manifest {
         base: Some(base),
         incrs: vec![incr],

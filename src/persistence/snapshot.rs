@@ -152,22 +152,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
 /// Serializes every database into an RDB image, or says why it cannot.
 pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
     let cfg = &ex.config;
-    let now = unix_ms();
-    let aux: Vec<(&str, Vec<u8>)> = vec![
-        (
-            "redis-ver",
-            crate::commands::connection::REDIS_VERSION
-                .as_bytes()
-                .to_vec(),
-        ),
-        ("redis-bits", b"64".to_vec()),
-        ("ctime", (now / 1000).to_string().into_bytes()),
-        (
-            "used-mem",
-            crate::alloc::used_memory().to_string().into_bytes(),
-        ),
-        ("aof-base", b"0".to_vec()),
-    ];
+    let aux = aux_fields(false);
     // A hash with field TTLs needs version 12; everything else is written as 10 so
     // that Redis 7.0 loads the file.
     let needs_12 = ex.ks.dbs.iter().any(|d| {
