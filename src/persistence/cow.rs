@@ -378,15 +378,7 @@ impl Snapshot {
             ks.dbs.iter().all(|d| !d.table.cow_active()) && ks.retired.is_empty(),
             "one snapshot at a time"
         );
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let tmp = dir.join(format!(
-            "temp-{}-{}.rdb",
-            std::process::id(),
-            fastrand::u32(..)
-        ));
+        let (_, tmp) = super::snapshot::temp_path_beside(dest);
         let spec = FileSpec {
             tmp,
             dest: dest.to_path_buf(),

@@ -105,6 +105,21 @@ pub fn rdb_path(ex: &Executor) -> PathBuf {
     PathBuf::from(&ex.config.dbfilename)
 }
 
+/// The directory of `dest` and a fresh temp-file name in it: the file is written
+/// there, then renamed over `dest`, so readers see the old or the new file whole.
+pub fn temp_path_beside(dest: &Path) -> (PathBuf, PathBuf) {
+    let dir = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        "temp-{}-{}.rdb",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    (dir, tmp)
+}
+
 /// The aux fields Redis writes at the start of a file.
 fn aux_fields(aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
     let now = unix_ms();
@@ -202,15 +217,7 @@ pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
 /// Writes `bytes` to `path` atomically: temp file in the same directory, fsync,
 /// rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        "temp-{}-{}.rdb",
-        std::process::id(),
-        fastrand::u32(..)
-    ));
+    let (dir, tmp) = temp_path_beside(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
