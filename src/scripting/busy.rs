@@ -6,9 +6,9 @@
 //! that finishes in time pays one clock read at start and nothing per instruction
 //! beyond Lua's own hook counter. It shares a `Watchdog` with the run: start time and
 //! threshold are set by `scripting::run`; the hook only reads the clock. Once the
-//! threshold is passed, each hook call invokes the run's `step` function — a scoped
-//! function created by the run, the only thing allowed to borrow the executor during a
-//! script — which publishes the busy state and lets the network layer serve one round
+//! threshold is passed, each hook call performs the run's step through the run's scoped
+//! `redis.pcall` (the only thing allowed to borrow the executor during a script), which
+//! publishes the busy state and lets the network layer serve one round
 //! (exec/busy.rs). After a kill the hook fires on every line, so a script cannot keep
 //! catching the kill error with `pcall` (Redis does the same).
 
@@ -16,13 +16,26 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, VmState};
+use std::ffi::c_void;
+
+use mlua::{Function, HookTriggers, LightUserData, Lua, Table, Value, VmState};
 
 /// Instructions between two clock checks.
 pub const CHECK_EVERY: u32 = 100_000;
 
-/// The registry slot of the running script's step function.
-pub const STEP_KEY: &str = "__cinnabar_busy_step";
+/// The argument that makes the run's `redis.pcall` perform the watchdog's step: a
+/// light userdata with the address of this static. Scripts cannot forge it (the
+/// sandbox creates no light userdata; `cjson.null` is the null pointer).
+static STEP_MARK: u8 = 0;
+
+fn step_mark() -> Value {
+    Value::LightUserData(LightUserData(&STEP_MARK as *const u8 as *mut c_void))
+}
+
+/// Whether a `redis.pcall` call is the watchdog's step rather than a script's call.
+pub fn is_step_call(args: &[Value]) -> bool {
+    matches!(args, [Value::LightUserData(p)] if std::ptr::eq(p.0 as *const u8, &STEP_MARK))
+}
 
 /// The error a killed script's caller gets (with Redis's `script: …, on …` suffix).
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
@@ -53,7 +66,7 @@ impl Watchdog {
     }
 
     /// The script ended: back to the cheap counting hook if a kill changed it.
-    pub fn disarm(self: &Rc<Self>, lua: &Lua) {
+    pub fn disarm(self: &Rc<Self>, lua: &Lua, redis: &Table) {
         self.start.set(None);
         self.timed_out.set(false);
         self.killed.set(false);
@@ -61,6 +74,7 @@ impl Watchdog {
             let _ = install(
                 lua,
                 self,
+                redis,
                 HookTriggers::new().every_nth_instruction(CHECK_EVERY),
             );
         }
@@ -75,13 +89,20 @@ impl Watchdog {
     }
 }
 
-/// Installs the watchdog hook on a VM.
-pub fn install(lua: &Lua, wd: &Rc<Watchdog>, triggers: HookTriggers) -> mlua::Result<()> {
+/// Installs the watchdog hook on a VM whose real `redis` table is `redis` (scripts see
+/// a readonly proxy of it; the run plugs its scoped `pcall` into the real one).
+pub fn install(
+    lua: &Lua,
+    wd: &Rc<Watchdog>,
+    redis: &Table,
+    triggers: HookTriggers,
+) -> mlua::Result<()> {
     let wd = wd.clone();
-    lua.set_global_hook(triggers, move |lua, _| check(lua, &wd))
+    let redis = redis.clone();
+    lua.set_global_hook(triggers, move |lua, _| check(lua, &wd, &redis))
 }
 
-fn check(lua: &Lua, wd: &Rc<Watchdog>) -> mlua::Result<VmState> {
+fn check(lua: &Lua, wd: &Rc<Watchdog>, redis: &Table) -> mlua::Result<VmState> {
     let Some(start) = wd.start.get() else {
         return Ok(VmState::Continue);
     };
@@ -101,9 +122,9 @@ fn check(lua: &Lua, wd: &Rc<Watchdog>) -> mlua::Result<VmState> {
             if wd.is_eval.get() { "SCRIPT KILL" } else { "FUNCTION KILL" }
         ));
     }
-    let step: Option<Function> = lua.named_registry_value(STEP_KEY)?;
-    let killed = match step {
-        Some(f) => f.call::<bool>(())?,
+    // The run's `redis.pcall`, called with the step mark (see `is_step_call`).
+    let killed = match redis.raw_get::<Option<Function>>("pcall")? {
+        Some(f) => f.call::<bool>(step_mark())?,
         None => false,
     };
     if !killed {
@@ -112,6 +133,6 @@ fn check(lua: &Lua, wd: &Rc<Watchdog>) -> mlua::Result<VmState> {
     crate::log::notice("Lua script killed by user with SCRIPT KILL.");
     wd.killed.set(true);
     wd.line_mode.set(true);
-    install(lua, wd, HookTriggers::EVERY_LINE)?;
+    install(lua, wd, redis, HookTriggers::EVERY_LINE)?;
     Err(super::vm::raise(KILLED))
 }

@@ -241,6 +241,7 @@ impl Functions {
         let _ = super::busy::install(
             &self.vm.lua,
             &self.vm.watchdog,
+            &self.vm.redis,
             mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
         );
         let _ = self.set_mode.call::<()>(false);

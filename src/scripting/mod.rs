@@ -282,7 +282,7 @@ pub fn run(
     vm.watchdog
         .arm(ex.config.busy_reply_threshold, !spec.as_args);
     let reply = run_body(ex, caller, caller_proto, lua_slot, vm, f, spec);
-    vm.watchdog.disarm(&vm.lua);
+    vm.watchdog.disarm(&vm.lua, &vm.redis);
     ex.busy = None;
     ex.blocking.deny_blocking = deny_before;
     reply
@@ -335,22 +335,24 @@ fn run_body(
             vm::raising(lua_call(lua, &mut cc.borrow_mut(), args))
         })?;
         let pcall = scope.create_function(|lua, args: Variadic<Value>| {
+            // The watchdog hook's step reaches the run through this same scoped
+            // function (one fewer per-run function to create: a script that ends in
+            // time pays nothing for busy mode); see busy::is_step_call.
+            if busy::is_step_call(&args) {
+                let killed = match cc.try_borrow_mut() {
+                    Ok(mut cc) => cc.busy_step(spec, started),
+                    Err(_) => false,
+                };
+                return Ok(Value::Boolean(killed));
+            }
             Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1)
-        })?;
-        // Called by the watchdog hook only once the script is past its threshold;
-        // `try_borrow_mut` because the hook could fire while a call is in progress.
-        let step = scope.create_function(|_, ()| match cc.try_borrow_mut() {
-            Ok(mut cc) => Ok(cc.busy_step(spec, started)),
-            Err(_) => Ok(false),
         })?;
         vm.redis.raw_set("call", call)?;
         vm.redis.raw_set("pcall", pcall)?;
-        lua.set_named_registry_value(busy::STEP_KEY, step)?;
         Ok(vm::run_protected(vm, f, args))
     });
     let _ = vm.redis.raw_set("call", Value::Nil);
     let _ = vm.redis.raw_set("pcall", Value::Nil);
-    let _ = lua.unset_named_registry_value(busy::STEP_KEY);
     match result {
         Ok(Ok(v)) => convert::lua_to_reply(&v, caller_proto, vm.resp.get()),
         Ok(Err(e)) => script_error(&e, spec.name),

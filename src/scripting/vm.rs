@@ -114,6 +114,7 @@ impl Vm {
         super::busy::install(
             &lua,
             &watchdog,
+            &redis,
             mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
         )?;
         Ok(Vm {
