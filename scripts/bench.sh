@@ -17,6 +17,13 @@
 # MULTI + 10 SET + EXEC with 10 clients pipelining 16 transactions. Besides req/s it
 # prints the server's CPU time per message/transaction (utime+stime from /proc), which
 # is steadier than throughput on a shared machine.
+#   BENCH_SCRIPTS=1 scripts/bench.sh   # also the scripting section (below)
+#   BENCH_SCRIPTS=only scripts/bench.sh
+#
+# The scripting section: EVALSHA of `return redis.call('incr', KEYS[1])` and of the
+# compare-and-delete unlock script, P1 and P16, then the server's CPU instructions per
+# EVALSHA for both servers, counted by valgrind (cachegrind without cache simulation;
+# an idle run's instructions are subtracted). Set INSTR=0 to skip the valgrind part.
 #
 # The sorted-set section: ZADD and ZPOPMIN (redis-benchmark -t zadd,zpopmin), ZRANK and
 # ZRANGEBYSCORE ... LIMIT 0 10 on one 1M-member sorted set (loaded into both servers
@@ -43,6 +50,8 @@ CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,mset}
 BENCH_ZSET=${BENCH_ZSET:-0}
 BENCH_PUBSUB=${BENCH_PUBSUB:-0}
+BENCH_SCRIPTS=${BENCH_SCRIPTS:-0}
+INSTR=${INSTR:-1}
 ZMEMBERS=${ZMEMBERS:-1000000}
 BENCH_STREAMS=${BENCH_STREAMS:-0}
 STREAM_ENTRIES=${STREAM_ENTRIES:-10000000}
@@ -115,6 +124,67 @@ flush_wait() {
     done
     sleep 0.5
 }
+
+# ----- scripting ----------------------------------------------------------------------
+INCR_SCRIPT="return redis.call('incr', KEYS[1])"
+UNLOCK_SCRIPT="if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end"
+incr_sha=$(printf '%s' "$INCR_SCRIPT" | sha1sum | cut -d' ' -f1)
+unlock_sha=$(printf '%s' "$UNLOCK_SCRIPT" | sha1sum | cut -d' ' -f1)
+
+# script_load PORT: loads both scripts.
+script_load() {
+    redis-cli -p "$1" script load "$INCR_SCRIPT" >/dev/null
+    redis-cli -p "$1" script load "$UNLOCK_SCRIPT" >/dev/null
+}
+
+# script_instr SERVER_CMD...: instructions per EVALSHA (both scripts, P1 and P16).
+script_instr() {
+    local n=20000 total idle busy
+    total=$((n * 4))
+    one() {
+        local p d out pid
+        p=$(free_port); d=$(mktemp -d); out="$d/cg.out"
+        (cd "$d" && exec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$out" \
+            "$@" --port "$p") >"$d/log" 2>&1 &
+        pid=$!
+        for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+        script_load "$p"
+        if [ "$mode" = load ]; then
+            for P in 1 16; do
+                redis-benchmark -p "$p" -n "$n" -c 10 -r 100000 -P "$P" EVALSHA "$incr_sha" 1 counter:__rand_int__ >/dev/null 2>&1
+                redis-benchmark -p "$p" -n "$n" -c 10 -r 100000 -P "$P" EVALSHA "$unlock_sha" 1 lock:__rand_int__ token >/dev/null 2>&1
+            done
+        fi
+        kill -TERM "$pid"; wait "$pid" 2>/dev/null
+        grep -m1 '^summary:' "$out" | awk '{print $2}'
+        rm -rf "$d"
+    }
+    mode=idle; idle=$(one "$@")
+    mode=load; busy=$(one "$@")
+    python3 -c "print(f'{($busy - $idle) / $total:.0f}')"
+}
+
+if [ "$BENCH_SCRIPTS" != 0 ]; then
+    echo "scripting: EVALSHA incr and compare-and-delete unlock (keys from -r 1000000: the unlock mostly misses)"
+    for s in "${servers[@]}"; do script_load "${s##*:}"; done
+    for P in 1 16; do
+        bench "$work/sraw" "$P" EVALSHA "$incr_sha" 1 counter:__rand_int__
+        bench "$work/sraw" "$P" EVALSHA "$unlock_sha" 1 lock:__rand_int__ token
+    done
+    # redis-benchmark names both tests after the command line; tell them apart.
+    sed -i "s/EVALSHA_${incr_sha}[^ ]*/EVALSHA_incr/; s/EVALSHA_${unlock_sha}[^ ]*/EVALSHA_unlock/" "$work/sraw"
+    table "$work/sraw"
+    if [ "$INSTR" = 1 ] && command -v valgrind >/dev/null; then
+        echo
+        echo "instructions per EVALSHA (server side, valgrind; both scripts, P1 and P16)"
+        echo "cinnabar $(script_instr "$PWD/target/release/cinnabar" --appendonly no --save '' --loglevel warning)"
+        if command -v redis-server >/dev/null; then
+            echo "redis    $(script_instr redis-server --appendonly no --save '' --loglevel warning)"
+        fi
+    fi
+    [ "$BENCH_SCRIPTS" = only ] && exit 0
+    echo
+fi
 
 if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ] && [ "$BENCH_STREAMS" != only ]; then
 for P in 1 16; do

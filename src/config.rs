@@ -60,6 +60,8 @@ pub struct Config {
     pub slowlog_max_len: i64,
     /// Keys the client-tracking table may hold (0: no limit).
     pub tracking_table_max_keys: u64,
+    /// Milliseconds a script runs before other clients get BUSY (`lua-time-limit`).
+    pub busy_reply_threshold: i64,
     pub latency_monitor_threshold: i64,
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: i64,
@@ -134,6 +136,7 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             tracking_table_max_keys: 1_000_000,
+            busy_reply_threshold: 5000,
             latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
@@ -688,6 +691,15 @@ pub static DIRECTIVES: &[Directive] = &[
         true
     ),
     int_directive!(
+        "busy-reply-threshold",
+        &["lua-time-limit"],
+        busy_reply_threshold,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
         "latency-monitor-threshold",
         &[],
         latency_monitor_threshold,
@@ -991,6 +1003,17 @@ mod tests {
         assert_eq!(c.client_output_buffer_limit[2].hard, 1 << 20);
         let e = c.apply_text("port 1\nhz\n").unwrap_err();
         assert_eq!(e.line_no, 2);
+    }
+
+    #[test]
+    fn lua_time_limit_alias_in_file() {
+        let mut c = Config::default();
+        assert_eq!(c.busy_reply_threshold, 5000);
+        c.apply_text("lua-time-limit 250\n").unwrap();
+        assert_eq!(c.busy_reply_threshold, 250);
+        c.apply_text("busy-reply-threshold 0\n").unwrap();
+        assert_eq!(c.busy_reply_threshold, 0);
+        assert!(c.apply_text("busy-reply-threshold -1\n").is_err());
     }
 
     #[test]

@@ -219,6 +219,8 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         keys: &args[3..3 + numkeys],
         argv: &args[3 + numkeys..],
         as_args: true,
+        command: args,
+        functions: Some(fns),
     };
     scripting::run(ctx.ex, ctx.client, lua_slot, &fns.vm, &func, &spec)
 }
@@ -341,15 +343,34 @@ fn function_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn function_stats(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let (libs, fns) = ctx
-        .ex
-        .scripting
-        .as_ref()
-        .and_then(|e| e.functions.as_ref())
-        .map_or((0, 0), |f| (f.libraries.len(), f.function_count()));
     let bulk = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    let running = match &ctx.ex.busy {
+        None => Reply::Null,
+        // An EVAL script is not FUNCTION's business: BUSY, as Redis.
+        Some(b) if b.is_eval => return b.busy_error(),
+        Some(b) => Reply::Map(vec![
+            (bulk("name"), Reply::Bulk(b.name.as_bytes().to_vec())),
+            (
+                bulk("command"),
+                Reply::Array(b.command.iter().map(|a| Reply::Bulk(a.clone())).collect()),
+            ),
+            (
+                bulk("duration_ms"),
+                Reply::Int(b.start.elapsed().as_millis() as i64),
+            ),
+        ]),
+    };
+    let (libs, fns) = match &ctx.ex.busy {
+        Some(b) => b.library_counts,
+        None => ctx
+            .ex
+            .scripting
+            .as_ref()
+            .and_then(|e| e.functions.as_ref())
+            .map_or((0, 0), |f| (f.libraries.len(), f.function_count())),
+    };
     Reply::Map(vec![
-        (bulk("running_script"), Reply::Null),
+        (bulk("running_script"), running),
         (
             bulk("engines"),
             Reply::Map(vec![(
@@ -363,9 +384,8 @@ fn function_stats(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     ])
 }
 
-fn function_kill(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    // A function runs to completion inside its command: none is running now.
-    Reply::err("NOTBUSY No scripts in execution right now.")
+fn function_kill(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    ctx.ex.kill_script(false)
 }
 
 /// The RDB version written in DUMP payloads (Redis 7.0's, so it loads them).

@@ -1,9 +1,9 @@
 //! Scripting: EVAL, EVALSHA, their read-only forms, and SCRIPT.
 //!
 //! The four EVAL forms share `eval_generic`; the host itself (VM, sandbox, conversion,
-//! `redis.call`) is in `crate::scripting`. A script runs to completion inside the
-//! command, so it is atomic like any other command; SCRIPT KILL can therefore only
-//! find no script running.
+//! `redis.call`) is in `crate::scripting`. A script runs inside the command, so it is
+//! atomic like any other command; past `busy-reply-threshold` other clients are
+//! answered BUSY and SCRIPT KILL may stop it (`exec::busy`).
 
 use crate::command;
 use crate::commands::flags::*;
@@ -150,6 +150,8 @@ fn eval_with(
         keys: &args[3..3 + numkeys],
         argv: &args[3 + numkeys..],
         as_args: false,
+        command: args,
+        functions: None,
     };
     let func = script.func.clone();
     scripting::run(ctx.ex, ctx.client, lua_slot, &engine.eval, &func, &spec)
@@ -192,10 +194,10 @@ fn script_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::ok()
 }
 
-fn script_kill(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    // Scripts run to completion inside their command: none can be running when another
-    // command is served.
-    Reply::err("NOTBUSY No scripts in execution right now.")
+fn script_kill(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    // Reachable while a script is busy (exec/busy.rs): the script stops at its next
+    // watchdog check.
+    ctx.ex.kill_script(true)
 }
 
 fn script_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {

@@ -985,6 +985,15 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         return Reply::err("ERR No shutdown in progress.");
     }
+    if let Some(b) = &ctx.ex.busy {
+        // Only SHUTDOWN NOSAVE ends a busy script, and what the script wrote so far
+        // never reaches the AOF (exec/busy.rs; the network layer exits at once).
+        if save != Some(false) {
+            return b.busy_error();
+        }
+        let pos = b.stream_pos;
+        ctx.ex.stream.truncate_to(pos);
+    }
     crate::log::warning("User requested shutdown...");
     if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) {
         return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");

@@ -7,6 +7,7 @@
 //! clients) go through the same buffers and the `pending_writes` list.
 
 pub mod blocking;
+pub mod busy;
 pub mod client;
 mod evict;
 pub mod monitor;
@@ -122,6 +123,10 @@ pub struct Executor {
     /// The write stream (propagate.rs) and the AOF that consumes it.
     pub stream: propagate::WriteStream,
     pub aof: Option<Box<crate::persistence::aof::Aof>>,
+    /// The script running past `busy-reply-threshold`, and the network layer that
+    /// serves other clients meanwhile (busy.rs).
+    pub busy: Option<busy::BusyScript>,
+    pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
 }
 
 impl Executor {
@@ -164,6 +169,8 @@ impl Executor {
             persist: Default::default(),
             stream: Default::default(),
             aof: None,
+            busy: None,
+            busy_server: None,
         }
     }
 
@@ -297,7 +304,8 @@ impl Executor {
         self.check_output_limits(slot);
         // Keys made ready by this command (or MULTI/EXEC block, or script) wake
         // their waiters now that it has finished.
-        if self.blocking.has_ready() {
+        // (Not while a script is busy: it is still in the middle of its work.)
+        if self.blocking.has_ready() && self.busy.is_none() {
             blocking::handle_ready(self);
         }
     }
@@ -336,7 +344,10 @@ impl Executor {
                 return self.reject(Some(cmd), commands::errors::NOAUTH);
             }
         }
-        if self.config.maxmemory > 0 && !self.perform_evictions() && cmd.flags & flags::DENYOOM != 0
+        if self.config.maxmemory > 0
+            && self.busy.is_none()
+            && !self.perform_evictions()
+            && cmd.flags & flags::DENYOOM != 0
         {
             self.flag_transaction(slot);
             return self.reject(

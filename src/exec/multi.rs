@@ -158,6 +158,21 @@ impl Executor {
                 cmd.name
             )));
         }
+        // A timed-out script lets only allow-busy commands through (busy.rs).
+        if let Some(b) = &self.busy {
+            if cmd.flags & flags::ALLOW_BUSY == 0 {
+                let text = b.busy_text();
+                if cmd.name == "exec" {
+                    // A rejected EXEC aborts the transaction, naming the reason.
+                    self.discard_transaction(slot);
+                    let abort = format!("EXECABORT Transaction discarded because of: {text}");
+                    return Some(self.reject(Some(cmd), Reply::error(abort)));
+                }
+                self.flag_transaction(slot);
+                return Some(self.reject(Some(cmd), Reply::err(text)));
+            }
+        }
+        let c = self.client(slot);
         if !c.in_multi() || runs_inside_multi(cmd) {
             return None;
         }

@@ -51,12 +51,16 @@ pub struct WriteStream {
     pub(crate) expired_fed: usize,
     /// Nesting of command calls (EXEC and scripts call commands).
     depth: u32,
+    /// Bytes consumed from the front of `buf` since the start: positions (`position`,
+    /// call marks) are absolute, so a prefix can be flushed while a busy script's
+    /// call is still open (exec/busy.rs).
+    base: u64,
 }
 
 /// What `begin` remembers for `end`.
 pub struct CallMark {
     dirty: u64,
-    offset: usize,
+    offset: u64,
     count: u64,
 }
 
@@ -82,6 +86,24 @@ impl WriteStream {
         self.count += 1;
     }
 
+    /// The absolute position of the end of the stream.
+    pub fn position(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    /// Forgets the buffered bytes (the consumer took them).
+    pub fn clear(&mut self) {
+        self.base += self.buf.len() as u64;
+        self.buf.clear();
+    }
+
+    /// Drops the bytes from absolute position `pos` on (a busy script's partial
+    /// effects at SHUTDOWN NOSAVE).
+    pub fn truncate_to(&mut self, pos: u64) {
+        let keep = (pos.saturating_sub(self.base) as usize).min(self.buf.len());
+        self.buf.truncate(keep);
+    }
+
     /// Forgets the selected database (a new file starts).
     pub fn reset_db(&mut self) {
         self.db = None;
@@ -98,7 +120,7 @@ impl Executor {
         self.stream_feed_expired();
         Some(CallMark {
             dirty: self.ks.dirty,
-            offset: self.stream.buf.len(),
+            offset: self.stream.position(),
             count: self.stream.count,
         })
     }
@@ -127,7 +149,8 @@ impl Executor {
             if n > 1 {
                 let mut multi = Vec::new();
                 multi.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
-                self.stream.buf.splice(mark.offset..mark.offset, multi);
+                let at = mark.offset.saturating_sub(self.stream.base) as usize;
+                self.stream.buf.splice(at..at, multi);
                 self.stream.encode(&[b"EXEC"]);
             }
             return;

@@ -6,9 +6,13 @@
 //! command can see lives in the executor. Reads are bounded per turn so one client
 //! pipelining megabytes cannot starve the others.
 
+mod busy;
+
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
+use std::rc::Rc;
 use std::time::Duration;
 
 use mio::net::{TcpListener, TcpStream};
@@ -17,6 +21,7 @@ use mio::{Events, Interest, Poll, Token};
 use crate::config::Config;
 use crate::exec::Executor;
 use crate::protocol::{Limits, Request, RequestParser};
+use busy::BusyServer;
 
 /// Bytes read per `read` call at most, and per connection per loop turn at most: a
 /// client pipelining megabytes gets one 64 KB slice of work per turn, like Redis's
@@ -40,16 +45,28 @@ struct Conn {
     inline: Vec<Vec<u8>>,
 }
 
-pub struct Server {
+/// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
+/// script past `busy-reply-threshold` can borrow it from inside its command to serve
+/// other clients (`serve_busy`); the connection whose command is running is taken out
+/// of `conns` meanwhile (`Server::process`), so that round never touches it.
+struct Net {
     poll: Poll,
     listeners: Vec<TcpListener>,
     conns: Vec<Option<Conn>>,
-    pub ex: Executor,
     signals: mio::net::UnixStream,
     /// Connections with unread input left over from the last turn's budget.
     pending_reads: Vec<usize>,
     /// Connections whose next command is held back (CLIENT PAUSE).
     held: Vec<usize>,
+    /// Event buffer of the busy-script rounds, and the start of the busy script whose
+    /// first round looked at every socket (net/busy.rs).
+    busy_events: Events,
+    busy_swept: Option<std::time::Instant>,
+}
+
+pub struct Server {
+    net: Rc<RefCell<Net>>,
+    pub ex: Executor,
 }
 
 /// Parses a `bind` entry (`127.0.0.1`, `-::1`, `*`, `::*`) into an address and whether
@@ -114,20 +131,25 @@ impl Server {
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
         crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
-        Ok(Server {
+        let net = Rc::new(RefCell::new(Net {
             poll,
             listeners,
             conns: Vec::new(),
-            ex,
             signals,
             pending_reads: Vec::new(),
             held: Vec::new(),
-        })
+            busy_events: Events::with_capacity(256),
+            busy_swept: None,
+        }));
+        ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&net))));
+        Ok(Server { net, ex })
     }
 
     /// The addresses actually bound.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners
+        self.net
+            .borrow()
+            .listeners
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .collect()
@@ -138,32 +160,39 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         crate::log::notice("Ready to accept connections tcp");
         loop {
-            let timeout = if self.ex.has_pending_timer_work() {
-                Duration::ZERO
-            } else if self.pending_reads.is_empty() && self.held.is_empty() {
-                Duration::from_millis(self.ex.ms_until_cron().max(1))
-            } else if self.pending_reads.is_empty() {
-                Duration::from_millis(1)
-            } else {
-                Duration::ZERO
+            let timeout = {
+                let net = self.net.borrow();
+                if self.ex.has_pending_timer_work() {
+                    Duration::ZERO
+                } else if net.pending_reads.is_empty() && net.held.is_empty() {
+                    Duration::from_millis(self.ex.ms_until_cron().max(1))
+                } else if net.pending_reads.is_empty() {
+                    Duration::from_millis(1)
+                } else {
+                    Duration::ZERO
+                }
             };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(e) = self.net.borrow_mut().poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(e);
                 }
             }
             for ev in events.iter() {
                 match ev.token() {
-                    SIGNAL_TOKEN => self.on_signal(),
-                    Token(t) if t >= LISTENER_BASE => self.accept(t - LISTENER_BASE),
+                    SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
+                    Token(t) if t >= LISTENER_BASE => self
+                        .net
+                        .borrow_mut()
+                        .accept(&mut self.ex, t - LISTENER_BASE),
                     Token(slot) => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             self.read_and_process(slot);
                         }
                         if ev.is_writable() {
+                            let mut net = self.net.borrow_mut();
                             if self.ex.stream.buf.is_empty() {
-                                self.flush(slot);
-                            } else if let Some(Some(_)) = self.conns.get(slot) {
+                                net.flush(&mut self.ex, slot);
+                            } else if let Some(Some(_)) = net.conns.get(slot) {
                                 // Writes of this turn are not in the AOF yet: the
                                 // reply waits for flush_pending, after the AOF flush.
                                 self.ex.mark_pending_write(slot);
@@ -172,10 +201,12 @@ impl Server {
                     }
                 }
             }
-            for slot in std::mem::take(&mut self.pending_reads) {
+            let pending = std::mem::take(&mut self.net.borrow_mut().pending_reads);
+            for slot in pending {
                 self.read_and_process(slot);
             }
-            for slot in std::mem::take(&mut self.held) {
+            let held = std::mem::take(&mut self.net.borrow_mut().held);
+            for slot in held {
                 self.process(slot);
             }
             crate::exec::blocking::tick(&mut self.ex);
@@ -193,14 +224,14 @@ impl Server {
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
             // before any reply announcing them is written.
             crate::persistence::aof::flush(&mut self.ex);
-            self.flush_pending();
+            self.net.borrow_mut().flush_pending(&mut self.ex);
             if self.ex.cron() {
                 self.ex.close_pending = true;
             }
             self.ex.expire_slice();
             crate::persistence::snapshot::tick(&mut self.ex);
             if std::mem::take(&mut self.ex.close_pending) {
-                self.close_marked();
+                self.net.borrow_mut().close_marked(&mut self.ex);
             }
             if let Some(req) = self.ex.shutdown {
                 if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save) {
@@ -209,14 +240,119 @@ impl Server {
                     continue;
                 }
                 crate::persistence::aof::flush(&mut self.ex);
-                self.flush_pending();
+                self.net.borrow_mut().flush_pending(&mut self.ex);
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());
             }
         }
     }
 
-    fn on_signal(&mut self) {
+    /// Reads what the socket has (within this turn's budget) and runs complete commands.
+    fn read_and_process(&mut self, slot: usize) {
+        let mut budget = READ_BUDGET_PER_TURN;
+        loop {
+            let got = self.net.borrow_mut().read_some(&mut self.ex, slot);
+            let Some(n) = got else { return };
+            self.process(slot);
+            budget = budget.saturating_sub(n);
+            if budget == 0 {
+                self.net.borrow_mut().pending_reads.push(slot);
+                return;
+            }
+        }
+    }
+
+    /// Runs every complete command in the connection's buffer. The connection is out
+    /// of the table meanwhile, so a busy script's round (`Net::serve_busy`) cannot
+    /// touch it, and the table is not borrowed while commands run.
+    fn process(&mut self, slot: usize) {
+        let taken = self
+            .net
+            .borrow_mut()
+            .conns
+            .get_mut(slot)
+            .and_then(|c| c.take());
+        let Some(mut conn) = taken else { return };
+        let held = run_commands(&mut self.ex, slot, &mut conn);
+        let mut net = self.net.borrow_mut();
+        net.conns[slot] = Some(conn);
+        if held {
+            net.held.push(slot);
+        }
+    }
+}
+
+/// Runs every complete command in `conn`'s buffer; true when the client is held back
+/// (CLIENT PAUSE) with commands left.
+fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
+    let mut held = false;
+    loop {
+        if conn.start == conn.end {
+            conn.start = 0;
+            conn.end = 0;
+            break;
+        }
+        {
+            let c = ex.client(slot);
+            if c.close_after_reply || c.close_asap {
+                break;
+            }
+        }
+        let limits = Limits {
+            max_bulk_len: ex.config.proto_max_bulk_len,
+            authenticated: ex.client(slot).authenticated,
+        };
+        let buf = &conn.rbuf[conn.start..conn.end];
+        match conn.parser.parse(buf, &limits) {
+            Ok(None) => break,
+            Ok(Some(Request::Empty { consumed })) => conn.start += consumed,
+            Ok(Some(Request::Multibulk { consumed })) => {
+                let args: smallvec::SmallVec<[&[u8]; 8]> = conn
+                    .parser
+                    .ranges()
+                    .iter()
+                    .map(|&(s, e)| &buf[s..e])
+                    .collect();
+                if !ex.can_run(slot, args.first().copied()) {
+                    // Blocked clients resume through `blocking.take_resumed`.
+                    held = !ex.blocking.is_blocked(slot);
+                    break;
+                }
+                ex.execute_and_reply(slot, &args);
+                conn.start += consumed;
+            }
+            Ok(Some(Request::Inline { consumed, args })) => {
+                conn.inline = args;
+                let args: smallvec::SmallVec<[&[u8]; 8]> =
+                    conn.inline.iter().map(|a| a.as_slice()).collect();
+                if !ex.can_run(slot, args.first().copied()) {
+                    // Blocked clients resume through `blocking.take_resumed`.
+                    held = !ex.blocking.is_blocked(slot);
+                    break;
+                }
+                ex.execute_and_reply(slot, &args);
+                conn.start += consumed;
+            }
+            Err(e) => {
+                crate::log::verbose(&format!(
+                    "Protocol error ({}) from client: {}",
+                    e.0,
+                    ex.client(slot).addr
+                ));
+                let c = ex.client_mut(slot);
+                c.push_reply(&crate::protocol::Reply::error(format!("ERR {}", e.0)));
+                c.close_after_reply = true;
+                ex.mark_pending_write(slot);
+                break;
+            }
+        }
+    }
+    ex.client_mut(slot).qbuf = conn.end - conn.start;
+    held
+}
+
+impl Net {
+    fn on_signal(&mut self, ex: &mut Executor) {
         let mut buf = [0u8; 64];
         while let Ok(n) = self.signals.read(&mut buf) {
             if n == 0 {
@@ -224,10 +360,10 @@ impl Server {
             }
         }
         crate::log::warning("Received SIGTERM scheduling shutdown...");
-        self.ex.shutdown = Some(crate::exec::ShutdownRequest { save: None });
+        ex.shutdown = Some(crate::exec::ShutdownRequest { save: None });
     }
 
-    fn accept(&mut self, idx: usize) {
+    fn accept(&mut self, ex: &mut Executor, idx: usize) {
         loop {
             let (mut stream, peer) = match self.listeners[idx].accept() {
                 Ok(s) => s,
@@ -237,34 +373,34 @@ impl Server {
                     return;
                 }
             };
-            if self.ex.client_count() >= self.ex.config.maxclients {
+            if ex.client_count() >= ex.config.maxclients {
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-                self.ex.stats.rejected_connections += 1;
+                ex.stats.rejected_connections += 1;
                 continue;
             }
-            if self.ex.config.protected_mode
-                && self.ex.config.requirepass.is_none()
+            if ex.config.protected_mode
+                && ex.config.requirepass.is_none()
                 && !peer.ip().is_loopback()
             {
                 let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
-                self.ex.stats.rejected_connections += 1;
+                ex.stats.rejected_connections += 1;
                 continue;
             }
             let _ = stream.set_nodelay(true);
-            set_keepalive(&stream, self.ex.config.tcp_keepalive);
+            set_keepalive(&stream, ex.config.tcp_keepalive);
             let laddr = stream
                 .local_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_default();
             let fd = stream.as_raw_fd() as i64;
-            let slot = self.ex.connect(peer.to_string(), laddr, fd);
+            let slot = ex.connect(peer.to_string(), laddr, fd);
             if let Err(e) = self.poll.registry().register(
                 &mut stream,
                 Token(slot),
                 Interest::READABLE | Interest::WRITABLE,
             ) {
                 crate::log::warning(&format!("Registering client: {e}"));
-                self.ex.disconnect(slot);
+                ex.disconnect(slot);
                 continue;
             }
             if self.conns.len() <= slot {
@@ -282,14 +418,12 @@ impl Server {
         }
     }
 
-    /// Reads what the socket has (within this turn's budget) and runs complete commands.
-    fn read_and_process(&mut self, slot: usize) {
-        let qbuf_limit = self.ex.config.client_query_buffer_limit as usize;
-        let mut budget = READ_BUDGET_PER_TURN;
+    /// One `read` into the connection's buffer: `Some(bytes)` when data arrived, `None`
+    /// when there is nothing more now (or the connection was closed).
+    fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<usize> {
+        let qbuf_limit = ex.config.client_query_buffer_limit as usize;
         loop {
-            let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
-                return;
-            };
+            let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
             // Grow only by what is about to be read, never by an announced size.
             let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
             let room = READ_CHUNK.max(want.saturating_sub(conn.end - conn.start));
@@ -310,147 +444,68 @@ impl Server {
             let limit = (conn.end + room).min(conn.rbuf.len());
             match conn.stream.read(&mut conn.rbuf[conn.end..limit]) {
                 Ok(0) => {
-                    self.close(slot);
-                    return;
+                    self.close(ex, slot);
+                    return None;
                 }
                 Ok(n) => {
                     conn.end += n;
-                    self.ex.stats.total_net_input_bytes += n as u64;
+                    ex.stats.total_net_input_bytes += n as u64;
                     // Idle time counts from the last read, as in Redis.
-                    self.ex.client_mut(slot).last_interaction = std::time::Instant::now();
+                    ex.client_mut(slot).last_interaction = std::time::Instant::now();
                     if conn.end - conn.start > qbuf_limit {
                         crate::log::warning("Closing client that reached max query buffer length");
-                        self.ex.stats.client_qbuf_limit_disconnections += 1;
-                        self.close(slot);
-                        return;
+                        ex.stats.client_qbuf_limit_disconnections += 1;
+                        self.close(ex, slot);
+                        return None;
                     }
-                    self.process(slot);
-                    budget = budget.saturating_sub(n);
-                    if budget == 0 {
-                        self.pending_reads.push(slot);
-                        return;
-                    }
+                    return Some(n);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    self.close(slot);
-                    return;
+                    self.close(ex, slot);
+                    return None;
                 }
             }
         }
-    }
-
-    /// Runs every complete command in the connection's buffer.
-    fn process(&mut self, slot: usize) {
-        let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
-            return;
-        };
-        let ex = &mut self.ex;
-        loop {
-            if conn.start == conn.end {
-                conn.start = 0;
-                conn.end = 0;
-                break;
-            }
-            {
-                let c = ex.client(slot);
-                if c.close_after_reply || c.close_asap {
-                    break;
-                }
-            }
-            let limits = Limits {
-                max_bulk_len: ex.config.proto_max_bulk_len,
-                authenticated: ex.client(slot).authenticated,
-            };
-            let buf = &conn.rbuf[conn.start..conn.end];
-            match conn.parser.parse(buf, &limits) {
-                Ok(None) => break,
-                Ok(Some(Request::Empty { consumed })) => conn.start += consumed,
-                Ok(Some(Request::Multibulk { consumed })) => {
-                    let args: smallvec::SmallVec<[&[u8]; 8]> = conn
-                        .parser
-                        .ranges()
-                        .iter()
-                        .map(|&(s, e)| &buf[s..e])
-                        .collect();
-                    if !ex.can_run(slot, args.first().copied()) {
-                        // Blocked clients resume through `blocking.take_resumed`.
-                        if !ex.blocking.is_blocked(slot) {
-                            self.held.push(slot);
-                        }
-                        break;
-                    }
-                    ex.execute_and_reply(slot, &args);
-                    conn.start += consumed;
-                }
-                Ok(Some(Request::Inline { consumed, args })) => {
-                    conn.inline = args;
-                    let args: smallvec::SmallVec<[&[u8]; 8]> =
-                        conn.inline.iter().map(|a| a.as_slice()).collect();
-                    if !ex.can_run(slot, args.first().copied()) {
-                        // Blocked clients resume through `blocking.take_resumed`.
-                        if !ex.blocking.is_blocked(slot) {
-                            self.held.push(slot);
-                        }
-                        break;
-                    }
-                    ex.execute_and_reply(slot, &args);
-                    conn.start += consumed;
-                }
-                Err(e) => {
-                    crate::log::verbose(&format!(
-                        "Protocol error ({}) from client: {}",
-                        e.0,
-                        ex.client(slot).addr
-                    ));
-                    let c = ex.client_mut(slot);
-                    c.push_reply(&crate::protocol::Reply::error(format!("ERR {}", e.0)));
-                    c.close_after_reply = true;
-                    ex.mark_pending_write(slot);
-                    break;
-                }
-            }
-        }
-        ex.client_mut(slot).qbuf = conn.end - conn.start;
     }
 
     /// Writes every client with new output once.
-    fn flush_pending(&mut self) {
-        let pending = std::mem::take(&mut self.ex.pending_writes);
+    fn flush_pending(&mut self, ex: &mut Executor) {
+        let pending = std::mem::take(&mut ex.pending_writes);
         for slot in pending {
             if let Some(Some(_)) = self.conns.get(slot) {
-                self.ex.client_mut(slot).pending_write = false;
-                self.flush(slot);
+                ex.client_mut(slot).pending_write = false;
+                self.flush(ex, slot);
             }
         }
     }
 
-    fn flush(&mut self, slot: usize) {
+    fn flush(&mut self, ex: &mut Executor, slot: usize) {
         let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
             return;
         };
-        let c = self.ex.client_mut(slot);
+        let c = ex.client_mut(slot);
         if c.close_asap {
-            self.close(slot);
+            self.close(ex, slot);
             return;
         }
         if c.pending_output() > 0 {
             match conn.stream.write(&c.out[c.out_pos..]) {
                 Ok(n) => {
                     c.out_pos += n;
-                    self.ex.stats.total_net_output_bytes += n as u64;
+                    ex.stats.total_net_output_bytes += n as u64;
                 }
                 Err(e)
                     if e.kind() == io::ErrorKind::WouldBlock
                         || e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
-                    self.close(slot);
+                    self.close(ex, slot);
                     return;
                 }
             }
         }
-        let c = self.ex.client_mut(slot);
+        let c = ex.client_mut(slot);
         if c.pending_output() == 0 {
             c.out.clear();
             c.out_pos = 0;
@@ -458,28 +513,27 @@ impl Server {
                 c.out.shrink_to(OUT_KEEP);
             }
             if c.close_after_reply {
-                self.close(slot);
+                self.close(ex, slot);
             }
         }
     }
 
     /// Closes clients the executor marked (CLIENT KILL, idle timeout, buffer limits).
-    fn close_marked(&mut self) {
-        let marked: Vec<usize> = self
-            .ex
+    fn close_marked(&mut self, ex: &mut Executor) {
+        let marked: Vec<usize> = ex
             .clients()
             .filter(|(_, c)| c.close_asap || (c.close_after_reply && c.pending_output() == 0))
             .map(|(s, _)| s)
             .collect();
         for slot in marked {
-            self.close(slot);
+            self.close(ex, slot);
         }
     }
 
-    fn close(&mut self, slot: usize) {
+    fn close(&mut self, ex: &mut Executor, slot: usize) {
         if let Some(mut conn) = self.conns.get_mut(slot).and_then(|c| c.take()) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
-            self.ex.disconnect(slot);
+            ex.disconnect(slot);
         }
     }
 }

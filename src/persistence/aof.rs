@@ -546,11 +546,29 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     open(ex)
 }
 
+/// `flush` of the stream's bytes before absolute position `pos` only: while a script
+/// is busy, what preceded it reaches the AOF before other clients get replies, and the
+/// script's own partial effects stay buffered (exec/busy.rs).
+pub fn flush_before(ex: &mut Executor, pos: u64) {
+    let keep_from = pos.saturating_sub(ex.stream.position() - ex.stream.buf.len() as u64);
+    if keep_from as usize >= ex.stream.buf.len() {
+        return flush(ex);
+    }
+    let tail = ex.stream.buf.split_off(keep_from as usize);
+    flush(ex);
+    if ex.stream.buf.is_empty() {
+        ex.stream.buf = tail;
+    } else {
+        // The write failed: everything stays buffered, in order.
+        ex.stream.buf.extend_from_slice(&tail);
+    }
+}
+
 /// Writes the stream's pending commands to the incremental file; with `always`,
 /// fdatasyncs before returning. Called once per loop turn before replies go out.
 pub fn flush(ex: &mut Executor) {
     let Some(aof) = ex.aof.as_mut() else {
-        ex.stream.buf.clear();
+        ex.stream.clear();
         return;
     };
     if ex.stream.buf.is_empty() {
@@ -559,7 +577,7 @@ pub fn flush(ex: &mut Executor) {
     match aof.file.write_all(&ex.stream.buf) {
         Ok(()) => {
             aof.incr_size += ex.stream.buf.len() as u64;
-            ex.stream.buf.clear();
+            ex.stream.clear();
             aof.unsynced = true;
             aof.last_write_ok = true;
         }

@@ -236,7 +236,14 @@ impl Functions {
             },
         );
         let run = vm::run_protected(&self.vm, &chunk, None);
+        // Back to the busy-script watchdog the load hook replaced.
         self.vm.lua.remove_hook();
+        let _ = super::busy::install(
+            &self.vm.lua,
+            &self.vm.watchdog,
+            &self.vm.redis,
+            mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
+        );
         let _ = self.set_mode.call::<()>(false);
         let defs = std::mem::take(&mut *self.pending.borrow_mut());
         if let Err(e) = run {

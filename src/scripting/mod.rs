@@ -14,6 +14,7 @@
 //!
 //! SCRIPT FLUSH starts a fresh VM, as Redis does.
 
+pub mod busy;
 pub mod convert;
 pub mod functions;
 pub mod libs;
@@ -212,6 +213,11 @@ pub struct RunSpec<'a> {
     pub argv: &'a [&'a [u8]],
     /// FCALL passes KEYS and ARGV as arguments; EVAL sets them as globals.
     pub as_args: bool,
+    /// The caller's whole command (FUNCTION STATS shows it while the script is busy).
+    pub command: &'a [&'a [u8]],
+    /// FCALL's libraries (out of the executor while the function runs), for FUNCTION
+    /// STATS's counts while the function is busy.
+    pub functions: Option<&'a functions::Functions>,
 }
 
 /// The context of `redis.call` during one run.
@@ -220,6 +226,40 @@ struct CallCtx<'a> {
     slot: usize,
     read_only: bool,
     resp: std::rc::Rc<std::cell::Cell<u8>>,
+    /// A write command was called: SCRIPT KILL can no longer stop the script.
+    wrote: bool,
+    caller: usize,
+    /// Where the script's effects begin in the write stream.
+    stream_pos: u64,
+}
+
+impl CallCtx<'_> {
+    /// The watchdog's step once the script is past its threshold (busy.rs): publish
+    /// the busy state, let the network layer serve other clients once, and report
+    /// whether SCRIPT KILL / FUNCTION KILL asked the script to stop.
+    fn busy_step(&mut self, spec: &RunSpec, started: std::time::Instant) -> bool {
+        let ex = &mut *self.ex;
+        match ex.busy.as_mut() {
+            Some(b) => b.wrote = self.wrote,
+            None => {
+                ex.busy = Some(crate::exec::busy::BusyScript {
+                    caller: self.caller,
+                    is_eval: !spec.as_args,
+                    name: spec.name.to_string(),
+                    command: spec.command.iter().map(|a| a.to_vec()).collect(),
+                    start: started,
+                    wrote: self.wrote,
+                    killed: false,
+                    stream_pos: self.stream_pos,
+                    library_counts: spec
+                        .functions
+                        .map_or((0, 0), |f| (f.libraries.len(), f.function_count())),
+                })
+            }
+        }
+        ex.serve_while_busy();
+        ex.busy.as_ref().is_some_and(|b| b.killed)
+    }
 }
 
 /// Runs `f` in `vm` for client `caller`, returning the reply for the caller.
@@ -239,13 +279,18 @@ pub fn run(
     ex.client_mut(lua_slot).db = db;
     // Blocking commands called from a script answer as if they timed out at once.
     let deny_before = std::mem::replace(&mut ex.blocking.deny_blocking, true);
-    let reply = run_body(ex, caller_proto, lua_slot, vm, f, spec);
+    vm.watchdog
+        .arm(ex.config.busy_reply_threshold, !spec.as_args);
+    let reply = run_body(ex, caller, caller_proto, lua_slot, vm, f, spec);
+    vm.watchdog.disarm(&vm.lua, &vm.redis);
+    ex.busy = None;
     ex.blocking.deny_blocking = deny_before;
     reply
 }
 
 fn run_body(
     ex: &mut Executor,
+    caller: usize,
     caller_proto: u8,
     lua_slot: usize,
     vm: &Vm,
@@ -271,17 +316,35 @@ fn run_body(
         let _ = vm.real_g.raw_set("ARGV", argv);
         None
     };
+    let stream_pos = ex.stream.position();
     let cc = RefCell::new(CallCtx {
         ex,
         slot: lua_slot,
         read_only: spec.read_only,
         resp: vm.resp.clone(),
+        wrote: false,
+        caller,
+        stream_pos,
     });
+    let started = vm
+        .watchdog
+        .started()
+        .unwrap_or_else(std::time::Instant::now);
     let result = lua.scope(|scope| {
         let call = scope.create_function(|lua, args: Variadic<Value>| {
             vm::raising(lua_call(lua, &mut cc.borrow_mut(), args))
         })?;
         let pcall = scope.create_function(|lua, args: Variadic<Value>| {
+            // The watchdog hook's step reaches the run through this same scoped
+            // function (one fewer per-run function to create: a script that ends in
+            // time pays nothing for busy mode); see busy::is_step_call.
+            if busy::is_step_call(&args) {
+                let killed = match cc.try_borrow_mut() {
+                    Ok(mut cc) => cc.busy_step(spec, started),
+                    Err(_) => false,
+                };
+                return Ok(Value::Boolean(killed));
+            }
             Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1)
         })?;
         vm.redis.raw_set("call", call)?;
@@ -377,6 +440,9 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
             lua,
             "ERR Write commands are not allowed from read-only scripts.",
         );
+    }
+    if cmd.is_write() {
+        cc.wrote = true;
     }
     let resp = cc.resp.get();
     cc.ex.client_mut(cc.slot).proto = resp;

@@ -47,6 +47,8 @@ pub struct Vm {
     pub resp: Rc<Cell<u8>>,
     /// `math.random`'s generator, reseeded with 0 at each script start.
     pub rng: Rc<Rand48>,
+    /// The busy-script watchdog behind the VM's instruction-count hook (busy.rs).
+    pub watchdog: Rc<super::busy::Watchdog>,
 }
 
 /// Redis's `rand.c`: the 48-bit linear congruential generator of `lrand48`, so
@@ -108,7 +110,15 @@ impl Vm {
             .call(real_g.clone())?;
         let handler = error_handler(&lua, &real_g)?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
+        let watchdog = Rc::new(super::busy::Watchdog::default());
+        super::busy::install(
+            &lua,
+            &watchdog,
+            &redis,
+            mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
+        )?;
         Ok(Vm {
+            watchdog,
             redis,
             lua,
             real_g,

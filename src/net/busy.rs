@@ -1,0 +1,144 @@
+//! Serving other clients while a script is busy (exec/busy.rs).
+//!
+//! A script past `busy-reply-threshold` calls `Executor::serve_while_busy` at each
+//! watchdog check; that lands here, in one non-blocking round of the loop's usual work
+//! on the shared `Net`: poll with a zero timeout, accept, read, parse and execute, then
+//! write. The executor answers BUSY to every command without the `allow-busy` flag, so
+//! nothing touches the keyspace while the script is in the middle of its work.
+//!
+//! What the round leaves alone: the caller's connection (it is out of `Net::conns`
+//! while its command runs; events for it are remembered in `pending_reads` and
+//! `pending_writes` for the main loop), timers, held and blocked clients, and the
+//! script's own write-stream bytes (only what preceded the script is flushed to the AOF
+//! before replies go out). SIGTERM is noted and honoured after the script, as Redis
+//! does; SHUTDOWN NOSAVE exits here, without the script's partial effects.
+
+use std::cell::RefCell;
+use std::rc::Weak;
+use std::time::Duration;
+
+use mio::{Events, Token};
+
+use super::{run_commands, Net, LISTENER_BASE, READ_BUDGET_PER_TURN, SIGNAL_TOKEN};
+use crate::exec::busy::ServeWhileBusy;
+use crate::exec::Executor;
+
+/// The executor's handle on the loop's state (weak: the `Server` owns it).
+pub(super) struct BusyServer(pub(super) Weak<RefCell<Net>>);
+
+impl ServeWhileBusy for BusyServer {
+    fn serve(&self, ex: &mut Executor) {
+        let Some(net) = self.0.upgrade() else { return };
+        // The loop never holds this borrow while a command runs (`Server::process`);
+        // should it ever, the round is skipped rather than aliased.
+        let Ok(mut net) = net.try_borrow_mut() else {
+            return;
+        };
+        net.serve_busy(ex);
+    }
+}
+
+impl Net {
+    fn serve_busy(&mut self, ex: &mut Executor) {
+        let Some((caller, since)) = ex.busy.as_ref().map(|b| (b.caller, b.start)) else {
+            return;
+        };
+        if self.busy_swept != Some(since) {
+            // First round of this script: events the main loop fetched in the same
+            // batch as the script's command are not processed yet, and edge-triggered
+            // polling will not report them again. Look at every socket once.
+            self.busy_swept = Some(since);
+            for idx in 0..self.listeners.len() {
+                self.accept(ex, idx);
+            }
+            for slot in 0..self.conns.len() {
+                if matches!(self.conns.get(slot), Some(Some(_))) {
+                    self.busy_read(ex, slot);
+                }
+            }
+        }
+        let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+            for ev in events.iter() {
+                match ev.token() {
+                    SIGNAL_TOKEN => self.on_signal(ex),
+                    Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
+                    Token(slot) => {
+                        if !matches!(self.conns.get(slot), Some(Some(_))) {
+                            if slot == caller {
+                                // The main loop reads and writes it after the script.
+                                self.pending_reads.push(slot);
+                                ex.mark_pending_write(slot);
+                            }
+                            continue;
+                        }
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.busy_read(ex, slot);
+                        }
+                        // (Unless reading found it closed.)
+                        if ev.is_writable() && matches!(self.conns.get(slot), Some(Some(_))) {
+                            ex.mark_pending_write(slot);
+                        }
+                    }
+                }
+            }
+        }
+        self.busy_events = events;
+        // Input left over from an earlier budget.
+        for slot in std::mem::take(&mut self.pending_reads) {
+            if matches!(self.conns.get(slot), Some(Some(_))) {
+                self.busy_read(ex, slot);
+            } else {
+                self.pending_reads.push(slot);
+            }
+        }
+        // Replies may announce writes made before the script: those reach the AOF
+        // first; the script's own effects stay buffered.
+        if let Some(pos) = ex.busy.as_ref().map(|b| b.stream_pos) {
+            crate::persistence::aof::flush_before(ex, pos);
+        }
+        self.flush_pending_except_absent(ex);
+        if ex.shutdown.is_some() && ex.persist.shutdown_prepared {
+            // SHUTDOWN NOSAVE: the script never returns.
+            if !ex.config.pidfile.is_empty() {
+                let _ = std::fs::remove_file(&ex.config.pidfile);
+            }
+            crate::log::warning("Cinnabar is now ready to exit, bye bye...");
+            std::process::exit(0);
+        }
+    }
+
+    /// Reads and runs a client's commands within one turn's budget.
+    fn busy_read(&mut self, ex: &mut Executor, slot: usize) {
+        let mut budget = READ_BUDGET_PER_TURN;
+        while let Some(n) = self.read_some(ex, slot) {
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                return;
+            };
+            if run_commands(ex, slot, conn) {
+                self.held.push(slot);
+            }
+            budget = budget.saturating_sub(n);
+            if budget == 0 {
+                self.pending_reads.push(slot);
+                return;
+            }
+        }
+    }
+
+    /// `flush_pending`, keeping the clients whose connection is out of the table (the
+    /// script's caller) on the list for the main loop.
+    fn flush_pending_except_absent(&mut self, ex: &mut Executor) {
+        let pending = std::mem::take(&mut ex.pending_writes);
+        let mut keep = Vec::new();
+        for slot in pending {
+            if let Some(Some(_)) = self.conns.get(slot) {
+                ex.client_mut(slot).pending_write = false;
+                self.flush(ex, slot);
+            } else if slot == ex.busy.as_ref().map_or(usize::MAX, |b| b.caller) {
+                keep.push(slot);
+            }
+        }
+        ex.pending_writes.extend(keep);
+    }
+}
