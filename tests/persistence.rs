@@ -257,3 +257,34 @@ fn rdb_files_interoperate_with_redis_server() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// FLUSHALL with save points configured saves the empty dataset at once, as Redis
+/// does, and is still recorded in the AOF although that save reset the dirty counter.
+#[test]
+fn flushall_with_save_points_saves_at_once() {
+    let dir = temp_dir("flushall-save");
+    let args = ["--save", "3600 1", "--appendonly", "yes"];
+    let mut s = TestServer::start_in(&dir, &args);
+    let mut c = s.client();
+    run(&mut c, &["SET", "k", "v"]);
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
+    let saves = info_field(&mut c, "rdb_saves");
+    run(&mut c, &["FLUSHALL"]);
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "1");
+    assert_ne!(info_field(&mut c, "rdb_saves"), saves);
+    run(&mut c, &["SET", "j", "w"]);
+    s.kill9();
+    // The AOF replays the FLUSHALL: only the later key is back.
+    let s2 = TestServer::start_in(&dir, &args);
+    let mut c2 = s2.client();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c2).unwrap();
+    assert_eq!(keys, ["j"]);
+    drop(s2);
+    // And the RDB written by FLUSHALL is empty.
+    let s3 = TestServer::start_in(&dir, &["--save", "", "--appendonly", "no"]);
+    let mut c3 = s3.client();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c3).unwrap();
+    assert_eq!(n, 0);
+    drop(s3);
+    let _ = std::fs::remove_dir_all(&dir);
+}

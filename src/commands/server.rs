@@ -634,7 +634,15 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             // Redis kills a BGSAVE child: its image is obsolete (an AOF rewrite goes on).
             crate::persistence::snapshot::kill_bgsave(ctx.ex);
             ctx.ex.ks.flush_all(lazy);
-            ctx.ex.ks.dirty += n + 1;
+            ctx.ex.ks.dirty += n;
+            // With save points configured Redis writes the (now empty) dataset at once,
+            // so a restart cannot bring the flushed keys back from an older file.
+            if !ctx.ex.config.save_params.is_empty() {
+                let _ = crate::persistence::snapshot::save(ctx.ex);
+                // The save reset `dirty`: the write stream must still record FLUSHALL.
+                ctx.ex.stream.force = ctx.ex.stream.enabled;
+            }
+            ctx.ex.ks.dirty += 1;
             Reply::ok()
         }
         Err(e) => e,

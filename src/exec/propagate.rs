@@ -47,6 +47,9 @@ pub struct WriteStream {
     db: Option<usize>,
     /// Replacement commands set by the running handler (`Ctx::propagate_as`).
     pub(crate) override_cmds: Option<Vec<Vec<Vec<u8>>>>,
+    /// The running handler changed data even if `ks.dirty` says otherwise (a
+    /// synchronous save inside it reset the counter).
+    pub(crate) force: bool,
     /// Entries of `ks.expired_events` already turned into DELs.
     pub(crate) expired_fed: usize,
     /// Nesting of command calls (EXEC and scripts call commands).
@@ -144,6 +147,7 @@ impl Executor {
         // Expiry noticed during the command precedes it.
         self.stream_feed_expired();
         let over = self.stream.override_cmds.take();
+        let forced = std::mem::take(&mut self.stream.force);
         if RUNS_COMMANDS.contains(&cmd.name) {
             let n = self.stream.count - mark.count;
             if n > 1 {
@@ -155,7 +159,7 @@ impl Executor {
             }
             return;
         }
-        if self.ks.dirty == mark.dirty {
+        if self.ks.dirty == mark.dirty && !forced {
             return;
         }
         if let Some(cmds) = over {
