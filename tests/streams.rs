@@ -327,6 +327,19 @@ fn encoded_range_replies_same_as_redis() {
             "1",
             "s",
         ]),
+        q(&["XGROUP", "CREATE", "s", "g", "0"]),
+        q(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "3", "STREAMS", "s", ">"]),
+        q(&[
+            "EVAL",
+            "return redis.call('XREADGROUP', 'GROUP', 'g', 'c2', 'COUNT', 4, 'STREAMS', KEYS[1], '>')",
+            "1",
+            "s",
+        ]),
+        q(&["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", "0"]),
+        q(&["XACK", "s", "g", "0-1", "0-2", "1-0", "9-9", "1-1"]),
+        q(&["XACK", "s", "g", "0-1", "bad"]),
+        q(&["XPENDING", "s", "g"]),
+        q(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", "s", "0"]),
     ] {
         cmds.push(c);
     }

@@ -721,7 +721,7 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
                 Ok(None) => None,
                 Ok(Some(s)) => match from[k] {
                     ReadFrom::After(id) => {
-                        let last_valid = s.edge(true).map(|e| e.id);
+                        let last_valid = s.last_live_id();
                         if !s.is_empty() && last_valid.is_some_and(|m| m > id) {
                             id.incr()
                                 .map(|st| range_reply(s, st, StreamId::MAX, count, false))
@@ -912,28 +912,34 @@ fn serve_group(
             }
             ReadFrom::New => {
                 let last = g.last_id;
-                let max = s.edge(true).map(|e| e.id)?;
+                let max = s.last_live_id()?;
                 if max <= last {
                     return None;
                 }
-                let entries = s.range(last.incr()?, StreamId::MAX, count, false);
-                for e in &entries {
-                    s.advance_group(gname, e.id);
+                // Encoded as XRANGE is, then the IDs are delivered.
+                let mut body = Vec::new();
+                let mut ids: smallvec::SmallVec<[StreamId; 8]> = smallvec::SmallVec::new();
+                let n = s.range_each(last.incr()?, StreamId::MAX, count, false, |id, pairs| {
+                    encode_entry(&mut body, id, pairs);
+                    ids.push(id);
+                });
+                for id in ids {
+                    s.advance_group(gname, id);
                     if !noack {
                         let g = s.groups.get_mut(gname).expect("group");
-                        g.assign(e.id, cname, now, 1);
-                        if let Some(n) = g.pel.get(&e.id) {
-                            prop.xclaim(key, gname, e.id, n, g.last_id);
+                        g.assign(id, cname, now, 1);
+                        if let Some(n) = g.pel.get(&id) {
+                            prop.xclaim(key, gname, id, n, g.last_id);
                         }
                     }
                 }
-                if !entries.is_empty() {
+                if n > 0 {
                     delivered = true;
                     if let Some(g) = s.groups.get(gname) {
                         prop.setid(key, gname, g);
                     }
                 }
-                Some(entries_reply(entries))
+                Some(Reply::EncodedArray(n, body))
             }
         }
     })
@@ -1010,7 +1016,7 @@ fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
         if !s.is_empty() {
-            let maxid = s.edge(true).map(|e| e.id).unwrap_or_default();
+            let maxid = s.last_live_id().unwrap_or_default();
             if id < maxid {
                 return Err(Reply::err(
                     "ERR The ID specified in XSETID is smaller than the target stream top item",

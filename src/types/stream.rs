@@ -792,6 +792,15 @@ impl Stream {
         n
     }
 
+    /// The ID of the last live entry, without copying the entry out.
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        let mut last = None;
+        self.range_each(StreamId::MIN, StreamId::MAX, 1, true, |id, _| {
+            last = Some(id)
+        });
+        last
+    }
+
     /// The first or last live entry.
     pub fn edge(&self, last: bool) -> Option<Entry> {
         if last {
@@ -1176,6 +1185,7 @@ mod tests {
                 prop_assert_eq!(s.len(), model.len() as u64);
                 prop_assert_eq!(s.first_id, model.keys().next().copied().unwrap_or_default());
                 prop_assert_eq!(s.edge(true).map(|e| e.id), model.keys().next_back().copied());
+                prop_assert_eq!(s.last_live_id(), model.keys().next_back().copied());
             }
         }
     }
