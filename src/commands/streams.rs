@@ -19,6 +19,7 @@ use crate::commands::{errors, is, Command, Ctx, KeySpec};
 use crate::container;
 use crate::exec::blocking;
 use crate::keyspace::{Object, Value, ValueRef};
+use crate::protocol::reply::{encode_bulk, encode_header};
 use crate::protocol::Reply;
 use crate::types::stream::{Entry, Group, Nack, Stream, StreamId, Trim, ENTRIES_READ_INVALID};
 
@@ -193,6 +194,31 @@ fn entry_reply(e: Entry) -> Reply {
 
 fn entries_reply(v: Vec<Entry>) -> Reply {
     Reply::Array(v.into_iter().map(entry_reply).collect())
+}
+
+/// Appends one entry as `entry_reply` encodes it: `[id, [field, value, ...]]`.
+fn encode_entry(out: &mut Vec<u8>, id: StreamId, pairs: &[&[u8]]) {
+    out.extend_from_slice(b"*2\r\n");
+    let mut buf = [0u8; 41];
+    encode_bulk(id.format_into(&mut buf), out);
+    encode_header(b'*', pairs.len(), out);
+    for p in pairs {
+        encode_bulk(p, out);
+    }
+}
+
+/// The reply `entries_reply(s.range(..))` would give, encoded straight from the
+/// stream's blocks: one buffer instead of an `Entry` and several `Reply`s per entry.
+fn range_reply(s: &Stream, start: StreamId, end: StreamId, count: usize, rev: bool) -> Reply {
+    let mut body = Vec::with_capacity(if count == 0 {
+        1024
+    } else {
+        count.min(1024) * 48
+    });
+    let n = s.range_each(start, end, count, rev, |id, pairs| {
+        encode_entry(&mut body, id, pairs)
+    });
+    Reply::EncodedArray(n, body)
 }
 
 /// A strict ID (no `-`/`+`), missing sequence = 0.
@@ -548,7 +574,7 @@ fn range_generic(ctx: &mut Ctx, args: &[&[u8]], rev: bool) -> Reply {
         Err(e) => e,
         Ok(None) => Reply::Array(vec![]),
         Ok(Some(_)) if count == 0 => Reply::NullArray,
-        Ok(Some(s)) => entries_reply(s.range(start, end, count.max(0) as usize, rev)),
+        Ok(Some(s)) => range_reply(s, start, end, count.max(0) as usize, rev),
     }
 }
 
@@ -695,10 +721,10 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
                 Ok(None) => None,
                 Ok(Some(s)) => match from[k] {
                     ReadFrom::After(id) => {
-                        let last_valid = s.edge(true).map(|e| e.id);
+                        let last_valid = s.last_live_id();
                         if !s.is_empty() && last_valid.is_some_and(|m| m > id) {
                             id.incr()
-                                .map(|st| entries_reply(s.range(st, StreamId::MAX, count, false)))
+                                .map(|st| range_reply(s, st, StreamId::MAX, count, false))
                         } else {
                             None
                         }
@@ -771,7 +797,7 @@ impl GroupProp {
             b"XCLAIM".to_vec(),
             key.to_vec(),
             group.to_vec(),
-            n.consumer.clone(),
+            n.consumer.to_vec(),
             b"0".to_vec(),
             id.to_bytes(),
             b"TIME".to_vec(),
@@ -886,28 +912,34 @@ fn serve_group(
             }
             ReadFrom::New => {
                 let last = g.last_id;
-                let max = s.edge(true).map(|e| e.id)?;
+                let max = s.last_live_id()?;
                 if max <= last {
                     return None;
                 }
-                let entries = s.range(last.incr()?, StreamId::MAX, count, false);
-                for e in &entries {
-                    s.advance_group(gname, e.id);
+                // Encoded as XRANGE is, then the IDs are delivered.
+                let mut body = Vec::new();
+                let mut ids: smallvec::SmallVec<[StreamId; 8]> = smallvec::SmallVec::new();
+                let n = s.range_each(last.incr()?, StreamId::MAX, count, false, |id, pairs| {
+                    encode_entry(&mut body, id, pairs);
+                    ids.push(id);
+                });
+                for id in ids {
+                    s.advance_group(gname, id);
                     if !noack {
                         let g = s.groups.get_mut(gname).expect("group");
-                        g.assign(e.id, cname, now, 1);
-                        if let Some(n) = g.pel.get(&e.id) {
-                            prop.xclaim(key, gname, e.id, n, g.last_id);
+                        g.assign(id, cname, now, 1);
+                        if let Some(n) = g.pel.get(&id) {
+                            prop.xclaim(key, gname, id, n, g.last_id);
                         }
                     }
                 }
-                if !entries.is_empty() {
+                if n > 0 {
                     delivered = true;
                     if let Some(g) = s.groups.get(gname) {
                         prop.setid(key, gname, g);
                     }
                 }
-                Some(entries_reply(entries))
+                Some(Reply::EncodedArray(n, body))
             }
         }
     })
@@ -984,7 +1016,7 @@ fn xsetid(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
         if !s.is_empty() {
-            let maxid = s.edge(true).map(|e| e.id).unwrap_or_default();
+            let maxid = s.last_live_id().unwrap_or_default();
             if id < maxid {
                 return Err(Reply::err(
                     "ERR The ID specified in XSETID is smaller than the target stream top item",
@@ -1246,7 +1278,9 @@ fn xack(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if let Err(e) = read_stream(ctx, key) {
         return e;
     }
-    let mut ids = Vec::with_capacity(args.len() - 3);
+    // Every ID is validated before any is acknowledged, as Redis does; most XACKs
+    // carry a few IDs, kept on the stack.
+    let mut ids: smallvec::SmallVec<[StreamId; 8]> = smallvec::SmallVec::new();
     for a in &args[3..] {
         match parse_strict(a) {
             Ok(id) => ids.push(id),

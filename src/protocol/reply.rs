@@ -44,6 +44,11 @@ pub enum Reply {
     Multi(Vec<Reply>),
     /// Nothing is written (the reply was already sent, or the client asked for silence).
     NoReply,
+    /// An array of `.0` items already encoded in `.1`, made only of arrays and bulk
+    /// strings (which RESP2 and RESP3 encode alike). Large replies (XRANGE) are written
+    /// this way to skip a `Reply` and its allocations per element; `decoded()` gives
+    /// the tree back for the few consumers that look inside (scripts).
+    EncodedArray(usize, Vec<u8>),
 }
 
 impl Reply {
@@ -179,6 +184,41 @@ impl Reply {
                 }
             }
             Reply::NoReply => {}
+            Reply::EncodedArray(n, body) => {
+                encode_header(b'*', *n, out);
+                out.extend_from_slice(body);
+            }
+        }
+    }
+
+    /// An `EncodedArray` as the `Array` tree it encodes; other replies as they are.
+    pub fn decoded(&self) -> Reply {
+        match self {
+            Reply::EncodedArray(n, body) => {
+                let mut pos = 0;
+                let items = (0..*n).map(|_| decode_item(body, &mut pos)).collect();
+                Reply::Array(items)
+            }
+            r => r.clone(),
+        }
+    }
+}
+
+/// Decodes one array or bulk string written by `encode_header`/`encode_bulk`.
+fn decode_item(b: &[u8], pos: &mut usize) -> Reply {
+    let kind = b[*pos];
+    let nl = *pos + memchr::memchr(b'\r', &b[*pos..]).expect("encoded header");
+    let n: usize = std::str::from_utf8(&b[*pos + 1..nl])
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .expect("encoded length");
+    *pos = nl + 2;
+    match kind {
+        b'*' => Reply::Array((0..n).map(|_| decode_item(b, pos)).collect()),
+        _ => {
+            let v = b[*pos..*pos + n].to_vec();
+            *pos += n + 2;
+            Reply::Bulk(v)
         }
     }
 }
@@ -217,6 +257,34 @@ mod tests {
         let mut out = Vec::new();
         r.encode(proto, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn encoded_array_encodes_and_decodes_as_its_tree() {
+        let tree = Reply::Array(vec![
+            Reply::Array(vec![
+                Reply::bulk(b"1-0"),
+                Reply::Array(vec![Reply::bulk(b"f"), Reply::bulk(b"a\r\nb")]),
+            ]),
+            Reply::Array(vec![]),
+            Reply::bulk(b""),
+        ]);
+        let mut body = Vec::new();
+        let Reply::Array(items) = &tree else {
+            unreachable!()
+        };
+        for r in items {
+            r.encode(2, &mut body);
+        }
+        let encoded = Reply::EncodedArray(items.len(), body);
+        for proto in [2, 3] {
+            assert_eq!(enc(&encoded, proto), enc(&tree, proto));
+        }
+        assert_eq!(encoded.decoded(), tree);
+        assert_eq!(
+            Reply::EncodedArray(0, Vec::new()).decoded(),
+            Reply::Array(vec![])
+        );
     }
 
     #[test]

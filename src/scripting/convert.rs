@@ -50,6 +50,7 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp: u8) -> mlua::Result<Value> {
         Reply::Array(items) | Reply::Push(items) | Reply::Multi(items) => {
             array(lua, items.iter(), items.len(), resp)?
         }
+        Reply::EncodedArray(..) => reply_to_lua(lua, &r.decoded(), resp)?,
         Reply::Map(pairs) => {
             if resp == 3 {
                 let m = lua.create_table()?;

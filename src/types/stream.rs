@@ -18,6 +18,7 @@
 //! consumers are listed by name as Redis's rax orders them, the PEL by ID.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// A stream entry ID: milliseconds and sequence number.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
@@ -80,7 +81,34 @@ impl StreamId {
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        format!("{}-{}", self.ms, self.seq).into_bytes()
+        let mut buf = [0u8; 41];
+        self.format_into(&mut buf).to_vec()
+    }
+
+    /// Writes `ms-seq` into `buf` and returns the written part: IDs are formatted per
+    /// entry in replies, where `format!` would cost an allocation and the fmt machinery.
+    pub fn format_into<'b>(&self, buf: &'b mut [u8; 41]) -> &'b [u8] {
+        let mut tmp = [0u8; 20];
+        let ms = fmt_u64(self.ms, &mut tmp);
+        let n = ms.len();
+        buf[..n].copy_from_slice(ms);
+        buf[n] = b'-';
+        let seq = fmt_u64(self.seq, &mut tmp);
+        buf[n + 1..n + 1 + seq.len()].copy_from_slice(seq);
+        &buf[..n + 1 + seq.len()]
+    }
+}
+
+/// Decimal digits of `v`, written at the end of `tmp`.
+fn fmt_u64(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &tmp[i..];
+        }
     }
 }
 
@@ -92,10 +120,18 @@ impl std::fmt::Display for StreamId {
 
 /// Redis's string2ull: decimal digits only, no sign, no overflow.
 fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 20 || !s.iter().all(u8::is_ascii_digit) {
+    if s.is_empty() || s.len() > 20 {
         return None;
     }
-    std::str::from_utf8(s).ok()?.parse().ok()
+    let mut v: u64 = 0;
+    for &b in s {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
 }
 
 // ----- varints ----------------------------------------------------------------------
@@ -154,6 +190,13 @@ struct Block {
     total: u32,
     /// Offset of the first entry (just past the master fields).
     entries_at: u32,
+}
+
+/// Buffers reused across the blocks of one range walk.
+#[derive(Default)]
+struct Scratch<'a> {
+    master: Vec<&'a [u8]>,
+    pairs: Vec<&'a [u8]>,
 }
 
 /// Position of one entry inside a block.
@@ -313,6 +356,113 @@ impl Block {
         }
     }
 
+    /// The master field names into `out`.
+    fn master_into<'a>(&'a self, out: &mut Vec<&'a [u8]>) {
+        out.clear();
+        let mut pos = 0;
+        let n = get_varint(&self.data, &mut pos);
+        for _ in 0..n {
+            out.push(get_str(&self.data, &mut pos));
+        }
+    }
+
+    /// The field/value pairs of the entry whose body starts at `body`, flattened into
+    /// `out` (the names of a SAMEFIELDS entry come from `master`).
+    fn pairs_into<'a>(
+        &'a self,
+        body: usize,
+        flags: u8,
+        master: &[&'a [u8]],
+        out: &mut Vec<&'a [u8]>,
+    ) {
+        let d = &self.data;
+        let mut p = body;
+        get_varint(d, &mut p);
+        get_varint(d, &mut p);
+        out.clear();
+        if flags & FLAG_SAMEFIELDS != 0 {
+            for f in master {
+                out.push(f);
+                out.push(get_str(d, &mut p));
+            }
+        } else {
+            let n = get_varint(d, &mut p);
+            for _ in 0..n * 2 {
+                out.push(get_str(d, &mut p));
+            }
+        }
+    }
+
+    /// Visits the live entries with `start <= id <= end` in ascending order, walking
+    /// the buffer once (no slot table). Returns false once `f` says stop or an entry
+    /// past `end` is met (later blocks hold only larger IDs).
+    fn visit_fwd<'a>(
+        &'a self,
+        base: StreamId,
+        start: StreamId,
+        end: StreamId,
+        sc: &mut Scratch<'a>,
+        f: &mut impl FnMut(StreamId, &[&'a [u8]]) -> bool,
+    ) -> bool {
+        let d = &self.data;
+        let mut pos = self.entries_at as usize;
+        let mut master_read = false;
+        while pos < d.len() {
+            let flags = d[pos];
+            pos += 1;
+            let len = get_varint(d, &mut pos) as usize;
+            let body = pos;
+            pos += len;
+            if flags & FLAG_DELETED != 0 {
+                continue;
+            }
+            let mut p = body;
+            let dms = get_varint(d, &mut p);
+            let dseq = get_varint(d, &mut p);
+            let id = StreamId::new(base.ms + dms, base.seq.wrapping_add(dseq));
+            if id < start {
+                continue;
+            }
+            if id > end {
+                return false;
+            }
+            if !master_read && flags & FLAG_SAMEFIELDS != 0 {
+                self.master_into(&mut sc.master);
+                master_read = true;
+            }
+            self.pairs_into(body, flags, &sc.master, &mut sc.pairs);
+            if !f(id, &sc.pairs) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// As `visit_fwd`, in descending order.
+    fn visit_rev<'a>(
+        &'a self,
+        base: StreamId,
+        start: StreamId,
+        end: StreamId,
+        sc: &mut Scratch<'a>,
+        f: &mut impl FnMut(StreamId, &[&'a [u8]]) -> bool,
+    ) -> bool {
+        self.master_into(&mut sc.master);
+        for s in self.slots(base).iter().rev() {
+            if s.flags & FLAG_DELETED != 0 || s.id > end {
+                continue;
+            }
+            if s.id < start {
+                return false;
+            }
+            self.pairs_into(s.body, s.flags, &sc.master, &mut sc.pairs);
+            if !f(s.id, &sc.pairs) {
+                return false;
+            }
+        }
+        true
+    }
+
     fn mark_deleted(&mut self, s: &Slot) {
         self.data[s.at] |= FLAG_DELETED;
         self.live -= 1;
@@ -358,7 +508,9 @@ pub enum Trim {
 pub struct Nack {
     pub delivery_time: i64,
     pub delivery_count: u64,
-    pub consumer: Vec<u8>,
+    /// The owner's name, shared with the group's consumer map (its key): delivering
+    /// and acknowledging then allocate and free nothing per entry.
+    pub consumer: Arc<[u8]>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -378,7 +530,7 @@ pub struct Group {
     pub last_id: StreamId,
     pub entries_read: i64,
     pub pel: BTreeMap<StreamId, Nack>,
-    pub consumers: BTreeMap<Vec<u8>, Consumer>,
+    pub consumers: BTreeMap<Arc<[u8]>, Consumer>,
 }
 
 impl Group {
@@ -394,12 +546,17 @@ impl Group {
     /// Finds or creates a consumer; returns whether it was created.
     pub fn consumer(&mut self, name: &[u8], now: i64) -> (&mut Consumer, bool) {
         let created = !self.consumers.contains_key(name);
-        let c = self.consumers.entry(name.to_vec()).or_insert(Consumer {
-            seen_time: now,
-            active_time: -1,
-            pel: BTreeSet::new(),
-        });
-        (c, created)
+        if created {
+            self.consumers.insert(
+                Arc::from(name),
+                Consumer {
+                    seen_time: now,
+                    active_time: -1,
+                    pel: BTreeSet::new(),
+                },
+            );
+        }
+        (self.consumers.get_mut(name).expect("consumer"), created)
     }
 
     /// Acknowledges `id`; returns whether it was pending.
@@ -418,22 +575,34 @@ impl Group {
     /// Records `id` as delivered to `consumer` at `now` (moving it from its previous
     /// owner when needed), with the given delivery count.
     pub fn assign(&mut self, id: StreamId, consumer: &[u8], now: i64, count: u64) {
-        if let Some(old) = self.pel.get(&id) {
-            if old.consumer != consumer {
-                let prev = old.consumer.clone();
-                if let Some(c) = self.consumers.get_mut(&prev) {
-                    c.pel.remove(&id);
+        let name = match self.consumers.get_key_value(consumer) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(consumer),
+        };
+        match self.pel.get_mut(&id) {
+            Some(old) => {
+                if *old.consumer != *consumer {
+                    if let Some(c) = self.consumers.get_mut(&old.consumer) {
+                        c.pel.remove(&id);
+                    }
                 }
+                *old = Nack {
+                    delivery_time: now,
+                    delivery_count: count,
+                    consumer: name,
+                };
+            }
+            None => {
+                self.pel.insert(
+                    id,
+                    Nack {
+                        delivery_time: now,
+                        delivery_count: count,
+                        consumer: name,
+                    },
+                );
             }
         }
-        self.pel.insert(
-            id,
-            Nack {
-                delivery_time: now,
-                delivery_count: count,
-                consumer: consumer.to_vec(),
-            },
-        );
         if let Some(c) = self.consumers.get_mut(consumer) {
             c.pel.insert(id);
         }
@@ -570,8 +739,29 @@ impl Stream {
     /// at most `count` of them (0 = all).
     pub fn range(&self, start: StreamId, end: StreamId, count: usize, rev: bool) -> Vec<Entry> {
         let mut out = Vec::new();
+        self.range_each(start, end, count, rev, |id, pairs| {
+            out.push(Entry {
+                id,
+                fields: pairs.iter().map(|p| p.to_vec()).collect(),
+            })
+        });
+        out
+    }
+
+    /// Calls `f(id, pairs)` for the entries `range` would return, in the same order,
+    /// with the field/value pairs flattened and borrowed from the blocks; returns how
+    /// many there were. Replies are encoded straight from here, without an `Entry`
+    /// (and its allocations) per entry.
+    pub fn range_each<'s>(
+        &'s self,
+        start: StreamId,
+        end: StreamId,
+        count: usize,
+        rev: bool,
+        mut f: impl FnMut(StreamId, &[&'s [u8]]),
+    ) -> usize {
         if start > end {
-            return out;
+            return 0;
         }
         let first_block = self
             .blocks
@@ -579,39 +769,36 @@ impl Stream {
             .next_back()
             .map(|(k, _)| *k)
             .unwrap_or(StreamId::MIN);
-        let visit = |base: &StreamId, b: &Block, out: &mut Vec<Entry>| -> bool {
-            let mut slots = b.slots(*base);
-            if rev {
-                slots.reverse();
-            }
-            for s in slots {
-                if s.flags & FLAG_DELETED != 0 || s.id < start || s.id > end {
-                    continue;
-                }
-                out.push(Entry {
-                    id: s.id,
-                    fields: b.fields(&s),
-                });
-                if count != 0 && out.len() >= count {
-                    return false;
-                }
-            }
-            true
+        let mut n = 0;
+        let mut scratch = Scratch::default();
+        let mut visit = |id: StreamId, pairs: &[&'s [u8]]| {
+            f(id, pairs);
+            n += 1;
+            count == 0 || n < count
         };
         if rev {
             for (base, b) in self.blocks.range(first_block..=end).rev() {
-                if !visit(base, b, &mut out) {
+                if !b.visit_rev(*base, start, end, &mut scratch, &mut visit) {
                     break;
                 }
             }
         } else {
             for (base, b) in self.blocks.range(first_block..=end) {
-                if !visit(base, b, &mut out) {
+                if !b.visit_fwd(*base, start, end, &mut scratch, &mut visit) {
                     break;
                 }
             }
         }
-        out
+        n
+    }
+
+    /// The ID of the last live entry, without copying the entry out.
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        let mut last = None;
+        self.range_each(StreamId::MIN, StreamId::MAX, 1, true, |id, _| {
+            last = Some(id)
+        });
+        last
     }
 
     /// The first or last live entry.
@@ -998,6 +1185,7 @@ mod tests {
                 prop_assert_eq!(s.len(), model.len() as u64);
                 prop_assert_eq!(s.first_id, model.keys().next().copied().unwrap_or_default());
                 prop_assert_eq!(s.edge(true).map(|e| e.id), model.keys().next_back().copied());
+                prop_assert_eq!(s.last_live_id(), model.keys().next_back().copied());
             }
         }
     }

@@ -395,7 +395,7 @@ pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<Stream, Error> {
         };
         let mut g = Group::new(last, entries_read);
         let npel = r.count(25)?;
-        let mut owners: BTreeMap<StreamId, Option<Vec<u8>>> = BTreeMap::new();
+        let mut owners: BTreeMap<StreamId, Option<std::sync::Arc<[u8]>>> = BTreeMap::new();
         let mut nacks: Vec<(StreamId, i64, u64)> = Vec::with_capacity(npel.min(1 << 16));
         for _ in 0..npel {
             let id = read_raw_id(r)?;
@@ -408,7 +408,7 @@ pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<Stream, Error> {
         }
         let nconsumers = r.count(10)?;
         for _ in 0..nconsumers {
-            let cname = r.string()?.into_owned();
+            let cname: std::sync::Arc<[u8]> = r.string()?.as_ref().into();
             if g.consumers.contains_key(&cname) {
                 return corrupt("Duplicate stream consumer detected.");
             }
