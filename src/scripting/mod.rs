@@ -386,16 +386,19 @@ fn run_body(
         }
         Ok(t)
     };
-    let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
-        (Ok(k), Ok(a)) => (k, a),
-        _ => return Reply::err("ERR not enough memory"),
-    };
-    let args = if spec.as_args {
-        Some((Value::Table(keys), Value::Table(argv)))
-    } else {
-        let _ = vm.real_g.raw_set("KEYS", keys);
-        let _ = vm.real_g.raw_set("ARGV", argv);
-        None
+    let args = {
+        let _unlimited = vm::Unlimited::new(lua);
+        let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
+            (Ok(k), Ok(a)) => (k, a),
+            _ => return Reply::err("ERR not enough memory"),
+        };
+        if spec.as_args {
+            Some((Value::Table(keys), Value::Table(argv)))
+        } else {
+            let _ = vm.real_g.raw_set("KEYS", keys);
+            let _ = vm.real_g.raw_set("ARGV", argv);
+            None
+        }
     };
     let stream_pos = ex.stream.position();
     let started = vm
@@ -511,6 +514,7 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
     cc.ex.client_mut(cc.slot).proto = resp;
     let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
     let reply = cc.ex.call(cc.slot, cmd, &refs);
+    let _unlimited = vm::Unlimited::new(lua);
     if let Reply::Error(e) = &reply {
         return vm::err_table(lua, e);
     }

@@ -235,6 +235,26 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
+/// Lifts the VM's memory limit until dropped. While a limit is set, mlua wraps every
+/// table and string operation made from Rust in a protected call (which allocates and
+/// drives the GC); without one it calls Lua directly. Values built from Rust whose size
+/// the server already bounds (KEYS and ARGV, command replies) are built unlimited: the
+/// limit is for what scripts allocate.
+pub struct Unlimited<'a>(&'a Lua);
+
+impl Unlimited<'_> {
+    pub fn new(lua: &Lua) -> Unlimited<'_> {
+        let _ = lua.set_memory_limit(0);
+        Unlimited(lua)
+    }
+}
+
+impl Drop for Unlimited<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set_memory_limit(MEMORY_LIMIT);
+    }
+}
+
 /// An error table `{err = msg}` as `redis.pcall`'s failure value.
 pub fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(bool, Value)> {
     let t = lua.create_table()?;
