@@ -6,7 +6,7 @@
 //! that finishes in time pays one clock read at start and nothing per instruction
 //! beyond Lua's own hook counter. It shares a `Watchdog` with the run: start time and
 //! threshold are set by `scripting::run`; the hook only reads the clock. Once the
-//! threshold is passed, each hook call performs the run's step through the run's scoped
+//! threshold is passed, each hook call performs the run's step through the VM's
 //! `redis.pcall` (the only thing allowed to borrow the executor during a script), which
 //! publishes the busy state and lets the network layer serve one round
 //! (exec/busy.rs). After a kill the hook fires on every line, so a script cannot keep
@@ -30,6 +30,11 @@ static STEP_MARK: u8 = 0;
 
 fn step_mark() -> Value {
     Value::LightUserData(LightUserData(&STEP_MARK as *const u8 as *mut c_void))
+}
+
+#[cfg(test)]
+pub fn step_mark_ptr() -> *const u8 {
+    &STEP_MARK
 }
 
 /// Whether a `redis.pcall` call is the watchdog's step rather than a script's call.
@@ -90,7 +95,7 @@ impl Watchdog {
 }
 
 /// Installs the watchdog hook on a VM whose real `redis` table is `redis` (scripts see
-/// a readonly proxy of it; the run plugs its scoped `pcall` into the real one).
+/// a readonly proxy of it; its `pcall` reaches the run in progress).
 pub fn install(
     lua: &Lua,
     wd: &Rc<Watchdog>,

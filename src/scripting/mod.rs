@@ -3,8 +3,8 @@
 //!
 //! The engine lives in the executor (`Executor::scripting`) and is taken out of it for
 //! the length of a script, so the script's `redis.call` can borrow the executor
-//! mutably: the call hook is an `mlua` scoped function holding `&mut Executor`, valid
-//! only while the script runs. Commands called from a script run as the engine's
+//! mutably: each VM's `redis.call` is created once and reaches the run's `&mut
+//! Executor` through the VM's `CallSlot`, filled only while a script runs. Commands called from a script run as the engine's
 //! pseudo-client (Redis's "lua client": its database follows the caller's at script
 //! start, its protocol follows `redis.setresp`) through `Executor::call`, the same
 //! dispatch every client command takes, so statistics, the slow log and the
@@ -20,8 +20,10 @@ pub mod functions;
 pub mod libs;
 pub mod vm;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::rc::Rc;
 
 use mlua::{Function, Lua, Value, Variadic};
 
@@ -231,13 +233,92 @@ struct CallCtx<'a> {
     caller: usize,
     /// Where the script's effects begin in the write stream.
     stream_pos: u64,
+    spec: &'a RunSpec<'a>,
+    started: std::time::Instant,
+}
+
+/// Where a VM's `redis.call` / `redis.pcall` find the run in progress.
+///
+/// The two functions are created once per VM (`install_call_hooks`) rather than as
+/// scoped functions on every run: creating them was a fifth of an EVALSHA's cost. A
+/// run publishes its context here for exactly its own length (`SlotGuard`); outside a
+/// run the slot is empty and the functions raise an error.
+#[derive(Default)]
+pub struct CallSlot(Cell<Option<NonNull<RefCell<CallCtx<'static>>>>>);
+
+impl CallSlot {
+    fn with<R>(&self, f: impl FnOnce(&RefCell<CallCtx<'_>>) -> mlua::Result<R>) -> mlua::Result<R> {
+        match self.0.get() {
+            // SAFETY: the pointer is set only by `run_body`, to its local `RefCell`,
+            // through a `SlotGuard` declared after that `RefCell` and so dropped
+            // before it (also on unwinding): while the pointer is in the slot the
+            // `RefCell` is alive and not moved. `run_body` itself only touches the
+            // context through this shared reference, and the `RefCell` checks every
+            // mutable borrow at run time, as the scoped functions did.
+            Some(p) => f(unsafe { p.as_ref() }),
+            None => Err(vm::raise(
+                "ERR redis.call and redis.pcall are only available while a script runs",
+            )),
+        }
+    }
+}
+
+/// Publishes a run's context in its VM's slot and restores the previous one on drop.
+struct SlotGuard<'s> {
+    slot: &'s CallSlot,
+    prev: Option<NonNull<RefCell<CallCtx<'static>>>>,
+}
+
+impl<'s> SlotGuard<'s> {
+    fn set(slot: &'s CallSlot, cc: &RefCell<CallCtx<'_>>) -> SlotGuard<'s> {
+        // The lifetime is erased here and bounded by the guard instead (see `with`).
+        let p = NonNull::from(cc).cast::<RefCell<CallCtx<'static>>>();
+        let prev = slot.0.replace(Some(p));
+        SlotGuard { slot, prev }
+    }
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.0.set(self.prev);
+    }
+}
+
+/// Creates a VM's `redis.call` and `redis.pcall` in its real `redis` table.
+pub fn install_call_hooks(lua: &Lua, redis: &mlua::Table, slot: &Rc<CallSlot>) -> mlua::Result<()> {
+    let s = slot.clone();
+    let call = lua.create_function(move |lua, args: Variadic<Value>| {
+        s.with(|cc| vm::raising(lua_call(lua, &mut cc.borrow_mut(), args)))
+    })?;
+    let s = slot.clone();
+    let pcall = lua.create_function(move |lua, args: Variadic<Value>| {
+        // The watchdog hook's step reaches the run through `redis.pcall` too (a script
+        // that ends in time pays nothing for busy mode); see busy::is_step_call.
+        if busy::is_step_call(&args) {
+            return match s.0.get() {
+                None => Ok(Value::Boolean(false)),
+                Some(_) => s.with(|cc| {
+                    let killed = match cc.try_borrow_mut() {
+                        Ok(mut cc) => cc.busy_step(),
+                        Err(_) => false,
+                    };
+                    Ok(Value::Boolean(killed))
+                }),
+            };
+        }
+        s.with(|cc| Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1))
+    })?;
+    redis.raw_set("call", call)?;
+    redis.raw_set("pcall", pcall)?;
+    Ok(())
 }
 
 impl CallCtx<'_> {
     /// The watchdog's step once the script is past its threshold (busy.rs): publish
     /// the busy state, let the network layer serve other clients once, and report
     /// whether SCRIPT KILL / FUNCTION KILL asked the script to stop.
-    fn busy_step(&mut self, spec: &RunSpec, started: std::time::Instant) -> bool {
+    fn busy_step(&mut self) -> bool {
+        let (spec, started) = (self.spec, self.started);
         let ex = &mut *self.ex;
         match ex.busy.as_mut() {
             Some(b) => b.wrote = self.wrote,
@@ -305,18 +386,25 @@ fn run_body(
         }
         Ok(t)
     };
-    let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
-        (Ok(k), Ok(a)) => (k, a),
-        _ => return Reply::err("ERR not enough memory"),
-    };
-    let args = if spec.as_args {
-        Some((Value::Table(keys), Value::Table(argv)))
-    } else {
-        let _ = vm.real_g.raw_set("KEYS", keys);
-        let _ = vm.real_g.raw_set("ARGV", argv);
-        None
+    let args = {
+        let _unlimited = vm::Unlimited::new(lua);
+        let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
+            (Ok(k), Ok(a)) => (k, a),
+            _ => return Reply::err("ERR not enough memory"),
+        };
+        if spec.as_args {
+            Some((Value::Table(keys), Value::Table(argv)))
+        } else {
+            let _ = vm.real_g.raw_set("KEYS", keys);
+            let _ = vm.real_g.raw_set("ARGV", argv);
+            None
+        }
     };
     let stream_pos = ex.stream.position();
+    let started = vm
+        .watchdog
+        .started()
+        .unwrap_or_else(std::time::Instant::now);
     let cc = RefCell::new(CallCtx {
         ex,
         slot: lua_slot,
@@ -325,41 +413,19 @@ fn run_body(
         wrote: false,
         caller,
         stream_pos,
+        spec,
+        started,
     });
-    let started = vm
-        .watchdog
-        .started()
-        .unwrap_or_else(std::time::Instant::now);
-    let result = lua.scope(|scope| {
-        let call = scope.create_function(|lua, args: Variadic<Value>| {
-            vm::raising(lua_call(lua, &mut cc.borrow_mut(), args))
-        })?;
-        let pcall = scope.create_function(|lua, args: Variadic<Value>| {
-            // The watchdog hook's step reaches the run through this same scoped
-            // function (one fewer per-run function to create: a script that ends in
-            // time pays nothing for busy mode); see busy::is_step_call.
-            if busy::is_step_call(&args) {
-                let killed = match cc.try_borrow_mut() {
-                    Ok(mut cc) => cc.busy_step(spec, started),
-                    Err(_) => false,
-                };
-                return Ok(Value::Boolean(killed));
-            }
-            Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1)
-        })?;
-        vm.redis.raw_set("call", call)?;
-        vm.redis.raw_set("pcall", pcall)?;
-        Ok(vm::run_protected(vm, f, args))
-    });
-    let _ = vm.redis.raw_set("call", Value::Nil);
-    let _ = vm.redis.raw_set("pcall", Value::Nil);
+    let result = {
+        let _published = SlotGuard::set(&vm.calls, &cc);
+        vm::run_protected(vm, f, args)
+    };
+    drop(cc);
     match result {
-        Ok(Ok(v)) => convert::lua_to_reply(&v, caller_proto, vm.resp.get()),
-        Ok(Err(e)) => script_error(&e, spec.name),
-        Err(e) => Reply::error(format!("ERR {e}")),
+        Ok(v) => convert::lua_to_reply(&v, caller_proto, vm.resp.get()),
+        Err(e) => script_error(&e, spec.name),
     }
 }
-
 /// Formats a script's error as Redis does: `<err> script: <name>, on <source>:<line>.`
 fn script_error(e: &Value, name: &str) -> Reply {
     match e {
@@ -448,6 +514,7 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
     cc.ex.client_mut(cc.slot).proto = resp;
     let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
     let reply = cc.ex.call(cc.slot, cmd, &refs);
+    let _unlimited = vm::Unlimited::new(lua);
     if let Reply::Error(e) = &reply {
         return vm::err_table(lua, e);
     }
@@ -457,6 +524,24 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The VM's `redis.call` outside a run: an error, not a dangling context; the
+    /// watchdog's step reports "not killed". (Every EVAL test exercises the slot
+    /// while set.)
+    #[test]
+    fn call_hooks_without_a_run() {
+        let vm = Vm::new().unwrap();
+        assert!(vm.calls.0.get().is_none());
+        let call: Function = vm.redis.raw_get("call").unwrap();
+        let e = call.call::<Value>("ping").unwrap_err().to_string();
+        assert!(e.contains("only available while a script runs"), "{e}");
+        let pcall: Function = vm.redis.raw_get("pcall").unwrap();
+        assert!(pcall.call::<Value>("ping").is_err());
+        let step = Value::LightUserData(mlua::LightUserData(
+            busy::step_mark_ptr() as *mut std::ffi::c_void
+        ));
+        assert!(!pcall.call::<bool>(step).unwrap());
+    }
 
     #[test]
     fn format_g_matches_c() {

@@ -83,7 +83,7 @@ real_g.load = function(fn, name)
   return safe_loadstring(concat(parts), name or "=(load)")
 end
 
--- The redis table: call, pcall (per run), setresp, log, sha1hex and set_repl are
+-- The redis table: call, pcall, setresp, log, sha1hex and set_repl are
 -- Rust functions; the rest is plain Lua.
 local redis = real_g.redis
 redis.error_reply = function(...)

@@ -8,8 +8,8 @@
 //! proxies: `sandbox.lua` builds them and wraps the few raw functions (`rawset`,
 //! `setmetatable`, `table.insert`, ...) that could write through a proxy.
 //!
-//! Functions that need the running command's context (`redis.call`) are installed
-//! per run into the real `redis` table; everything else is created once here.
+//! Everything is created once here, `redis.call` included: it finds the running
+//! command's context through the VM's `calls` slot (`scripting::CallSlot`).
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -33,7 +33,7 @@ pub struct Vm {
     /// The real global table (scripts see the readonly `globals` view of it).
     pub real_g: Table,
     pub globals: Table,
-    /// The real `redis` table, where the per-run `call` and `pcall` are plugged in.
+    /// The real `redis` table (scripts see a readonly proxy of it).
     pub redis: Table,
     /// `function(f, handler)`: xpcall without arguments (EVAL).
     pub run: Function,
@@ -49,6 +49,8 @@ pub struct Vm {
     pub rng: Rc<Rand48>,
     /// The busy-script watchdog behind the VM's instruction-count hook (busy.rs).
     pub watchdog: Rc<super::busy::Watchdog>,
+    /// The run in progress, for `redis.call` / `redis.pcall`.
+    pub calls: Rc<super::CallSlot>,
 }
 
 /// Redis's `rand.c`: the 48-bit linear congruential generator of `lrand48`, so
@@ -104,6 +106,8 @@ impl Vm {
 
         let redis: Table = real_g.get("redis")?;
         install_static_hooks(&lua, &redis, resp.clone())?;
+        let calls = Rc::new(super::CallSlot::default());
+        super::install_call_hooks(&lua, &redis, &calls)?;
         let (globals, run, run_with, protect): (Table, Function, Function, Function) = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=redis_init")
@@ -118,6 +122,7 @@ impl Vm {
             mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
         )?;
         Ok(Vm {
+            calls,
             watchdog,
             redis,
             lua,
@@ -228,6 +233,26 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
         t.raw_set(k, v)?;
     }
     Ok(t)
+}
+
+/// Lifts the VM's memory limit until dropped. While a limit is set, mlua wraps every
+/// table and string operation made from Rust in a protected call (which allocates and
+/// drives the GC); without one it calls Lua directly. Values built from Rust whose size
+/// the server already bounds (KEYS and ARGV, command replies) are built unlimited: the
+/// limit is for what scripts allocate.
+pub struct Unlimited<'a>(&'a Lua);
+
+impl Unlimited<'_> {
+    pub fn new(lua: &Lua) -> Unlimited<'_> {
+        let _ = lua.set_memory_limit(0);
+        Unlimited(lua)
+    }
+}
+
+impl Drop for Unlimited<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set_memory_limit(MEMORY_LIMIT);
+    }
 }
 
 /// An error table `{err = msg}` as `redis.pcall`'s failure value.
