@@ -9,9 +9,15 @@
 //! array and no pointers per element: 4 bytes per element in the leaves plus about
 //! 1/32 of that in inner nodes, and leaf scans are cache friendly.
 //!
+//! Every child link also caches the score of its first element, so a descent compares
+//! scores inside the inner node it already has in cache and reads an element's slot
+//! (and its member bytes) only on a score tie; a score-only search (ZRANGEBYSCORE,
+//! ZCOUNT) touches slots in the one leaf it ends in.
+//!
 //! Invariants: all leaves are at the same depth; every non-root node holds at least
-//! `MIN` entries; `Child::count` is the number of ids below the child and
-//! `Child::first` the id of its smallest element.
+//! `MIN` entries; `Child::count` is the number of ids below the child,
+//! `Child::first` the id of its smallest element and `Child::score` that element's
+//! score.
 
 use std::cmp::Ordering;
 
@@ -44,7 +50,34 @@ enum Node {
 struct Child {
     count: usize,
     first: u32,
+    score: f64,
     node: Box<Node>,
+}
+
+impl Child {
+    fn new<S: Slots>(node: Node, s: &S) -> Child {
+        let first = node.first();
+        Child {
+            count: node.count(),
+            first,
+            score: s.key(first).0,
+            node: Box::new(node),
+        }
+    }
+
+    /// Re-reads the first element after the subtree changed (it must not be empty).
+    fn refresh_first<S: Slots>(&mut self, s: &S) {
+        self.first = self.node.first();
+        self.score = s.key(self.first).0;
+    }
+
+    /// `cmp_keys(key of the first element, key)`, reading the slot only on a score tie.
+    fn cmp_first<S: Slots>(&self, key: Key<'_>, s: &S) -> Ordering {
+        match self.score.partial_cmp(&key.0) {
+            Some(Ordering::Equal) | None => s.key(self.first).1.cmp(key.1),
+            Some(o) => o,
+        }
+    }
 }
 
 impl Node {
@@ -77,16 +110,12 @@ impl Node {
     }
 
     /// Splits off the upper half into a new child.
-    fn split(&mut self) -> Child {
+    fn split<S: Slots>(&mut self, s: &S) -> Child {
         let node = match self {
             Node::Leaf(v) => Node::Leaf(v.split_off(v.len() / 2)),
             Node::Inner(c) => Node::Inner(c.split_off(c.len() / 2)),
         };
-        Child {
-            count: node.count(),
-            first: node.first(),
-            node: Box::new(node),
-        }
+        Child::new(node, s)
     }
 
     fn heap_size(&self) -> usize {
@@ -105,7 +134,7 @@ impl Node {
 /// Index of the child whose subtree may hold `key`: the last child whose first
 /// element is <= key (or the first child).
 fn child_for<S: Slots>(cs: &[Child], key: Key<'_>, s: &S) -> usize {
-    cs.partition_point(|c| cmp_keys(s.key(c.first), key) != Ordering::Greater)
+    cs.partition_point(|c| c.cmp_first(key, s) != Ordering::Greater)
         .saturating_sub(1)
 }
 
@@ -142,11 +171,7 @@ impl Tree {
         let key = s.key(id);
         if let Some(right) = insert_rec(&mut self.root, key, id, s) {
             let left = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
-            let left = Child {
-                count: left.count(),
-                first: left.first(),
-                node: Box::new(left),
-            };
+            let left = Child::new(left, s);
             self.root = Node::Inner(vec![left, right]);
         }
         self.len += 1;
@@ -231,8 +256,43 @@ impl Tree {
         }
     }
 
+    /// `partition_point` for a predicate on the score alone: inner nodes are searched
+    /// on their cached scores, so only the final leaf reads slots.
+    pub fn partition_point_score<S: Slots>(&self, s: &S, pred: impl Fn(f64) -> bool) -> usize {
+        let mut node = &self.root;
+        let mut base = 0;
+        loop {
+            match node {
+                Node::Leaf(v) => return base + v.partition_point(|&x| pred(s.key(x).0)),
+                Node::Inner(cs) => {
+                    let k = cs.partition_point(|c| pred(c.score));
+                    if k == 0 {
+                        return base;
+                    }
+                    base += cs[..k - 1].iter().map(|c| c.count).sum::<usize>();
+                    node = &cs[k - 1].node;
+                }
+            }
+        }
+    }
+
     /// Calls `f` with the ids at ranks `start..end`, ascending, or descending if `rev`.
     pub fn for_each(&self, start: usize, end: usize, rev: bool, f: &mut impl FnMut(u32)) {
+        self.for_each_while(start, end, rev, &mut |id| {
+            f(id);
+            true
+        });
+    }
+
+    /// As `for_each`, stopping as soon as `f` returns false (a LIMIT or a range bound
+    /// reached), so a walk costs its descent plus the elements it visits.
+    pub fn for_each_while(
+        &self,
+        start: usize,
+        end: usize,
+        rev: bool,
+        f: &mut impl FnMut(u32) -> bool,
+    ) {
         let end = end.min(self.len);
         if start < end {
             visit(&self.root, start, end, rev, f);
@@ -240,37 +300,52 @@ impl Tree {
     }
 }
 
-fn visit(node: &Node, start: usize, end: usize, rev: bool, f: &mut impl FnMut(u32)) {
+/// Visits ranks `start..end` of the subtree (relative to it); false when `f` stopped.
+fn visit(
+    node: &Node,
+    start: usize,
+    end: usize,
+    rev: bool,
+    f: &mut impl FnMut(u32) -> bool,
+) -> bool {
     match node {
         Node::Leaf(v) => {
             let part = &v[start..end];
             if rev {
-                part.iter().rev().for_each(|&id| f(id));
+                part.iter().rev().all(|&id| f(id))
             } else {
-                part.iter().for_each(|&id| f(id));
+                part.iter().all(|&id| f(id))
             }
         }
         Node::Inner(cs) => {
-            // Offsets of each child, so that both directions skip children by count.
-            let mut spans = Vec::with_capacity(cs.len());
-            let mut at = 0;
-            for c in cs {
-                spans.push((at, at + c.count));
-                at += c.count;
-            }
-            let mut step = |i: usize| {
-                let (lo, hi) = spans[i];
-                if hi > start && lo < end {
-                    let s = start.max(lo) - lo;
-                    let e = end.min(hi) - lo;
-                    visit(&cs[i].node, s, e, rev, f);
-                }
-            };
+            // Children are skipped by their counts; offsets are kept as a running sum
+            // (from the total when walking backwards).
             if rev {
-                (0..cs.len()).rev().for_each(&mut step);
+                let mut hi: usize = cs.iter().map(|c| c.count).sum();
+                for c in cs.iter().rev() {
+                    let lo = hi - c.count;
+                    if hi <= start {
+                        break;
+                    }
+                    if lo < end && !visit(&c.node, start.max(lo) - lo, end.min(hi) - lo, rev, f) {
+                        return false;
+                    }
+                    hi = lo;
+                }
             } else {
-                (0..cs.len()).for_each(&mut step);
+                let mut lo = 0;
+                for c in cs {
+                    let hi = lo + c.count;
+                    if lo >= end {
+                        break;
+                    }
+                    if hi > start && !visit(&c.node, start.max(lo) - lo, end.min(hi) - lo, rev, f) {
+                        return false;
+                    }
+                    lo = hi;
+                }
             }
+            true
         }
     }
 }
@@ -285,14 +360,17 @@ fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option
             let i = child_for(cs, key, s);
             let split = insert_rec(&mut cs[i].node, key, id, s);
             cs[i].count += 1;
-            cs[i].first = cs[i].node.first();
+            // Only an insert at the front of the subtree changes its first element.
+            if cs[i].node.first() != cs[i].first {
+                cs[i].refresh_first(s);
+            }
             if let Some(right) = split {
                 cs[i].count -= right.count;
                 cs.insert(i + 1, right);
             }
         }
     }
-    (node.width() > node.max()).then(|| node.split())
+    (node.width() > node.max()).then(|| node.split(s))
 }
 
 fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
@@ -312,11 +390,11 @@ fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
                 return false;
             }
             cs[i].count -= 1;
-            if cs[i].node.width() > 0 {
-                cs[i].first = cs[i].node.first();
+            if cs[i].node.width() > 0 && cs[i].node.first() != cs[i].first {
+                cs[i].refresh_first(s);
             }
             if cs[i].node.width() < cs[i].node.max() / 4 && cs.len() > 1 {
-                rebalance(cs, i);
+                rebalance(cs, i, s);
             }
             true
         }
@@ -325,7 +403,7 @@ fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
 
 /// Merges the underfull child `i` with a neighbour, splitting the result evenly again
 /// when it is too wide.
-fn rebalance(cs: &mut Vec<Child>, i: usize) {
+fn rebalance<S: Slots>(cs: &mut Vec<Child>, i: usize, s: &S) {
     let j = if i + 1 < cs.len() { i } else { i - 1 };
     let right = cs.remove(j + 1);
     let left = &mut cs[j];
@@ -339,9 +417,9 @@ fn rebalance(cs: &mut Vec<Child>, i: usize) {
         cs.remove(j);
         return;
     }
-    left.first = left.node.first();
+    left.refresh_first(s);
     if left.node.width() > left.node.max() {
-        let r = left.node.split();
+        let r = left.node.split(s);
         left.count -= r.count;
         cs.insert(j + 1, r);
     }
@@ -376,8 +454,23 @@ mod tests {
         }
     }
 
+    /// Every child's cached first id and score, and its count, match its subtree.
+    fn check_links(node: &Node, slab: &Slab) {
+        if let Node::Inner(cs) = node {
+            for c in cs {
+                assert_eq!(c.first, c.node.first());
+                assert_eq!(c.score.to_bits(), slab.key(c.first).0.to_bits());
+                assert_eq!(c.count, c.node.count());
+                check_links(&c.node, slab);
+            }
+        }
+    }
+
     fn check(tree: &Tree, slab: &Slab, model: &BTreeMap<(F, Vec<u8>), u32>) {
         assert_eq!(tree.len(), model.len());
+        if !tree.is_empty() {
+            check_links(&tree.root, slab);
+        }
         let mut ids = Vec::new();
         tree.for_each(0, tree.len(), false, &mut |id| ids.push(id));
         let want: Vec<u32> = model.values().copied().collect();
@@ -429,6 +522,10 @@ mod tests {
         );
     }
 
+    fn a0(m: u16, n: usize) -> usize {
+        (m as usize) % (n + 1)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
@@ -467,6 +564,17 @@ mod tests {
                         let got = tree.partition_point(&slab, |k| k.0 < bound);
                         let want = model.keys().filter(|k| k.0 .0 < bound).count();
                         prop_assert_eq!(got, want);
+                        prop_assert_eq!(tree.partition_point_score(&slab, |x| x < bound), want);
+                        let want_le = model.keys().filter(|k| k.0 .0 <= bound).count();
+                        prop_assert_eq!(tree.partition_point_score(&slab, |x| x <= bound), want_le);
+                        // A walk stopped early by its callback.
+                        let mut seen = Vec::new();
+                        tree.for_each_while(a0(m, tree.len()), tree.len(), sc < 0, &mut |id| { seen.push(id); seen.len() < 5 });
+                        let from = a0(m, tree.len());
+                        let mut all: Vec<u32> = model.values().copied().skip(from).collect();
+                        if sc < 0 { all = model.values().copied().skip(from).collect(); all.reverse(); }
+                        all.truncate(5);
+                        prop_assert_eq!(seen, all);
                         let got = tree.partition_point(&slab, |k| cmp_keys(k, (bound, &member)) != Ordering::Greater);
                         let want = model.keys().filter(|k| cmp_keys((k.0 .0, &k.1), (bound, &member)) != Ordering::Greater).count();
                         prop_assert_eq!(got, want);
@@ -483,6 +591,9 @@ mod tests {
                 }
             }
             check(&tree, &slab, &model);
+            if !tree.is_empty() {
+                check_links(&tree.root, &slab);
+            }
             // Drain everything, checking ranks as the tree shrinks.
             let all: Vec<u32> = model.values().copied().collect();
             for (k, id) in all.iter().enumerate() {

@@ -553,14 +553,98 @@ impl ZSet {
         }
     }
 
+    /// Number of leading elements whose score satisfies `pred` (a prefix predicate).
+    fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Pack(p) => p.iter().take_while(|e| pred(e.score)).count(),
+            Repr::Big(b) => b.tree.partition_point_score(&b.slots, pred),
+        }
+    }
+
     /// The ascending rank interval `start..end` of the members with scores in `r`.
     pub fn score_ranks(&self, r: &ScoreRange) -> (usize, usize) {
         if r.empty() {
             return (0, 0);
         }
-        let start = self.partition_point(|k| r.below_min(k.0));
-        let end = self.partition_point(|k| r.le_max(k.0));
+        let start = self.partition_point_score(|x| r.below_min(x));
+        let end = self.partition_point_score(|x| r.le_max(x));
         (start, end.max(start))
+    }
+
+    /// Calls `f` for the members in the score range `r`, in ascending order (descending
+    /// if `rev`), skipping `offset` of them and stopping after `limit` (all if `None`).
+    /// One descent finds the first member; the walk then stops at the range's far end
+    /// or the limit, so `LIMIT 0 10` costs ten elements whatever the range's size.
+    pub fn walk_score_range(
+        &self,
+        r: &ScoreRange,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        f: impl FnMut(&[u8], f64),
+    ) {
+        if r.empty() {
+            return;
+        }
+        if rev {
+            let end = self.partition_point_score(|x| r.le_max(x));
+            self.walk_from(end, rev, offset, limit, |k| !r.below_min(k.0), f);
+        } else {
+            let start = self.partition_point_score(|x| r.below_min(x));
+            self.walk_from(start, rev, offset, limit, |k| r.le_max(k.0), f);
+        }
+    }
+
+    /// `walk_score_range` for a lex range.
+    pub fn walk_lex_range(
+        &self,
+        r: &LexRange,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        f: impl FnMut(&[u8], f64),
+    ) {
+        if r.empty() {
+            return;
+        }
+        if rev {
+            let end = self.partition_point(|k| r.le_max(k.1));
+            self.walk_from(end, rev, offset, limit, |k| !r.below_min(k.1), f);
+        } else {
+            let start = self.partition_point(|k| r.below_min(k.1));
+            self.walk_from(start, rev, offset, limit, |k| r.le_max(k.1), f);
+        }
+    }
+
+    /// Walks from the boundary rank `at` (ascending: ranks `at..`; descending: ranks
+    /// below `at`), skipping `offset` members and yielding at most `limit`, while
+    /// `within` holds for the member's key.
+    fn walk_from(
+        &self,
+        at: usize,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        within: impl Fn(Key<'_>) -> bool,
+        mut f: impl FnMut(&[u8], f64),
+    ) {
+        let (start, end) = if rev {
+            (0, at.saturating_sub(offset))
+        } else {
+            (at.saturating_add(offset), self.len())
+        };
+        let mut left = limit.unwrap_or(usize::MAX);
+        if left == 0 || start >= end {
+            return;
+        }
+        self.for_each_rank_while(start, end, rev, |m, s| {
+            if !within((s, m)) {
+                return false;
+            }
+            f(m, s);
+            left -= 1;
+            left > 0
+        });
     }
 
     /// The ascending rank interval of the members in the lex range `r` (meaningful when
@@ -598,6 +682,35 @@ impl ZSet {
                 }
             }
             Repr::Big(b) => b.tree.for_each(start, end, rev, &mut |id| {
+                let s = &b.slots.0[id as usize];
+                f(&s.member, s.score)
+            }),
+        }
+    }
+
+    /// As `for_each_rank`, stopping as soon as `f` returns false.
+    fn for_each_rank_while(
+        &self,
+        start: usize,
+        end: usize,
+        rev: bool,
+        mut f: impl FnMut(&[u8], f64) -> bool,
+    ) {
+        let end = end.min(self.len());
+        if start >= end {
+            return;
+        }
+        match &self.repr {
+            Repr::Pack(p) => {
+                let it = p.iter().skip(start).take(end - start);
+                if rev {
+                    let v: Vec<PEntry<'_>> = it.collect();
+                    v.iter().rev().all(|e| f(e.member, e.score));
+                } else {
+                    it.take_while(|e| f(e.member, e.score)).for_each(drop);
+                }
+            }
+            Repr::Big(b) => b.tree.for_each_while(start, end, rev, &mut |id| {
                 let s = &b.slots.0[id as usize];
                 f(&s.member, s.score)
             }),
@@ -773,6 +886,29 @@ mod tests {
                         let (a, b) = z.score_ranks(&r);
                         let n = model.values().filter(|&&s| !r.below_min(s) && r.le_max(s)).count();
                         prop_assert_eq!(b - a, n);
+                        // Walks with LIMIT against the model's filtered order.
+                        let mut sorted: Vec<(Vec<u8>, f64)> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                        sorted.sort_by(|x, y| cmp_keys((x.1, &x.0), (y.1, &y.0)));
+                        let (off, lim) = ((m % 3) as usize, if sc < -4 { None } else { Some((sc.unsigned_abs() % 4) as usize) });
+                        for rev in [false, true] {
+                            let mut want: Vec<(Vec<u8>, f64)> = sorted.iter().filter(|(_, s)| !r.below_min(*s) && r.le_max(*s)).cloned().collect();
+                            if rev { want.reverse(); }
+                            let want: Vec<_> = want.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect();
+                            let mut got = Vec::new();
+                            z.walk_score_range(&r, rev, off, lim, |m, s| got.push((m.to_vec(), s)));
+                            prop_assert_eq!(got, want);
+                            let lr = LexRange { min: LexBound::Incl(vec![b'a' + m % 26]), max: if m % 2 == 0 { LexBound::PosInf } else { LexBound::Excl(vec![b'a' + (m + 5) % 26]) } };
+                            let mut want: Vec<(Vec<u8>, f64)> = sorted.iter().filter(|(k, _)| !lr.below_min(k) && lr.le_max(k)).cloned().collect();
+                            if rev { want.reverse(); }
+                            let want: Vec<_> = want.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect();
+                            let mut got = Vec::new();
+                            z.walk_lex_range(&lr, rev, off, lim, |m, s| got.push((m.to_vec(), s)));
+                            // Lex walks are defined on sets whose scores are equal; the
+                            // model filter matches the walk only then.
+                            if sorted.iter().all(|(_, s)| *s == sorted[0].1) {
+                                prop_assert_eq!(got, want);
+                            }
+                        }
                     }
                     4 => {
                         let n = (m as usize) % 4;
