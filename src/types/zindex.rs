@@ -9,7 +9,8 @@
 //! array and no pointers per element: 4 bytes per element in the leaves plus about
 //! 1/32 of that in inner nodes, and leaf scans are cache friendly.
 //!
-//! Every child link also caches the score of its first element, so a descent compares
+//! Leaves keep each id's score beside it (8 more bytes an element) and every child link
+//! caches the score of its first element, so a descent compares
 //! scores inside the inner node it already has in cache and reads an element's slot
 //! (and its member bytes) only on a score tie; a score-only search (ZRANGEBYSCORE,
 //! ZCOUNT) touches slots in the one leaf it ends in.
@@ -42,8 +43,69 @@ pub fn cmp_keys(a: Key<'_>, b: Key<'_>) -> Ordering {
 
 #[derive(Debug, Clone)]
 enum Node {
-    Leaf(Vec<u32>),
+    Leaf(Leaf),
     Inner(Vec<Child>),
+}
+
+/// Ids in order, with their scores in a parallel vector so that a search compares
+/// scores in place and reads an element's slot only on a tie.
+#[derive(Debug, Clone, Default)]
+struct Leaf {
+    ids: Vec<u32>,
+    scores: Vec<f64>,
+}
+
+/// The first index in `0..n` for which `pred` is false (`pred` true on a prefix).
+fn partition_idx(n: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl Leaf {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Position of the first element whose key is not below `key`.
+    fn lower_bound<S: Slots>(&self, key: Key<'_>, s: &S) -> usize {
+        partition_idx(self.ids.len(), |i| {
+            let o = match self.scores[i].partial_cmp(&key.0) {
+                Some(Ordering::Equal) | None => s.key(self.ids[i]).1.cmp(key.1),
+                Some(o) => o,
+            };
+            o == Ordering::Less
+        })
+    }
+
+    fn insert(&mut self, pos: usize, id: u32, score: f64) {
+        self.ids.insert(pos, id);
+        self.scores.insert(pos, score);
+    }
+
+    fn remove(&mut self, pos: usize) {
+        self.ids.remove(pos);
+        self.scores.remove(pos);
+    }
+
+    fn split_off(&mut self, at: usize) -> Leaf {
+        Leaf {
+            ids: self.ids.split_off(at),
+            scores: self.scores.split_off(at),
+        }
+    }
+
+    fn append(&mut self, other: Leaf) {
+        self.ids.extend(other.ids);
+        self.scores.extend(other.scores);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -55,20 +117,19 @@ struct Child {
 }
 
 impl Child {
-    fn new<S: Slots>(node: Node, s: &S) -> Child {
-        let first = node.first();
+    fn new(node: Node) -> Child {
         Child {
             count: node.count(),
-            first,
-            score: s.key(first).0,
+            first: node.first(),
+            score: node.first_score(),
             node: Box::new(node),
         }
     }
 
     /// Re-reads the first element after the subtree changed (it must not be empty).
-    fn refresh_first<S: Slots>(&mut self, s: &S) {
+    fn refresh_first(&mut self) {
         self.first = self.node.first();
-        self.score = s.key(self.first).0;
+        self.score = self.node.first_score();
     }
 
     /// `cmp_keys(key of the first element, key)`, reading the slot only on a score tie.
@@ -97,8 +158,15 @@ impl Node {
 
     fn first(&self) -> u32 {
         match self {
-            Node::Leaf(v) => v[0],
+            Node::Leaf(v) => v.ids[0],
             Node::Inner(c) => c[0].first,
+        }
+    }
+
+    fn first_score(&self) -> f64 {
+        match self {
+            Node::Leaf(v) => v.scores[0],
+            Node::Inner(c) => c[0].score,
         }
     }
 
@@ -110,17 +178,17 @@ impl Node {
     }
 
     /// Splits off the upper half into a new child.
-    fn split<S: Slots>(&mut self, s: &S) -> Child {
+    fn split(&mut self) -> Child {
         let node = match self {
             Node::Leaf(v) => Node::Leaf(v.split_off(v.len() / 2)),
             Node::Inner(c) => Node::Inner(c.split_off(c.len() / 2)),
         };
-        Child::new(node, s)
+        Child::new(node)
     }
 
     fn heap_size(&self) -> usize {
         match self {
-            Node::Leaf(v) => v.capacity() * 4,
+            Node::Leaf(v) => v.ids.capacity() * 4 + v.scores.capacity() * 8,
             Node::Inner(c) => {
                 c.capacity() * std::mem::size_of::<Child>()
                     + c.iter()
@@ -147,7 +215,7 @@ pub struct Tree {
 impl Default for Tree {
     fn default() -> Self {
         Tree {
-            root: Node::Leaf(Vec::new()),
+            root: Node::Leaf(Leaf::default()),
             len: 0,
         }
     }
@@ -170,8 +238,8 @@ impl Tree {
     pub fn insert<S: Slots>(&mut self, id: u32, s: &S) {
         let key = s.key(id);
         if let Some(right) = insert_rec(&mut self.root, key, id, s) {
-            let left = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
-            let left = Child::new(left, s);
+            let left = std::mem::replace(&mut self.root, Node::Leaf(Leaf::default()));
+            let left = Child::new(left);
             self.root = Node::Inner(vec![left, right]);
         }
         self.len += 1;
@@ -183,16 +251,32 @@ impl Tree {
         let found = remove_rec(&mut self.root, key, id, s);
         if found {
             self.len -= 1;
-            // Collapse a root left with a single child.
-            while let Node::Inner(cs) = &mut self.root {
-                if cs.len() != 1 {
-                    break;
-                }
-                let only = cs.pop().expect("one child");
-                self.root = *only.node;
-            }
+            self.collapse_root();
         }
         found
+    }
+
+    /// Removes and returns the id at 0-based `rank`, found by counts alone (pops and
+    /// rank-range removals need no key comparison).
+    pub fn remove_rank(&mut self, rank: usize) -> Option<u32> {
+        if rank >= self.len {
+            return None;
+        }
+        let id = remove_rank_rec(&mut self.root, rank);
+        self.len -= 1;
+        self.collapse_root();
+        Some(id)
+    }
+
+    fn collapse_root(&mut self) {
+        // Collapse a root left with a single child.
+        while let Node::Inner(cs) = &mut self.root {
+            if cs.len() != 1 {
+                break;
+            }
+            let only = cs.pop().expect("one child");
+            self.root = *only.node;
+        }
     }
 
     /// 0-based rank of `id` (by its key), if present.
@@ -203,8 +287,8 @@ impl Tree {
         loop {
             match node {
                 Node::Leaf(v) => {
-                    let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-                    return (v.get(pos) == Some(&id)).then_some(base + pos);
+                    let pos = v.lower_bound(key, s);
+                    return (v.ids.get(pos) == Some(&id)).then_some(base + pos);
                 }
                 Node::Inner(cs) => {
                     let i = child_for(cs, key, s);
@@ -223,7 +307,7 @@ impl Tree {
         let mut node = &self.root;
         loop {
             match node {
-                Node::Leaf(v) => return v.get(rank).copied(),
+                Node::Leaf(v) => return v.ids.get(rank).copied(),
                 Node::Inner(cs) => {
                     let mut i = 0;
                     while rank >= cs[i].count {
@@ -243,7 +327,7 @@ impl Tree {
         let mut base = 0;
         loop {
             match node {
-                Node::Leaf(v) => return base + v.partition_point(|&x| pred(s.key(x))),
+                Node::Leaf(v) => return base + v.ids.partition_point(|&x| pred(s.key(x))),
                 Node::Inner(cs) => {
                     let k = cs.partition_point(|c| pred(s.key(c.first)));
                     if k == 0 {
@@ -256,14 +340,14 @@ impl Tree {
         }
     }
 
-    /// `partition_point` for a predicate on the score alone: inner nodes are searched
-    /// on their cached scores, so only the final leaf reads slots.
-    pub fn partition_point_score<S: Slots>(&self, s: &S, pred: impl Fn(f64) -> bool) -> usize {
+    /// `partition_point` for a predicate on the score alone: answered from the cached
+    /// scores of inner nodes and leaves, without reading any slot.
+    pub fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
         let mut node = &self.root;
         let mut base = 0;
         loop {
             match node {
-                Node::Leaf(v) => return base + v.partition_point(|&x| pred(s.key(x).0)),
+                Node::Leaf(v) => return base + v.scores.partition_point(|&x| pred(x)),
                 Node::Inner(cs) => {
                     let k = cs.partition_point(|c| pred(c.score));
                     if k == 0 {
@@ -310,7 +394,7 @@ fn visit(
 ) -> bool {
     match node {
         Node::Leaf(v) => {
-            let part = &v[start..end];
+            let part = &v.ids[start..end];
             if rev {
                 part.iter().rev().all(|&id| f(id))
             } else {
@@ -353,8 +437,8 @@ fn visit(
 fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option<Child> {
     match node {
         Node::Leaf(v) => {
-            let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-            v.insert(pos, id);
+            let pos = v.lower_bound(key, s);
+            v.insert(pos, id, key.0);
         }
         Node::Inner(cs) => {
             let i = child_for(cs, key, s);
@@ -362,7 +446,7 @@ fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option
             cs[i].count += 1;
             // Only an insert at the front of the subtree changes its first element.
             if cs[i].node.first() != cs[i].first {
-                cs[i].refresh_first(s);
+                cs[i].refresh_first();
             }
             if let Some(right) = split {
                 cs[i].count -= right.count;
@@ -370,14 +454,14 @@ fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option
             }
         }
     }
-    (node.width() > node.max()).then(|| node.split(s))
+    (node.width() > node.max()).then(|| node.split())
 }
 
 fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
     match node {
         Node::Leaf(v) => {
-            let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-            if v.get(pos) == Some(&id) {
+            let pos = v.lower_bound(key, s);
+            if v.ids.get(pos) == Some(&id) {
                 v.remove(pos);
                 true
             } else {
@@ -389,26 +473,51 @@ fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
             if !remove_rec(&mut cs[i].node, key, id, s) {
                 return false;
             }
-            cs[i].count -= 1;
-            if cs[i].node.width() > 0 && cs[i].node.first() != cs[i].first {
-                cs[i].refresh_first(s);
-            }
-            if cs[i].node.width() < cs[i].node.max() / 4 && cs.len() > 1 {
-                rebalance(cs, i, s);
-            }
+            after_removal(cs, i);
             true
         }
     }
 }
 
+fn remove_rank_rec(node: &mut Node, mut rank: usize) -> u32 {
+    match node {
+        Node::Leaf(v) => {
+            let id = v.ids[rank];
+            v.remove(rank);
+            id
+        }
+        Node::Inner(cs) => {
+            let mut i = 0;
+            while rank >= cs[i].count {
+                rank -= cs[i].count;
+                i += 1;
+            }
+            let id = remove_rank_rec(&mut cs[i].node, rank);
+            after_removal(cs, i);
+            id
+        }
+    }
+}
+
+/// Fixes child `i`'s count, cached first element and fill after one removal below it.
+fn after_removal(cs: &mut Vec<Child>, i: usize) {
+    cs[i].count -= 1;
+    if cs[i].node.width() > 0 && cs[i].node.first() != cs[i].first {
+        cs[i].refresh_first();
+    }
+    if cs[i].node.width() < cs[i].node.max() / 4 && cs.len() > 1 {
+        rebalance(cs, i);
+    }
+}
+
 /// Merges the underfull child `i` with a neighbour, splitting the result evenly again
 /// when it is too wide.
-fn rebalance<S: Slots>(cs: &mut Vec<Child>, i: usize, s: &S) {
+fn rebalance(cs: &mut Vec<Child>, i: usize) {
     let j = if i + 1 < cs.len() { i } else { i - 1 };
     let right = cs.remove(j + 1);
     let left = &mut cs[j];
     match (&mut *left.node, *right.node) {
-        (Node::Leaf(a), Node::Leaf(b)) => a.extend(b),
+        (Node::Leaf(a), Node::Leaf(b)) => a.append(b),
         (Node::Inner(a), Node::Inner(b)) => a.extend(b),
         _ => unreachable!("siblings are at the same depth"),
     }
@@ -417,9 +526,9 @@ fn rebalance<S: Slots>(cs: &mut Vec<Child>, i: usize, s: &S) {
         cs.remove(j);
         return;
     }
-    left.refresh_first(s);
+    left.refresh_first();
     if left.node.width() > left.node.max() {
-        let r = left.node.split(s);
+        let r = left.node.split();
         left.count -= r.count;
         cs.insert(j + 1, r);
     }
@@ -456,6 +565,12 @@ mod tests {
 
     /// Every child's cached first id and score, and its count, match its subtree.
     fn check_links(node: &Node, slab: &Slab) {
+        if let Node::Leaf(l) = node {
+            assert_eq!(l.ids.len(), l.scores.len());
+            for (id, sc) in l.ids.iter().zip(&l.scores) {
+                assert_eq!(sc.to_bits(), slab.key(*id).0.to_bits());
+            }
+        }
         if let Node::Inner(cs) = node {
             for c in cs {
                 assert_eq!(c.first, c.node.first());
@@ -564,9 +679,9 @@ mod tests {
                         let got = tree.partition_point(&slab, |k| k.0 < bound);
                         let want = model.keys().filter(|k| k.0 .0 < bound).count();
                         prop_assert_eq!(got, want);
-                        prop_assert_eq!(tree.partition_point_score(&slab, |x| x < bound), want);
+                        prop_assert_eq!(tree.partition_point_score(|x| x < bound), want);
                         let want_le = model.keys().filter(|k| k.0 .0 <= bound).count();
-                        prop_assert_eq!(tree.partition_point_score(&slab, |x| x <= bound), want_le);
+                        prop_assert_eq!(tree.partition_point_score(|x| x <= bound), want_le);
                         // A walk stopped early by its callback.
                         let mut seen = Vec::new();
                         tree.for_each_while(a0(m, tree.len()), tree.len(), sc < 0, &mut |id| { seen.push(id); seen.len() < 5 });
@@ -597,7 +712,11 @@ mod tests {
             // Drain everything, checking ranks as the tree shrinks.
             let all: Vec<u32> = model.values().copied().collect();
             for (k, id) in all.iter().enumerate() {
-                prop_assert!(tree.remove(*id, &slab));
+                if k % 2 == 0 {
+                    prop_assert_eq!(tree.remove_rank(0), Some(*id));
+                } else {
+                    prop_assert!(tree.remove(*id, &slab));
+                }
                 if k % 97 == 0 {
                     prop_assert_eq!(tree.select(0), all.get(k + 1).copied());
                 }

@@ -355,15 +355,25 @@ impl Big {
 
     fn remove_id(&mut self, id: u32) {
         self.tree.remove(id, &self.slots);
+        self.forget(id);
+    }
+
+    /// Drops `id` from the member table and frees its slot, returning the slot's
+    /// contents; the caller has already taken it out of the tree.
+    fn forget(&mut self, id: u32) -> Slot {
         let h = self.hasher.hash_one(&*self.slots.0[id as usize].member);
         if let Ok(e) = self.table.find_entry(h, |&i| i == id) {
             e.remove();
         }
-        self.slots.0[id as usize] = Slot {
-            score: f64::NAN,
-            member: Box::default(),
-        };
+        let slot = std::mem::replace(
+            &mut self.slots.0[id as usize],
+            Slot {
+                score: f64::NAN,
+                member: Box::default(),
+            },
+        );
         self.free.push(id);
+        slot
     }
 
     fn heap_size(&self) -> usize {
@@ -474,8 +484,15 @@ impl ZSet {
 
     /// ZADD/ZINCRBY on one member, with Redis's zsetAdd semantics.
     pub fn add(&mut self, member: &[u8], score: f64, f: AddFlags, limits: Limits) -> AddOutcome {
-        match self.score(member) {
-            Some(cur) => {
+        // The big encoding's slot id is kept so that a re-score needs no second lookup.
+        let found = match &self.repr {
+            Repr::Pack(p) => p.find(member).map(|(_, e)| (e.score, None)),
+            Repr::Big(b) => b
+                .find(member)
+                .map(|id| (b.slots.0[id as usize].score, Some(id))),
+        };
+        match found {
+            Some((cur, id)) => {
                 if f.nx {
                     return AddOutcome::Nop;
                 }
@@ -487,7 +504,10 @@ impl ZSet {
                     return AddOutcome::Nop;
                 }
                 if new != cur {
-                    self.rescore(member, new);
+                    match (&mut self.repr, id) {
+                        (Repr::Big(b), Some(id)) => b.set_score(id, new),
+                        _ => self.rescore(member, new),
+                    }
                     AddOutcome::Updated(new)
                 } else {
                     AddOutcome::Same(new)
@@ -557,7 +577,7 @@ impl ZSet {
     fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
         match &self.repr {
             Repr::Pack(p) => p.iter().take_while(|e| pred(e.score)).count(),
-            Repr::Big(b) => b.tree.partition_point_score(&b.slots, pred),
+            Repr::Big(b) => b.tree.partition_point_score(pred),
         }
     }
 
@@ -744,10 +764,9 @@ impl ZSet {
                 p.len -= end - start;
             }
             Repr::Big(b) => {
-                let mut ids = Vec::with_capacity(end - start);
-                b.tree.for_each(start, end, false, &mut |id| ids.push(id));
-                for id in ids {
-                    b.remove_id(id);
+                for _ in start..end {
+                    let id = b.tree.remove_rank(start).expect("rank in range");
+                    b.forget(id);
                 }
             }
         }
@@ -764,6 +783,17 @@ impl ZSet {
             (0, n)
         };
         let mut out = Vec::with_capacity(n);
+        if let Repr::Big(b) = &mut self.repr {
+            // Taken out of the tree by rank and out of the slab by value: no key
+            // comparisons and no copy of the member.
+            for _ in 0..n {
+                let rank = if max { b.tree.len() - 1 } else { 0 };
+                let id = b.tree.remove_rank(rank).expect("rank in range");
+                let slot = b.forget(id);
+                out.push((slot.member.into_vec(), slot.score));
+            }
+            return out;
+        }
         self.for_each_rank(start, end, max, |m, s| out.push((m.to_vec(), s)));
         self.remove_ranks(start, end);
         out
