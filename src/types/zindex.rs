@@ -86,6 +86,14 @@ impl Leaf {
     }
 
     fn insert(&mut self, pos: usize, id: u32, score: f64) {
+        // Grow in steps capped at one past a full leaf (the most a leaf holds before it
+        // splits), not by doubling to 128: a leaf's slack stays under half of it.
+        let len = self.ids.len();
+        if len == self.ids.capacity() {
+            let want = (len * 2).clamp(4, LEAF_MAX + 1).max(len + 1) - len;
+            self.ids.reserve_exact(want);
+            self.scores.reserve_exact(want);
+        }
         self.ids.insert(pos, id);
         self.scores.insert(pos, score);
     }
