@@ -143,16 +143,28 @@ fn pairs_reply(
 ) -> Reply {
     let mut out = Vec::with_capacity(items.len() * if withscores { 2 } else { 1 });
     for (m, s) in items {
-        if !withscores {
-            out.push(Reply::Bulk(m));
-        } else if proto >= 3 && nested_in_resp3 {
-            out.push(Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]));
-        } else {
-            out.push(Reply::Bulk(m));
-            out.push(Reply::Double(s));
-        }
+        push_pair(&mut out, proto, m, s, withscores, nested_in_resp3);
     }
     Reply::Array(out)
+}
+
+/// Appends one member (and its score) to a reply array as `pairs_reply` lays it out.
+fn push_pair(
+    out: &mut Vec<Reply>,
+    proto: u8,
+    m: Vec<u8>,
+    s: f64,
+    withscores: bool,
+    nested_in_resp3: bool,
+) {
+    if !withscores {
+        out.push(Reply::Bulk(m));
+    } else if proto >= 3 && nested_in_resp3 {
+        out.push(Reply::Array(vec![Reply::Bulk(m), Reply::Double(s)]));
+    } else {
+        out.push(Reply::Bulk(m));
+        out.push(Reply::Double(s));
+    }
 }
 
 // ----- range parsing --------------------------------------------------------------
@@ -555,58 +567,65 @@ fn zrange_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, v: Variant) -> Reply
             Err(e) => return e,
         },
     };
-    let items = match read_zset(ctx, args[at]) {
-        Err(e) => return e,
-        Ok(None) => Vec::new(),
-        Ok(Some(z)) => range_items(z, &bounds, rev, offset, limit),
-    };
     if v.store {
+        let mut items = Vec::new();
+        match read_zset(ctx, args[at]) {
+            Err(e) => return e,
+            Ok(None) => {}
+            Ok(Some(z)) => range_walk(z, &bounds, rev, offset, limit, |m, s| {
+                items.push((m.to_vec(), s))
+            }),
+        }
         let dst = args[1];
         let n = items.len() as i64;
         store_result(ctx, dst, items, "zrangestore");
         Reply::Int(n)
     } else {
-        pairs_reply(ctx.proto(), items, withscores, true)
+        // The reply is built straight from the walk: no intermediate pair list.
+        let proto = ctx.proto();
+        let mut out = Vec::new();
+        match read_zset(ctx, args[at]) {
+            Err(e) => return e,
+            Ok(None) => {}
+            Ok(Some(z)) => range_walk(z, &bounds, rev, offset, limit, |m, s| {
+                push_pair(&mut out, proto, m.to_vec(), s, withscores, true)
+            }),
+        }
+        Reply::Array(out)
     }
 }
 
-/// The members a range selects, in reply order.
-fn range_items(z: &ZSet, b: &Bounds, rev: bool, offset: i64, limit: i64) -> Vec<(Vec<u8>, f64)> {
+/// Calls `f` for the members a range selects, in reply order. Score and lex ranges
+/// walk from their first member and stop at the range's end or the LIMIT.
+fn range_walk(
+    z: &ZSet,
+    b: &Bounds,
+    rev: bool,
+    offset: i64,
+    limit: i64,
+    mut f: impl FnMut(&[u8], f64),
+) {
     let len = z.len();
-    let (start, end) = match b {
+    match b {
         Bounds::Rank(a, e) => match rank_interval(*a, *e, len) {
             // Reverse ranks count from the top.
-            Some((s, e)) if rev => (len - e, len - s),
-            Some(x) => x,
-            None => return Vec::new(),
+            Some((s, e)) if rev => z.for_each_rank(len - e, len - s, rev, &mut f),
+            Some((s, e)) => z.for_each_rank(s, e, rev, &mut f),
+            None => {}
         },
-        Bounds::Score(r) => z.score_ranks(r),
-        Bounds::Lex(r) => z.lex_ranks(r),
-    };
-    let (mut start, mut end) = (start, end);
-    if !matches!(b, Bounds::Rank(..)) {
-        // LIMIT: a negative offset selects nothing, a negative count everything.
-        if offset < 0 {
-            return Vec::new();
-        }
-        let avail = end - start;
-        let off = (offset as u64).min(avail as u64) as usize;
-        let take = if limit < 0 {
-            avail - off
-        } else {
-            (limit as u64).min((avail - off) as u64) as usize
-        };
-        if rev {
-            end -= off;
-            start = end - take;
-        } else {
-            start += off;
-            end = start + take;
+        _ => {
+            // LIMIT: a negative offset selects nothing, a negative count everything.
+            let Ok(off) = usize::try_from(offset) else {
+                return;
+            };
+            let lim = usize::try_from(limit).ok();
+            match b {
+                Bounds::Score(r) => z.walk_score_range(r, rev, off, lim, f),
+                Bounds::Lex(r) => z.walk_lex_range(r, rev, off, lim, f),
+                Bounds::Rank(..) => unreachable!("handled above"),
+            }
         }
     }
-    let mut out = Vec::with_capacity(end - start);
-    z.for_each_rank(start, end, rev, |m, s| out.push((m.to_vec(), s)));
-    out
 }
 
 /// Stores a result set at `dst` (deleting it when the result is empty), choosing the

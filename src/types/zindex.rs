@@ -9,9 +9,16 @@
 //! array and no pointers per element: 4 bytes per element in the leaves plus about
 //! 1/32 of that in inner nodes, and leaf scans are cache friendly.
 //!
+//! Leaves keep each id's score beside it (8 more bytes an element) and every child link
+//! caches the score of its first element, so a descent compares
+//! scores inside the inner node it already has in cache and reads an element's slot
+//! (and its member bytes) only on a score tie; a score-only search (ZRANGEBYSCORE,
+//! ZCOUNT) touches slots in the one leaf it ends in.
+//!
 //! Invariants: all leaves are at the same depth; every non-root node holds at least
-//! `MIN` entries; `Child::count` is the number of ids below the child and
-//! `Child::first` the id of its smallest element.
+//! `MIN` entries; `Child::count` is the number of ids below the child,
+//! `Child::first` the id of its smallest element and `Child::score` that element's
+//! score.
 
 use std::cmp::Ordering;
 
@@ -36,15 +43,110 @@ pub fn cmp_keys(a: Key<'_>, b: Key<'_>) -> Ordering {
 
 #[derive(Debug, Clone)]
 enum Node {
-    Leaf(Vec<u32>),
+    Leaf(Leaf),
     Inner(Vec<Child>),
+}
+
+/// Ids in order, with their scores in a parallel vector so that a search compares
+/// scores in place and reads an element's slot only on a tie.
+#[derive(Debug, Clone, Default)]
+struct Leaf {
+    ids: Vec<u32>,
+    scores: Vec<f64>,
+}
+
+/// The first index in `0..n` for which `pred` is false (`pred` true on a prefix).
+fn partition_idx(n: usize, mut pred: impl FnMut(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl Leaf {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Position of the first element whose key is not below `key`.
+    fn lower_bound<S: Slots>(&self, key: Key<'_>, s: &S) -> usize {
+        partition_idx(self.ids.len(), |i| {
+            let o = match self.scores[i].partial_cmp(&key.0) {
+                Some(Ordering::Equal) | None => s.key(self.ids[i]).1.cmp(key.1),
+                Some(o) => o,
+            };
+            o == Ordering::Less
+        })
+    }
+
+    fn insert(&mut self, pos: usize, id: u32, score: f64) {
+        // Grow in steps capped at one past a full leaf (the most a leaf holds before it
+        // splits), not by doubling to 128: a leaf's slack stays under half of it.
+        let len = self.ids.len();
+        if len == self.ids.capacity() {
+            let want = (len * 2).clamp(4, LEAF_MAX + 1).max(len + 1) - len;
+            self.ids.reserve_exact(want);
+            self.scores.reserve_exact(want);
+        }
+        self.ids.insert(pos, id);
+        self.scores.insert(pos, score);
+    }
+
+    fn remove(&mut self, pos: usize) {
+        self.ids.remove(pos);
+        self.scores.remove(pos);
+    }
+
+    fn split_off(&mut self, at: usize) -> Leaf {
+        Leaf {
+            ids: self.ids.split_off(at),
+            scores: self.scores.split_off(at),
+        }
+    }
+
+    fn append(&mut self, other: Leaf) {
+        self.ids.extend(other.ids);
+        self.scores.extend(other.scores);
+    }
 }
 
 #[derive(Debug, Clone)]
 struct Child {
     count: usize,
     first: u32,
+    score: f64,
     node: Box<Node>,
+}
+
+impl Child {
+    fn new(node: Node) -> Child {
+        Child {
+            count: node.count(),
+            first: node.first(),
+            score: node.first_score(),
+            node: Box::new(node),
+        }
+    }
+
+    /// Re-reads the first element after the subtree changed (it must not be empty).
+    fn refresh_first(&mut self) {
+        self.first = self.node.first();
+        self.score = self.node.first_score();
+    }
+
+    /// `cmp_keys(key of the first element, key)`, reading the slot only on a score tie.
+    fn cmp_first<S: Slots>(&self, key: Key<'_>, s: &S) -> Ordering {
+        match self.score.partial_cmp(&key.0) {
+            Some(Ordering::Equal) | None => s.key(self.first).1.cmp(key.1),
+            Some(o) => o,
+        }
+    }
 }
 
 impl Node {
@@ -64,8 +166,15 @@ impl Node {
 
     fn first(&self) -> u32 {
         match self {
-            Node::Leaf(v) => v[0],
+            Node::Leaf(v) => v.ids[0],
             Node::Inner(c) => c[0].first,
+        }
+    }
+
+    fn first_score(&self) -> f64 {
+        match self {
+            Node::Leaf(v) => v.scores[0],
+            Node::Inner(c) => c[0].score,
         }
     }
 
@@ -82,16 +191,12 @@ impl Node {
             Node::Leaf(v) => Node::Leaf(v.split_off(v.len() / 2)),
             Node::Inner(c) => Node::Inner(c.split_off(c.len() / 2)),
         };
-        Child {
-            count: node.count(),
-            first: node.first(),
-            node: Box::new(node),
-        }
+        Child::new(node)
     }
 
     fn heap_size(&self) -> usize {
         match self {
-            Node::Leaf(v) => v.capacity() * 4,
+            Node::Leaf(v) => v.ids.capacity() * 4 + v.scores.capacity() * 8,
             Node::Inner(c) => {
                 c.capacity() * std::mem::size_of::<Child>()
                     + c.iter()
@@ -105,7 +210,7 @@ impl Node {
 /// Index of the child whose subtree may hold `key`: the last child whose first
 /// element is <= key (or the first child).
 fn child_for<S: Slots>(cs: &[Child], key: Key<'_>, s: &S) -> usize {
-    cs.partition_point(|c| cmp_keys(s.key(c.first), key) != Ordering::Greater)
+    cs.partition_point(|c| c.cmp_first(key, s) != Ordering::Greater)
         .saturating_sub(1)
 }
 
@@ -118,7 +223,7 @@ pub struct Tree {
 impl Default for Tree {
     fn default() -> Self {
         Tree {
-            root: Node::Leaf(Vec::new()),
+            root: Node::Leaf(Leaf::default()),
             len: 0,
         }
     }
@@ -141,12 +246,8 @@ impl Tree {
     pub fn insert<S: Slots>(&mut self, id: u32, s: &S) {
         let key = s.key(id);
         if let Some(right) = insert_rec(&mut self.root, key, id, s) {
-            let left = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
-            let left = Child {
-                count: left.count(),
-                first: left.first(),
-                node: Box::new(left),
-            };
+            let left = std::mem::replace(&mut self.root, Node::Leaf(Leaf::default()));
+            let left = Child::new(left);
             self.root = Node::Inner(vec![left, right]);
         }
         self.len += 1;
@@ -158,16 +259,32 @@ impl Tree {
         let found = remove_rec(&mut self.root, key, id, s);
         if found {
             self.len -= 1;
-            // Collapse a root left with a single child.
-            while let Node::Inner(cs) = &mut self.root {
-                if cs.len() != 1 {
-                    break;
-                }
-                let only = cs.pop().expect("one child");
-                self.root = *only.node;
-            }
+            self.collapse_root();
         }
         found
+    }
+
+    /// Removes and returns the id at 0-based `rank`, found by counts alone (pops and
+    /// rank-range removals need no key comparison).
+    pub fn remove_rank(&mut self, rank: usize) -> Option<u32> {
+        if rank >= self.len {
+            return None;
+        }
+        let id = remove_rank_rec(&mut self.root, rank);
+        self.len -= 1;
+        self.collapse_root();
+        Some(id)
+    }
+
+    fn collapse_root(&mut self) {
+        // Collapse a root left with a single child.
+        while let Node::Inner(cs) = &mut self.root {
+            if cs.len() != 1 {
+                break;
+            }
+            let only = cs.pop().expect("one child");
+            self.root = *only.node;
+        }
     }
 
     /// 0-based rank of `id` (by its key), if present.
@@ -178,8 +295,8 @@ impl Tree {
         loop {
             match node {
                 Node::Leaf(v) => {
-                    let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-                    return (v.get(pos) == Some(&id)).then_some(base + pos);
+                    let pos = v.lower_bound(key, s);
+                    return (v.ids.get(pos) == Some(&id)).then_some(base + pos);
                 }
                 Node::Inner(cs) => {
                     let i = child_for(cs, key, s);
@@ -198,7 +315,7 @@ impl Tree {
         let mut node = &self.root;
         loop {
             match node {
-                Node::Leaf(v) => return v.get(rank).copied(),
+                Node::Leaf(v) => return v.ids.get(rank).copied(),
                 Node::Inner(cs) => {
                     let mut i = 0;
                     while rank >= cs[i].count {
@@ -218,7 +335,7 @@ impl Tree {
         let mut base = 0;
         loop {
             match node {
-                Node::Leaf(v) => return base + v.partition_point(|&x| pred(s.key(x))),
+                Node::Leaf(v) => return base + v.ids.partition_point(|&x| pred(s.key(x))),
                 Node::Inner(cs) => {
                     let k = cs.partition_point(|c| pred(s.key(c.first)));
                     if k == 0 {
@@ -231,8 +348,43 @@ impl Tree {
         }
     }
 
+    /// `partition_point` for a predicate on the score alone: answered from the cached
+    /// scores of inner nodes and leaves, without reading any slot.
+    pub fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
+        let mut node = &self.root;
+        let mut base = 0;
+        loop {
+            match node {
+                Node::Leaf(v) => return base + v.scores.partition_point(|&x| pred(x)),
+                Node::Inner(cs) => {
+                    let k = cs.partition_point(|c| pred(c.score));
+                    if k == 0 {
+                        return base;
+                    }
+                    base += cs[..k - 1].iter().map(|c| c.count).sum::<usize>();
+                    node = &cs[k - 1].node;
+                }
+            }
+        }
+    }
+
     /// Calls `f` with the ids at ranks `start..end`, ascending, or descending if `rev`.
     pub fn for_each(&self, start: usize, end: usize, rev: bool, f: &mut impl FnMut(u32)) {
+        self.for_each_while(start, end, rev, &mut |id| {
+            f(id);
+            true
+        });
+    }
+
+    /// As `for_each`, stopping as soon as `f` returns false (a LIMIT or a range bound
+    /// reached), so a walk costs its descent plus the elements it visits.
+    pub fn for_each_while(
+        &self,
+        start: usize,
+        end: usize,
+        rev: bool,
+        f: &mut impl FnMut(u32) -> bool,
+    ) {
         let end = end.min(self.len);
         if start < end {
             visit(&self.root, start, end, rev, f);
@@ -240,37 +392,52 @@ impl Tree {
     }
 }
 
-fn visit(node: &Node, start: usize, end: usize, rev: bool, f: &mut impl FnMut(u32)) {
+/// Visits ranks `start..end` of the subtree (relative to it); false when `f` stopped.
+fn visit(
+    node: &Node,
+    start: usize,
+    end: usize,
+    rev: bool,
+    f: &mut impl FnMut(u32) -> bool,
+) -> bool {
     match node {
         Node::Leaf(v) => {
-            let part = &v[start..end];
+            let part = &v.ids[start..end];
             if rev {
-                part.iter().rev().for_each(|&id| f(id));
+                part.iter().rev().all(|&id| f(id))
             } else {
-                part.iter().for_each(|&id| f(id));
+                part.iter().all(|&id| f(id))
             }
         }
         Node::Inner(cs) => {
-            // Offsets of each child, so that both directions skip children by count.
-            let mut spans = Vec::with_capacity(cs.len());
-            let mut at = 0;
-            for c in cs {
-                spans.push((at, at + c.count));
-                at += c.count;
-            }
-            let mut step = |i: usize| {
-                let (lo, hi) = spans[i];
-                if hi > start && lo < end {
-                    let s = start.max(lo) - lo;
-                    let e = end.min(hi) - lo;
-                    visit(&cs[i].node, s, e, rev, f);
-                }
-            };
+            // Children are skipped by their counts; offsets are kept as a running sum
+            // (from the total when walking backwards).
             if rev {
-                (0..cs.len()).rev().for_each(&mut step);
+                let mut hi: usize = cs.iter().map(|c| c.count).sum();
+                for c in cs.iter().rev() {
+                    let lo = hi - c.count;
+                    if hi <= start {
+                        break;
+                    }
+                    if lo < end && !visit(&c.node, start.max(lo) - lo, end.min(hi) - lo, rev, f) {
+                        return false;
+                    }
+                    hi = lo;
+                }
             } else {
-                (0..cs.len()).for_each(&mut step);
+                let mut lo = 0;
+                for c in cs {
+                    let hi = lo + c.count;
+                    if lo >= end {
+                        break;
+                    }
+                    if hi > start && !visit(&c.node, start.max(lo) - lo, end.min(hi) - lo, rev, f) {
+                        return false;
+                    }
+                    lo = hi;
+                }
             }
+            true
         }
     }
 }
@@ -278,14 +445,17 @@ fn visit(node: &Node, start: usize, end: usize, rev: bool, f: &mut impl FnMut(u3
 fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option<Child> {
     match node {
         Node::Leaf(v) => {
-            let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-            v.insert(pos, id);
+            let pos = v.lower_bound(key, s);
+            v.insert(pos, id, key.0);
         }
         Node::Inner(cs) => {
             let i = child_for(cs, key, s);
             let split = insert_rec(&mut cs[i].node, key, id, s);
             cs[i].count += 1;
-            cs[i].first = cs[i].node.first();
+            // Only an insert at the front of the subtree changes its first element.
+            if cs[i].node.first() != cs[i].first {
+                cs[i].refresh_first();
+            }
             if let Some(right) = split {
                 cs[i].count -= right.count;
                 cs.insert(i + 1, right);
@@ -298,8 +468,8 @@ fn insert_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> Option
 fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
     match node {
         Node::Leaf(v) => {
-            let pos = v.partition_point(|&x| cmp_keys(s.key(x), key) == Ordering::Less);
-            if v.get(pos) == Some(&id) {
+            let pos = v.lower_bound(key, s);
+            if v.ids.get(pos) == Some(&id) {
                 v.remove(pos);
                 true
             } else {
@@ -311,15 +481,40 @@ fn remove_rec<S: Slots>(node: &mut Node, key: Key<'_>, id: u32, s: &S) -> bool {
             if !remove_rec(&mut cs[i].node, key, id, s) {
                 return false;
             }
-            cs[i].count -= 1;
-            if cs[i].node.width() > 0 {
-                cs[i].first = cs[i].node.first();
-            }
-            if cs[i].node.width() < cs[i].node.max() / 4 && cs.len() > 1 {
-                rebalance(cs, i);
-            }
+            after_removal(cs, i);
             true
         }
+    }
+}
+
+fn remove_rank_rec(node: &mut Node, mut rank: usize) -> u32 {
+    match node {
+        Node::Leaf(v) => {
+            let id = v.ids[rank];
+            v.remove(rank);
+            id
+        }
+        Node::Inner(cs) => {
+            let mut i = 0;
+            while rank >= cs[i].count {
+                rank -= cs[i].count;
+                i += 1;
+            }
+            let id = remove_rank_rec(&mut cs[i].node, rank);
+            after_removal(cs, i);
+            id
+        }
+    }
+}
+
+/// Fixes child `i`'s count, cached first element and fill after one removal below it.
+fn after_removal(cs: &mut Vec<Child>, i: usize) {
+    cs[i].count -= 1;
+    if cs[i].node.width() > 0 && cs[i].node.first() != cs[i].first {
+        cs[i].refresh_first();
+    }
+    if cs[i].node.width() < cs[i].node.max() / 4 && cs.len() > 1 {
+        rebalance(cs, i);
     }
 }
 
@@ -330,7 +525,7 @@ fn rebalance(cs: &mut Vec<Child>, i: usize) {
     let right = cs.remove(j + 1);
     let left = &mut cs[j];
     match (&mut *left.node, *right.node) {
-        (Node::Leaf(a), Node::Leaf(b)) => a.extend(b),
+        (Node::Leaf(a), Node::Leaf(b)) => a.append(b),
         (Node::Inner(a), Node::Inner(b)) => a.extend(b),
         _ => unreachable!("siblings are at the same depth"),
     }
@@ -339,7 +534,7 @@ fn rebalance(cs: &mut Vec<Child>, i: usize) {
         cs.remove(j);
         return;
     }
-    left.first = left.node.first();
+    left.refresh_first();
     if left.node.width() > left.node.max() {
         let r = left.node.split();
         left.count -= r.count;
@@ -376,8 +571,29 @@ mod tests {
         }
     }
 
+    /// Every child's cached first id and score, and its count, match its subtree.
+    fn check_links(node: &Node, slab: &Slab) {
+        if let Node::Leaf(l) = node {
+            assert_eq!(l.ids.len(), l.scores.len());
+            for (id, sc) in l.ids.iter().zip(&l.scores) {
+                assert_eq!(sc.to_bits(), slab.key(*id).0.to_bits());
+            }
+        }
+        if let Node::Inner(cs) = node {
+            for c in cs {
+                assert_eq!(c.first, c.node.first());
+                assert_eq!(c.score.to_bits(), slab.key(c.first).0.to_bits());
+                assert_eq!(c.count, c.node.count());
+                check_links(&c.node, slab);
+            }
+        }
+    }
+
     fn check(tree: &Tree, slab: &Slab, model: &BTreeMap<(F, Vec<u8>), u32>) {
         assert_eq!(tree.len(), model.len());
+        if !tree.is_empty() {
+            check_links(&tree.root, slab);
+        }
         let mut ids = Vec::new();
         tree.for_each(0, tree.len(), false, &mut |id| ids.push(id));
         let want: Vec<u32> = model.values().copied().collect();
@@ -429,6 +645,10 @@ mod tests {
         );
     }
 
+    fn a0(m: u16, n: usize) -> usize {
+        (m as usize) % (n + 1)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
@@ -467,6 +687,17 @@ mod tests {
                         let got = tree.partition_point(&slab, |k| k.0 < bound);
                         let want = model.keys().filter(|k| k.0 .0 < bound).count();
                         prop_assert_eq!(got, want);
+                        prop_assert_eq!(tree.partition_point_score(|x| x < bound), want);
+                        let want_le = model.keys().filter(|k| k.0 .0 <= bound).count();
+                        prop_assert_eq!(tree.partition_point_score(|x| x <= bound), want_le);
+                        // A walk stopped early by its callback.
+                        let mut seen = Vec::new();
+                        tree.for_each_while(a0(m, tree.len()), tree.len(), sc < 0, &mut |id| { seen.push(id); seen.len() < 5 });
+                        let from = a0(m, tree.len());
+                        let mut all: Vec<u32> = model.values().copied().skip(from).collect();
+                        if sc < 0 { all = model.values().copied().skip(from).collect(); all.reverse(); }
+                        all.truncate(5);
+                        prop_assert_eq!(seen, all);
                         let got = tree.partition_point(&slab, |k| cmp_keys(k, (bound, &member)) != Ordering::Greater);
                         let want = model.keys().filter(|k| cmp_keys((k.0 .0, &k.1), (bound, &member)) != Ordering::Greater).count();
                         prop_assert_eq!(got, want);
@@ -483,10 +714,17 @@ mod tests {
                 }
             }
             check(&tree, &slab, &model);
+            if !tree.is_empty() {
+                check_links(&tree.root, &slab);
+            }
             // Drain everything, checking ranks as the tree shrinks.
             let all: Vec<u32> = model.values().copied().collect();
             for (k, id) in all.iter().enumerate() {
-                prop_assert!(tree.remove(*id, &slab));
+                if k % 2 == 0 {
+                    prop_assert_eq!(tree.remove_rank(0), Some(*id));
+                } else {
+                    prop_assert!(tree.remove(*id, &slab));
+                }
                 if k % 97 == 0 {
                     prop_assert_eq!(tree.select(0), all.get(k + 1).copied());
                 }

@@ -355,15 +355,25 @@ impl Big {
 
     fn remove_id(&mut self, id: u32) {
         self.tree.remove(id, &self.slots);
+        self.forget(id);
+    }
+
+    /// Drops `id` from the member table and frees its slot, returning the slot's
+    /// contents; the caller has already taken it out of the tree.
+    fn forget(&mut self, id: u32) -> Slot {
         let h = self.hasher.hash_one(&*self.slots.0[id as usize].member);
         if let Ok(e) = self.table.find_entry(h, |&i| i == id) {
             e.remove();
         }
-        self.slots.0[id as usize] = Slot {
-            score: f64::NAN,
-            member: Box::default(),
-        };
+        let slot = std::mem::replace(
+            &mut self.slots.0[id as usize],
+            Slot {
+                score: f64::NAN,
+                member: Box::default(),
+            },
+        );
         self.free.push(id);
+        slot
     }
 
     fn heap_size(&self) -> usize {
@@ -474,8 +484,15 @@ impl ZSet {
 
     /// ZADD/ZINCRBY on one member, with Redis's zsetAdd semantics.
     pub fn add(&mut self, member: &[u8], score: f64, f: AddFlags, limits: Limits) -> AddOutcome {
-        match self.score(member) {
-            Some(cur) => {
+        // The big encoding's slot id is kept so that a re-score needs no second lookup.
+        let found = match &self.repr {
+            Repr::Pack(p) => p.find(member).map(|(_, e)| (e.score, None)),
+            Repr::Big(b) => b
+                .find(member)
+                .map(|id| (b.slots.0[id as usize].score, Some(id))),
+        };
+        match found {
+            Some((cur, id)) => {
                 if f.nx {
                     return AddOutcome::Nop;
                 }
@@ -487,7 +504,10 @@ impl ZSet {
                     return AddOutcome::Nop;
                 }
                 if new != cur {
-                    self.rescore(member, new);
+                    match (&mut self.repr, id) {
+                        (Repr::Big(b), Some(id)) => b.set_score(id, new),
+                        _ => self.rescore(member, new),
+                    }
                     AddOutcome::Updated(new)
                 } else {
                     AddOutcome::Same(new)
@@ -553,14 +573,98 @@ impl ZSet {
         }
     }
 
+    /// Number of leading elements whose score satisfies `pred` (a prefix predicate).
+    fn partition_point_score(&self, pred: impl Fn(f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Pack(p) => p.iter().take_while(|e| pred(e.score)).count(),
+            Repr::Big(b) => b.tree.partition_point_score(pred),
+        }
+    }
+
     /// The ascending rank interval `start..end` of the members with scores in `r`.
     pub fn score_ranks(&self, r: &ScoreRange) -> (usize, usize) {
         if r.empty() {
             return (0, 0);
         }
-        let start = self.partition_point(|k| r.below_min(k.0));
-        let end = self.partition_point(|k| r.le_max(k.0));
+        let start = self.partition_point_score(|x| r.below_min(x));
+        let end = self.partition_point_score(|x| r.le_max(x));
         (start, end.max(start))
+    }
+
+    /// Calls `f` for the members in the score range `r`, in ascending order (descending
+    /// if `rev`), skipping `offset` of them and stopping after `limit` (all if `None`).
+    /// One descent finds the first member; the walk then stops at the range's far end
+    /// or the limit, so `LIMIT 0 10` costs ten elements whatever the range's size.
+    pub fn walk_score_range(
+        &self,
+        r: &ScoreRange,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        f: impl FnMut(&[u8], f64),
+    ) {
+        if r.empty() {
+            return;
+        }
+        if rev {
+            let end = self.partition_point_score(|x| r.le_max(x));
+            self.walk_from(end, rev, offset, limit, |k| !r.below_min(k.0), f);
+        } else {
+            let start = self.partition_point_score(|x| r.below_min(x));
+            self.walk_from(start, rev, offset, limit, |k| r.le_max(k.0), f);
+        }
+    }
+
+    /// `walk_score_range` for a lex range.
+    pub fn walk_lex_range(
+        &self,
+        r: &LexRange,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        f: impl FnMut(&[u8], f64),
+    ) {
+        if r.empty() {
+            return;
+        }
+        if rev {
+            let end = self.partition_point(|k| r.le_max(k.1));
+            self.walk_from(end, rev, offset, limit, |k| !r.below_min(k.1), f);
+        } else {
+            let start = self.partition_point(|k| r.below_min(k.1));
+            self.walk_from(start, rev, offset, limit, |k| r.le_max(k.1), f);
+        }
+    }
+
+    /// Walks from the boundary rank `at` (ascending: ranks `at..`; descending: ranks
+    /// below `at`), skipping `offset` members and yielding at most `limit`, while
+    /// `within` holds for the member's key.
+    fn walk_from(
+        &self,
+        at: usize,
+        rev: bool,
+        offset: usize,
+        limit: Option<usize>,
+        within: impl Fn(Key<'_>) -> bool,
+        mut f: impl FnMut(&[u8], f64),
+    ) {
+        let (start, end) = if rev {
+            (0, at.saturating_sub(offset))
+        } else {
+            (at.saturating_add(offset), self.len())
+        };
+        let mut left = limit.unwrap_or(usize::MAX);
+        if left == 0 || start >= end {
+            return;
+        }
+        self.for_each_rank_while(start, end, rev, |m, s| {
+            if !within((s, m)) {
+                return false;
+            }
+            f(m, s);
+            left -= 1;
+            left > 0
+        });
     }
 
     /// The ascending rank interval of the members in the lex range `r` (meaningful when
@@ -604,6 +708,35 @@ impl ZSet {
         }
     }
 
+    /// As `for_each_rank`, stopping as soon as `f` returns false.
+    fn for_each_rank_while(
+        &self,
+        start: usize,
+        end: usize,
+        rev: bool,
+        mut f: impl FnMut(&[u8], f64) -> bool,
+    ) {
+        let end = end.min(self.len());
+        if start >= end {
+            return;
+        }
+        match &self.repr {
+            Repr::Pack(p) => {
+                let it = p.iter().skip(start).take(end - start);
+                if rev {
+                    let v: Vec<PEntry<'_>> = it.collect();
+                    v.iter().rev().all(|e| f(e.member, e.score));
+                } else {
+                    it.take_while(|e| f(e.member, e.score)).for_each(drop);
+                }
+            }
+            Repr::Big(b) => b.tree.for_each_while(start, end, rev, &mut |id| {
+                let s = &b.slots.0[id as usize];
+                f(&s.member, s.score)
+            }),
+        }
+    }
+
     /// Every member with its score, ascending.
     pub fn for_each(&self, f: impl FnMut(&[u8], f64)) {
         self.for_each_rank(0, self.len(), false, f)
@@ -631,10 +764,9 @@ impl ZSet {
                 p.len -= end - start;
             }
             Repr::Big(b) => {
-                let mut ids = Vec::with_capacity(end - start);
-                b.tree.for_each(start, end, false, &mut |id| ids.push(id));
-                for id in ids {
-                    b.remove_id(id);
+                for _ in start..end {
+                    let id = b.tree.remove_rank(start).expect("rank in range");
+                    b.forget(id);
                 }
             }
         }
@@ -651,6 +783,17 @@ impl ZSet {
             (0, n)
         };
         let mut out = Vec::with_capacity(n);
+        if let Repr::Big(b) = &mut self.repr {
+            // Taken out of the tree by rank and out of the slab by value: no key
+            // comparisons and no copy of the member.
+            for _ in 0..n {
+                let rank = if max { b.tree.len() - 1 } else { 0 };
+                let id = b.tree.remove_rank(rank).expect("rank in range");
+                let slot = b.forget(id);
+                out.push((slot.member.into_vec(), slot.score));
+            }
+            return out;
+        }
         self.for_each_rank(start, end, max, |m, s| out.push((m.to_vec(), s)));
         self.remove_ranks(start, end);
         out
@@ -773,6 +916,29 @@ mod tests {
                         let (a, b) = z.score_ranks(&r);
                         let n = model.values().filter(|&&s| !r.below_min(s) && r.le_max(s)).count();
                         prop_assert_eq!(b - a, n);
+                        // Walks with LIMIT against the model's filtered order.
+                        let mut sorted: Vec<(Vec<u8>, f64)> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                        sorted.sort_by(|x, y| cmp_keys((x.1, &x.0), (y.1, &y.0)));
+                        let (off, lim) = ((m % 3) as usize, if sc < -4 { None } else { Some((sc.unsigned_abs() % 4) as usize) });
+                        for rev in [false, true] {
+                            let mut want: Vec<(Vec<u8>, f64)> = sorted.iter().filter(|(_, s)| !r.below_min(*s) && r.le_max(*s)).cloned().collect();
+                            if rev { want.reverse(); }
+                            let want: Vec<_> = want.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect();
+                            let mut got = Vec::new();
+                            z.walk_score_range(&r, rev, off, lim, |m, s| got.push((m.to_vec(), s)));
+                            prop_assert_eq!(got, want);
+                            let lr = LexRange { min: LexBound::Incl(vec![b'a' + m % 26]), max: if m % 2 == 0 { LexBound::PosInf } else { LexBound::Excl(vec![b'a' + (m + 5) % 26]) } };
+                            let mut want: Vec<(Vec<u8>, f64)> = sorted.iter().filter(|(k, _)| !lr.below_min(k) && lr.le_max(k)).cloned().collect();
+                            if rev { want.reverse(); }
+                            let want: Vec<_> = want.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect();
+                            let mut got = Vec::new();
+                            z.walk_lex_range(&lr, rev, off, lim, |m, s| got.push((m.to_vec(), s)));
+                            // Lex walks are defined on sets whose scores are equal; the
+                            // model filter matches the walk only then.
+                            if sorted.iter().all(|(_, s)| *s == sorted[0].1) {
+                                prop_assert_eq!(got, want);
+                            }
+                        }
                     }
                     4 => {
                         let n = (m as usize) % 4;
