@@ -687,25 +687,10 @@ impl ZSet {
         rev: bool,
         mut f: impl FnMut(&[u8], f64),
     ) {
-        let end = end.min(self.len());
-        if start >= end {
-            return;
-        }
-        match &self.repr {
-            Repr::Pack(p) => {
-                let it = p.iter().skip(start).take(end - start);
-                if rev {
-                    let v: Vec<PEntry<'_>> = it.collect();
-                    v.iter().rev().for_each(|e| f(e.member, e.score));
-                } else {
-                    it.for_each(|e| f(e.member, e.score));
-                }
-            }
-            Repr::Big(b) => b.tree.for_each(start, end, rev, &mut |id| {
-                let s = &b.slots.0[id as usize];
-                f(&s.member, s.score)
-            }),
-        }
+        self.for_each_rank_while(start, end, rev, |m, s| {
+            f(m, s);
+            true
+        })
     }
 
     /// As `for_each_rank`, stopping as soon as `f` returns false.
