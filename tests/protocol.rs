@@ -122,3 +122,70 @@ fn big_values_round_trip() {
     let n: i64 = redis::cmd("STRLEN").arg("big").query(&mut c).unwrap();
     assert_eq!(n, 8 << 20);
 }
+
+/// Output far beyond the socket buffers: the server writes what fits, waits for the
+/// socket to drain (writability is watched only then) and finishes every reply, while
+/// other clients are served meanwhile.
+#[test]
+fn slow_reader_gets_every_reply() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let value = vec![b'v'; 1 << 20];
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&value)
+        .query(&mut c)
+        .unwrap();
+    let mut slow = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let get = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n".repeat(48);
+    slow.write_all(&get).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The server is stuck on nothing: another client is answered at once.
+    let mut other = s.raw(2);
+    assert_eq!(other.cmd(&["PING"]), "+PONG\r\n");
+    let header = format!("${}\r\n", value.len());
+    let one = header.len() + value.len() + 2;
+    let mut got = vec![0u8; one * 48];
+    let mut at = 0;
+    while at < got.len() {
+        // Small reads, with pauses, so the server sees a full socket many times.
+        let end = (at + 256 * 1024).min(got.len());
+        slow.read_exact(&mut got[at..end]).unwrap();
+        at = end;
+        if at % (4 << 20) < 256 * 1024 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    for i in 0..48 {
+        let r = &got[i * one..(i + 1) * one];
+        assert!(r.starts_with(header.as_bytes()), "reply {i}");
+        assert!(
+            r[header.len()..one - 2].iter().all(|&b| b == b'v'),
+            "reply {i}"
+        );
+        assert_eq!(&r[one - 2..], b"\r\n");
+    }
+}
+
+/// A command trickling in a few bytes at a time: every read is short (the socket is
+/// drained), and the next piece's arrival must still wake the server.
+#[test]
+fn trickled_commands_are_answered() {
+    let s = TestServer::start();
+    let mut t = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    t.set_nodelay(true).unwrap();
+    t.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let cmds =
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n";
+    for piece in cmds.chunks(3) {
+        t.write_all(piece).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let want = b"+OK\r\n$5\r\nhello\r\n+PONG\r\n";
+    let mut got = vec![0u8; want.len()];
+    t.read_exact(&mut got).unwrap();
+    assert_eq!(got, want);
+}

@@ -111,12 +111,15 @@ impl Net {
     /// Reads and runs a client's commands within one turn's budget.
     fn busy_read(&mut self, ex: &mut Executor, slot: usize) {
         let mut budget = READ_BUDGET_PER_TURN;
-        while let Some(n) = self.read_some(ex, slot) {
+        while let Some((n, drained)) = self.read_some(ex, slot) {
             let Some(Some(conn)) = self.conns.get_mut(slot) else {
                 return;
             };
             if run_commands(ex, slot, conn) {
                 self.held.push(slot);
+            }
+            if drained {
+                return;
             }
             budget = budget.saturating_sub(n);
             if budget == 0 {

@@ -43,6 +43,10 @@ struct Conn {
     parser: RequestParser,
     /// Owned arguments of an inline command (multibulk arguments are borrowed).
     inline: Vec<Vec<u8>>,
+    /// Registered for writability: only while output is left after a write. Always
+    /// registering would have the kernel queue a readiness event on every ACK that
+    /// frees send-buffer space, a cost every request paid in system time.
+    wants_write: bool,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -252,8 +256,11 @@ impl Server {
         let mut budget = READ_BUDGET_PER_TURN;
         loop {
             let got = self.net.borrow_mut().read_some(&mut self.ex, slot);
-            let Some(n) = got else { return };
+            let Some((n, drained)) = got else { return };
             self.process(slot);
+            if drained {
+                return;
+            }
             budget = budget.saturating_sub(n);
             if budget == 0 {
                 self.net.borrow_mut().pending_reads.push(slot);
@@ -394,11 +401,11 @@ impl Net {
                 .unwrap_or_default();
             let fd = stream.as_raw_fd() as i64;
             let slot = ex.connect(peer.to_string(), laddr, fd);
-            if let Err(e) = self.poll.registry().register(
-                &mut stream,
-                Token(slot),
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut stream, Token(slot), Interest::READABLE)
+            {
                 crate::log::warning(&format!("Registering client: {e}"));
                 ex.disconnect(slot);
                 continue;
@@ -413,14 +420,20 @@ impl Net {
                 end: 0,
                 parser: RequestParser::new(),
                 inline: Vec::new(),
+                wants_write: false,
             });
             crate::log::verbose(&format!("Accepted {peer}"));
         }
     }
 
-    /// One `read` into the connection's buffer: `Some(bytes)` when data arrived, `None`
-    /// when there is nothing more now (or the connection was closed).
-    fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<usize> {
+    /// One `read` into the connection's buffer: `Some((bytes, drained))` when data
+    /// arrived, `None` when there is nothing more now (or the connection was closed).
+    ///
+    /// `drained` is a short read: the socket's receive queue was emptied, so the caller
+    /// need not read again until the next readiness event. Epoll (edge-triggered, as
+    /// mio registers) reports every later arrival of data or FIN as a new event, so
+    /// this saves the `EAGAIN` read that would otherwise follow every request.
+    fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<(usize, bool)> {
         let qbuf_limit = ex.config.client_query_buffer_limit as usize;
         loop {
             let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
@@ -442,6 +455,7 @@ impl Net {
                 }
             }
             let limit = (conn.end + room).min(conn.rbuf.len());
+            let asked = limit - conn.end;
             match conn.stream.read(&mut conn.rbuf[conn.end..limit]) {
                 Ok(0) => {
                     self.close(ex, slot);
@@ -458,7 +472,7 @@ impl Net {
                         self.close(ex, slot);
                         return None;
                     }
-                    return Some(n);
+                    return Some((n, n < asked));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -504,6 +518,27 @@ impl Net {
                     return;
                 }
             }
+        }
+        let c = ex.client_mut(slot);
+        let left = c.pending_output() > 0;
+        if left != conn.wants_write {
+            // Edge-triggered: registering for writability reports the socket at once
+            // if it already has room, so no wake-up is lost.
+            let interest = if left {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut conn.stream, Token(slot), interest)
+                .is_err()
+            {
+                self.close(ex, slot);
+                return;
+            }
+            conn.wants_write = left;
         }
         let c = ex.client_mut(slot);
         if c.pending_output() == 0 {
