@@ -127,23 +127,24 @@ fn eval_with(
     by_sha: bool,
     ro: bool,
 ) -> Reply {
+    let mut lowered = [0u8; 40];
     let sha = if by_sha {
-        if args[1].len() != 40 {
+        // Looked up from a lowercased copy on the stack: no allocation per call.
+        let Some(sha) = scripting::lowercase_sha(args[1], &mut lowered) else {
+            return NOSCRIPT_ERR;
+        };
+        if !engine.scripts.contains_key(sha) {
             return NOSCRIPT_ERR;
         }
-        let sha = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
-        if !engine.scripts.contains_key(&sha) {
-            return NOSCRIPT_ERR;
-        }
-        sha
+        std::borrow::Cow::Borrowed(sha)
     } else {
         match engine.load_script(args[1]) {
-            Ok(s) => s,
+            Ok(s) => std::borrow::Cow::Owned(s),
             Err(e) => return e,
         }
     };
     let lua_slot = engine.lua_client(ctx.ex);
-    let script = &engine.scripts[&sha];
+    let script = &engine.scripts[&*sha];
     let spec = RunSpec {
         name: &sha,
         read_only: ro || script.flags & sflags::NO_WRITES != 0,
@@ -153,8 +154,7 @@ fn eval_with(
         command: args,
         functions: None,
     };
-    let func = script.func.clone();
-    scripting::run(ctx.ex, ctx.client, lua_slot, &engine.eval, &func, &spec)
+    scripting::run(ctx.ex, ctx.client, lua_slot, &engine.eval, &script.func, &spec)
 }
 
 fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

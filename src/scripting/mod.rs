@@ -52,6 +52,18 @@ pub mod sflags {
     ];
 }
 
+/// EVALSHA's SHA argument lowercased into `buf`; `None` when it cannot name a script
+/// (wrong length or not ASCII).
+pub fn lowercase_sha<'b>(arg: &[u8], buf: &'b mut [u8; 40]) -> Option<&'b str> {
+    if arg.len() != 40 {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(arg) {
+        *d = s.to_ascii_lowercase();
+    }
+    std::str::from_utf8(buf).ok()
+}
+
 /// A cached EVAL script.
 pub struct Script {
     pub body: Vec<u8>,
@@ -61,7 +73,7 @@ pub struct Script {
 
 pub struct Engine {
     pub eval: Vm,
-    pub scripts: HashMap<String, Script>,
+    pub scripts: HashMap<String, Script, foldhash::fast::RandomState>,
     /// FUNCTION's libraries and their VM, created on first use.
     pub functions: Option<Box<functions::Functions>>,
     /// The pseudo-client slot commands called from scripts run as.
@@ -143,7 +155,7 @@ impl Engine {
     pub fn new() -> Engine {
         Engine {
             eval: Vm::new().expect("Lua VM initialisation"),
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             functions: None,
             lua_client: None,
         }

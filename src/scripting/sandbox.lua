@@ -18,21 +18,25 @@ local function protect(real)
   return proxy
 end
 
+-- Scripts see a proxy whose __index is the real globals table itself, so an existing
+-- global is found by two table lookups with no Lua call (a global read is in every
+-- script: `redis`, `KEYS`, `ARGV`). Only a miss reaches the real table's own
+-- metatable (set last, below), which raises Redis's error; that also covers code
+-- compiled by loadstring, which runs with the real table as environment, as in Redis.
 local function protect_globals(real)
   local proxy = {}
   real_of[proxy] = real
-  setmetatable(proxy, {
+  setmetatable(proxy, {__index = real, __newindex = ro_error, __metatable = false})
+  return proxy
+end
+local function guard_real_globals(real)
+  setmetatable(real, {
     __index = function(_, k)
-      local v = real[k]
-      if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-      end
-      return v
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end,
     __newindex = ro_error,
     __metatable = false,
   })
-  return proxy
 end
 
 local function check_writable(t)
@@ -117,4 +121,5 @@ local sm = getmetatable("")
 if sm then sm.__index = real_g.string end
 local globals = protect_globals(real_g)
 real_g._G = globals
+guard_real_globals(real_g)
 return globals, run, run_with, protect

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use mlua::{
-    chunk::ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic,
+    chunk::ChunkMode, Function, Lua, LuaOptions, StdLib, Table, Value, Variadic,
 };
 
 use super::libs;
@@ -481,14 +481,14 @@ fn error_handler(lua: &Lua, real_g: &Table) -> mlua::Result<Function> {
 /// Runs a compiled function under the error handler: `Ok(value)` or `Err(error table
 /// or message)`.
 pub fn run_protected(vm: &Vm, f: &Function, args: Option<(Value, Value)>) -> Result<Value, Value> {
-    let res: mlua::Result<MultiValue> = match args {
-        None => vm.run.call((f.clone(), vm.handler.clone())),
-        Some((a, b)) => vm.run_with.call((f.clone(), vm.handler.clone(), a, b)),
+    // By reference and into a tuple: no handle copies, no result list per run.
+    let res: mlua::Result<(Value, Value)> = match args {
+        None => vm.run.call((f, &vm.handler)),
+        Some((a, b)) => vm.run_with.call((f, &vm.handler, a, b)),
     };
     match res {
-        Ok(mut mv) => {
-            let ok = matches!(mv.pop_front(), Some(Value::Boolean(true)));
-            let v = mv.pop_front().unwrap_or(Value::Nil);
+        Ok((ok, v)) => {
+            let ok = matches!(ok, Value::Boolean(true));
             if ok {
                 Ok(v)
             } else {
