@@ -231,6 +231,22 @@ pub fn disconnected(ex: &mut Executor, slot: usize) {
     }
 }
 
+/// A client's kind for CLIENT KILL TYPE: 0 normal, 1 pubsub, 2 replica, 3 master.
+pub fn client_kind(ex: &Executor, slot: usize, c: &crate::exec::Client) -> u8 {
+    if ex.repl.peers.iter().any(|p| p.slot == slot) {
+        2
+    } else if ex
+        .repl
+        .link
+        .as_ref()
+        .is_some_and(|l| l.client == Some(slot))
+    {
+        3
+    } else {
+        c.is_pubsub() as u8
+    }
+}
+
 /// `READONLY` for writes by ordinary clients of a read-only replica.
 pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command) -> Option<Reply> {
     let link = ex.repl.link.as_ref()?;

@@ -221,6 +221,22 @@ fn drop_link(ex: &mut Executor, mut link: Link) {
     }
 }
 
+/// CLIENT KILL of the master's pseudo-client drops the link (it reconnects and
+/// continues with PSYNC). False when `slot` is not the master's client.
+pub fn kill_master_client(ex: &mut Executor, slot: usize) -> bool {
+    if ex
+        .repl
+        .link
+        .as_ref()
+        .is_some_and(|l| l.client == Some(slot))
+    {
+        fail(ex, "Connection with master lost (CLIENT KILL).");
+        true
+    } else {
+        false
+    }
+}
+
 /// Drops the connection and schedules a new attempt; the history is kept.
 fn fail(ex: &mut Executor, why: &str) {
     let Some(mut link) = ex.repl.link.take() else {
