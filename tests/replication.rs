@@ -319,3 +319,45 @@ fn cinnabar_replica_of_redis_server() {
     assert_eq!(r.cmd(&["GET", "local"]), "$-1\r\n");
     assert_eq!(r.cmd(&["GET", "more"]), "$1\r\ny\r\n");
 }
+
+#[test]
+fn full_sync_image_is_a_copy_on_write_snapshot() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    for i in 0..300 {
+        m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    m.cmd(&["RPUSH", "list", "a", "b"]);
+    // The walker moves only on DEBUG SNAPSHOT-STEP: writes land mid-snapshot.
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "1"]);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
+    assert!(info(&mut m, "replication", "slave0").contains("state=wait_bgsave"));
+    m.cmd(&["DEBUG", "SNAPSHOT-STEP", "4"]);
+    for i in 0..300 {
+        if i % 3 == 0 {
+            m.cmd(&["DEL", &format!("k{i}")]);
+        } else if i % 3 == 1 {
+            m.cmd(&["APPEND", &format!("k{i}"), "+"]);
+        }
+    }
+    m.cmd(&["RPUSH", "list", "c"]);
+    m.cmd(&["SET", "new", "key"]);
+    // A second replica joins the same snapshot.
+    let replica2 = redis_server_available().then(|| redis_replica(master.port));
+    wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
+    wait_synced(master.port, replica.port);
+    if let Some(r2) = &replica2 {
+        wait_synced(master.port, r2.port);
+    }
+    assert_eq!(
+        info(&mut m, "stats", "sync_full"),
+        if replica2.is_some() { "2" } else { "1" }
+    );
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["GET", "k1"]), "$3\r\nv1+\r\n");
+    assert_eq!(r.cmd(&["EXISTS", "k0"]), ":0\r\n");
+    assert_eq!(r.cmd(&["LLEN", "list"]), ":3\r\n");
+}

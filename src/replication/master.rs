@@ -1,12 +1,14 @@
 //! The master side: SYNC/PSYNC, REPLCONF from replicas, WAIT.
 //!
-//! A full resynchronization sends `+FULLRESYNC <replid> <offset>` and a synchronous
-//! RDB image of the dataset (`persistence::snapshot::serialize`) as
-//! `$<len>\r\n<payload>` into the replica's output buffer; the replica is online at
-//! once and gets every stream byte produced after the image. (A synchronous image
-//! blocks the executor for the time it takes to serialize the dataset; the
-//! forkless copy-on-write snapshot used by BGSAVE would avoid that, and is the next
-//! step.) A partial resynchronization sends `+CONTINUE <replid>` and the backlog's
+//! A full resynchronization answers `+FULLRESYNC <replid> <offset>` at once and starts
+//! the forkless copy-on-write snapshot (`persistence/cow.rs`, purpose `Replication`)
+//! of that instant, so the executor never stops to serialize the dataset. Until the
+//! image is on disk the replica is `wait_bgsave`: the stream produced meanwhile is
+//! held for it (`Peer::waiting`); then `$<len>\r\n<payload>` and the held bytes go
+//! into its output buffer and it is online. A replica arriving while such a snapshot
+//! runs joins it (same offset, a copy of the held bytes). When a BGSAVE or AOF
+//! rewrite holds the snapshot machinery, the image is serialized synchronously
+//! instead. A partial resynchronization sends `+CONTINUE <replid>` and the backlog's
 //! bytes from the requested offset.
 
 use std::time::Instant;
@@ -70,6 +72,9 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
     ));
     ensure_backlog(ex);
     ex.repl.sync_full += 1;
+    if let Some(reply) = sync_with_snapshot(ex, slot, id, &ip, &conf, psync.is_some()) {
+        return reply;
+    }
     let image = match crate::persistence::snapshot::serialize(ex) {
         Ok(b) => b,
         Err(e) => return Reply::error(format!("ERR {e}")),
@@ -116,7 +121,107 @@ fn add_peer(ex: &mut Executor, slot: usize, id: u64, ip: String, conf: &PeerConf
         ack_off: 0,
         ack_time: Instant::now(),
         old_protocol: old,
+        waiting: None,
     });
+}
+
+fn snapshot_path() -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("temp-repl-{}.rdb", std::process::id()))
+}
+
+/// The full resynchronization through the copy-on-write snapshot: None when it cannot
+/// be used (another snapshot runs), so the caller sends a synchronous image.
+fn sync_with_snapshot(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: &str,
+    conf: &PeerConf,
+    psync: bool,
+) -> Option<Reply> {
+    use crate::persistence::cow::Purpose;
+    let joining = ex
+        .persist
+        .snap
+        .as_ref()
+        .is_some_and(|s| s.purpose == Purpose::Replication && !s.is_cancelled());
+    let held = if joining {
+        // Another replica waits for the same image: same offset, same held stream.
+        ex.repl
+            .peers
+            .iter()
+            .find_map(|p| p.waiting.clone())
+            .unwrap_or_default()
+    } else {
+        if ex.persist.busy() {
+            return None;
+        }
+        let path = snapshot_path();
+        if crate::persistence::snapshot::begin_snapshot(ex, Purpose::Replication, &path).is_err() {
+            return None;
+        }
+        ex.repl.snapshot_offset = ex.repl.offset;
+        Vec::new()
+    };
+    if psync {
+        let line = format!(
+            "+FULLRESYNC {} {}\r\n",
+            ex.repl.replid, ex.repl.snapshot_offset
+        );
+        ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
+    }
+    ex.stream.reset_db();
+    add_peer(ex, slot, id, ip.to_string(), conf, !psync);
+    if let Some(p) = ex.repl.peers.last_mut() {
+        p.waiting = Some(held);
+    }
+    crate::log::notice("Starting BGSAVE for SYNC with target: disk");
+    Some(Reply::NoReply)
+}
+
+/// The replication snapshot ended: waiting replicas get the image and the stream
+/// held for them, or are disconnected (they retry) when it failed.
+pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
+    let path = snapshot_path();
+    let image = result.and_then(|()| std::fs::read(&path).map_err(|e| e.to_string()));
+    let _ = std::fs::remove_file(&path);
+    let waiting: Vec<usize> = ex
+        .repl
+        .peers
+        .iter()
+        .filter(|p| p.waiting.is_some())
+        .map(|p| p.slot)
+        .collect();
+    for slot in waiting {
+        let held = ex
+            .repl
+            .peers
+            .iter_mut()
+            .find(|p| p.slot == slot)
+            .and_then(|p| p.waiting.take())
+            .unwrap_or_default();
+        match &image {
+            Ok(bytes) => {
+                let c = ex.client_mut(slot);
+                c.out
+                    .extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
+                c.out.extend_from_slice(bytes);
+                c.out.extend_from_slice(&held);
+                ex.mark_pending_write(slot);
+                crate::log::notice(&format!(
+                    "Synchronization with replica {} succeeded",
+                    ex.client(slot).addr
+                ));
+            }
+            Err(e) => {
+                crate::log::warning(&format!(
+                    "Replication snapshot failed ({e}): closing the waiting replica"
+                ));
+                ex.client_mut(slot).close_asap = true;
+                ex.close_pending = true;
+            }
+        }
+    }
 }
 
 /// REPLCONF <option> <value> ...

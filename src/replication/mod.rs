@@ -43,6 +43,9 @@ pub struct Peer {
     pub ack_time: Instant,
     /// Pre-PSYNC replicas (SYNC) never ACK.
     pub old_protocol: bool,
+    /// Waiting for the snapshot of its full resynchronization: the stream produced
+    /// since the snapshot's instant is held here and follows the image.
+    pub waiting: Option<Vec<u8>>,
 }
 
 /// What a client told us with REPLCONF before its PSYNC.
@@ -86,6 +89,8 @@ pub struct Repl {
     pub sync_partial_err: u64,
     /// The event loop's registry, for the master link's socket.
     pub registry: Option<mio::Registry>,
+    /// Offset at the instant of the replication snapshot in progress.
+    pub snapshot_offset: u64,
 }
 
 impl Default for Repl {
@@ -107,6 +112,7 @@ impl Default for Repl {
             sync_partial_ok: 0,
             sync_partial_err: 0,
             registry: None,
+            snapshot_offset: 0,
         }
     }
 }
@@ -144,7 +150,10 @@ impl Repl {
 
     /// Replicas whose acknowledged offset reached `target`.
     pub fn acked(&self, target: u64) -> i64 {
-        self.peers.iter().filter(|p| p.ack_off >= target).count() as i64
+        self.peers
+            .iter()
+            .filter(|p| p.waiting.is_none() && p.ack_off >= target)
+            .count() as i64
     }
 }
 
@@ -198,8 +207,14 @@ pub fn feed_raw(ex: &mut Executor, data: &[u8]) {
 
 fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     ex.repl.push(data);
-    let slots: Vec<usize> = ex.repl.peers.iter().map(|p| p.slot).collect();
-    for slot in slots {
+    let mut online = Vec::new();
+    for p in ex.repl.peers.iter_mut() {
+        match p.waiting.as_mut() {
+            Some(held) => held.extend_from_slice(data),
+            None => online.push(p.slot),
+        }
+    }
+    for slot in online {
         ex.client_mut(slot).out.extend_from_slice(data);
         ex.mark_pending_write(slot);
     }
@@ -354,9 +369,14 @@ pub fn info(ex: &Executor, s: &mut String) {
     field(format!("connected_slaves:{}", r.peers.len()));
     for (i, p) in r.peers.iter().enumerate() {
         field(format!(
-            "slave{i}:ip={},port={},state=online,offset={},lag={}",
+            "slave{i}:ip={},port={},state={},offset={},lag={}",
             p.ip,
             p.port,
+            if p.waiting.is_some() {
+                "wait_bgsave"
+            } else {
+                "online"
+            },
             p.ack_off,
             p.ack_time.elapsed().as_secs()
         ));
