@@ -106,6 +106,14 @@ fn cinnabar_replica_of_cinnabar() {
         r.cmd(&["SET", "x", "1"]),
         "-READONLY You can't write against a read only replica.\r\n"
     );
+    assert_eq!(
+        r.cmd(&["EVAL", "return redis.call('set', 'x', '1')", "0"]),
+        "-READONLY You can't write against a read only replica. script: a22335312368ca3ce990a8254cce543809e8ea73, on @user_script:1.\r\n"
+    );
+    assert_eq!(
+        r.cmd(&["EVAL", "return redis.call('get', 'sk')", "0"]),
+        "$3\r\nval\r\n"
+    );
     assert_eq!(info(&mut r, "replication", "role"), "slave");
     assert_eq!(info(&mut r, "replication", "master_port"), port);
     assert_eq!(info(&mut r, "replication", "slave_read_only"), "1");
