@@ -89,6 +89,17 @@ pub struct Config {
     pub aof_load_truncated: bool,
     pub auto_aof_rewrite_percentage: u64,
     pub auto_aof_rewrite_min_size: u64,
+    /// Replication (src/replication): `replicaof` at startup, the master's credentials,
+    /// the backlog, the master's ping period, and the replica's write policy.
+    pub replicaof: Option<(String, u16)>,
+    pub masterauth: Option<String>,
+    pub masteruser: Option<String>,
+    pub repl_backlog_size: u64,
+    pub repl_ping_replica_period: u64,
+    pub repl_timeout: u64,
+    pub replica_read_only: bool,
+    pub replica_priority: i64,
+    pub replica_announced: bool,
 }
 
 impl Default for Config {
@@ -133,6 +144,15 @@ impl Default for Config {
             lazyfree_lazy_expire: false,
             lazyfree_lazy_server_del: false,
             active_expire_effort: 1,
+            replicaof: None,
+            masterauth: None,
+            masteruser: None,
+            repl_backlog_size: 1 << 20,
+            repl_ping_replica_period: 10,
+            repl_timeout: 60,
+            replica_read_only: true,
+            replica_priority: 100,
+            replica_announced: true,
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             tracking_table_max_keys: 1_000_000,
@@ -312,6 +332,99 @@ const POLICIES: &[&str] = &[
 
 /// The directive table.
 pub static DIRECTIVES: &[Directive] = &[
+    Directive {
+        name: "replicaof",
+        aliases: &["slaveof"],
+        mutable: false,
+        get: |c| {
+            c.replicaof
+                .as_ref()
+                .map(|(h, p)| format!("{h} {p}"))
+                .unwrap_or_default()
+        },
+        set: |c, a| {
+            let words: Vec<&str> = a.iter().flat_map(|s| s.split_whitespace()).collect();
+            c.replicaof = match words.as_slice() {
+                [] => None,
+                [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => {
+                    None
+                }
+                [h, p] => Some((
+                    h.to_string(),
+                    p.parse().map_err(|_| "Invalid master port".to_string())?,
+                )),
+                _ => return Err("wrong number of arguments".into()),
+            };
+            Ok(())
+        },
+    },
+    Directive {
+        name: "masterauth",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.masterauth.clone().unwrap_or_default(),
+        set: |c, a| {
+            let p = one(a)?;
+            c.masterauth = (!p.is_empty()).then(|| p.to_string());
+            Ok(())
+        },
+    },
+    Directive {
+        name: "masteruser",
+        aliases: &[],
+        mutable: true,
+        get: |c| c.masteruser.clone().unwrap_or_default(),
+        set: |c, a| {
+            let p = one(a)?;
+            c.masteruser = (!p.is_empty()).then(|| p.to_string());
+            Ok(())
+        },
+    },
+    mem_directive!(
+        "repl-backlog-size",
+        repl_backlog_size,
+        u64,
+        1,
+        i64::MAX as u64
+    ),
+    int_directive!(
+        "repl-ping-replica-period",
+        &["repl-ping-slave-period"],
+        repl_ping_replica_period,
+        u64,
+        1,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "repl-timeout",
+        &[],
+        repl_timeout,
+        u64,
+        1,
+        i32::MAX as i64,
+        true
+    ),
+    Directive {
+        name: "replica-read-only",
+        aliases: &["slave-read-only"],
+        mutable: true,
+        get: |c| yes_no(c.replica_read_only),
+        set: |c, a| {
+            c.replica_read_only = parse_bool(one(a)?)?;
+            Ok(())
+        },
+    },
+    int_directive!(
+        "replica-priority",
+        &["slave-priority"],
+        replica_priority,
+        i64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    bool_directive!("replica-announced", replica_announced, true),
     Directive {
         name: "bind",
         aliases: &[],

@@ -16,6 +16,7 @@ pub mod log;
 pub mod net;
 pub mod persistence;
 pub mod protocol;
+pub mod replication;
 pub mod scripting;
 pub mod types;
 pub mod util;

@@ -628,8 +628,8 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut user: Option<&[u8]> = None;
-    // Some(Some(pubsub?)) for normal/pubsub, Some(None) for replica/master.
-    let mut client_type: Option<Option<bool>> = None;
+    // normal, pubsub, replica, master (`replication::client_kind`).
+    let mut client_type: Option<u8> = None;
     let mut skipme = true;
     let mut maxage: Option<u64> = None;
     let mut j = 2;
@@ -650,10 +650,14 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     String::from_utf8_lossy(val)
                 ));
             }
-            client_type = Some(if is(val, "normal") || is(val, "pubsub") {
-                Some(is(val, "pubsub"))
+            client_type = Some(if is(val, "normal") {
+                0
+            } else if is(val, "pubsub") {
+                1
+            } else if is(val, "master") {
+                3
             } else {
-                None
+                2
             });
         } else if is(opt, "addr") {
             addr = Some(val);
@@ -690,7 +694,8 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 && addr.is_none_or(|a| c.addr.as_bytes() == a)
                 && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
                 && user.is_none_or(|u| c.user.as_bytes() == u)
-                && client_type.is_none_or(|t| t == Some(c.is_pubsub()))
+                && client_type
+                    .is_none_or(|t| t == crate::replication::client_kind(ctx.ex, *slot, c))
                 && maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
                 && !(skipme && *slot == me)
         })
@@ -704,6 +709,9 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 /// Closes a client: itself after this reply, others at once.
 fn kill_slot(ctx: &mut Ctx, slot: usize, me: usize) {
+    if crate::replication::replica::kill_master_client(ctx.ex, slot) {
+        return;
+    }
     let c = ctx.ex.client_mut(slot);
     if slot == me {
         c.close_after_reply = true;

@@ -22,6 +22,7 @@ pub mod lists;
 pub mod monitor;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -266,6 +267,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         streams::COMMANDS,
         functions::COMMANDS,
         persistence::COMMANDS,
+        replication::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -403,6 +403,9 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("total_net_input_bytes:{}", st.total_net_input_bytes);
             field!("total_net_output_bytes:{}", st.total_net_output_bytes);
             field!("rejected_connections:{}", st.rejected_connections);
+            field!("sync_full:{}", ex.repl.sync_full);
+            field!("sync_partial_ok:{}", ex.repl.sync_partial_ok);
+            field!("sync_partial_err:{}", ex.repl.sync_partial_err);
             field!("expired_keys:{}", ks.expired_keys);
             field!("expired_stale_perc:{:.2}", ks.expired_stale_perc * 100.0);
             field!(
@@ -436,17 +439,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         }
         "replication" => {
             s.push_str("# Replication\r\n");
-            field!("role:master");
-            field!("connected_slaves:0");
-            field!("master_failover_state:no-failover");
-            field!("master_replid:{}", ex.run_id);
-            field!("master_replid2:0000000000000000000000000000000000000000");
-            field!("master_repl_offset:0");
-            field!("second_repl_offset:-1");
-            field!("repl_backlog_active:0");
-            field!("repl_backlog_size:1048576");
-            field!("repl_backlog_first_byte_offset:0");
-            field!("repl_backlog_histlen:0");
+            crate::replication::info(ex, &mut s);
         }
         "cpu" => {
             let (user, sys) = cpu_times();

@@ -329,6 +329,14 @@ pub fn tick(ex: &mut Executor) {
     }
 }
 
+/// Unblocks a client blocked by [`block`] with `reply` (WAIT answers from
+/// src/replication when enough replicas acknowledged or its timeout passed).
+pub fn unblock_with(ex: &mut Executor, slot: usize, reply: &Reply) {
+    if ex.blocking.remove(slot).is_some() {
+        deliver(ex, slot, reply);
+    }
+}
+
 /// CLIENT UNBLOCK: unblocks the client with `id` as by a timeout, or with an
 /// `UNBLOCKED` error. Returns whether a blocked client was found.
 pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {

@@ -68,6 +68,8 @@ pub struct Client {
     /// events, invalidations) wait in `deferred` and follow the command's reply.
     pub executing: bool,
     pub deferred: Vec<u8>,
+    /// Replication offset of this client's last write (WAIT, src/replication).
+    pub woff: u64,
 }
 
 impl Client {
@@ -106,6 +108,7 @@ impl Client {
             monitor: false,
             executing: false,
             deferred: Vec::new(),
+            woff: 0,
         }
     }
 

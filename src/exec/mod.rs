@@ -127,6 +127,8 @@ pub struct Executor {
     /// serves other clients meanwhile (busy.rs).
     pub busy: Option<busy::BusyScript>,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
+    /// Replication state, master and replica side (src/replication).
+    pub repl: crate::replication::Repl,
 }
 
 impl Executor {
@@ -171,6 +173,7 @@ impl Executor {
             aof: None,
             busy: None,
             busy_server: None,
+            repl: Default::default(),
         }
     }
 
@@ -214,6 +217,7 @@ impl Executor {
     pub fn disconnect(&mut self, slot: usize) {
         if let Some(Some(_)) = self.clients.get(slot) {
             self.blocking.disconnect(slot);
+            crate::replication::disconnected(self, slot);
             self.clear_client_state(slot);
             let internal = self.client(slot).embedded;
             self.clients[slot] = None;
@@ -360,6 +364,10 @@ impl Executor {
         if max_keys != 0 && self.tracking.total_keys() as u64 > max_keys {
             self.tracking_limit_keys(Some(slot));
         }
+        if let Some(reply) = crate::replication::readonly_error(self, slot, cmd) {
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), reply);
+        }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {
             return reply;
@@ -375,6 +383,7 @@ impl Executor {
         let now_ms = start_us / 1000;
         let db = self.client(slot).db;
         let mark = self.stream_begin();
+        let stream_pos = self.stream.position();
         let reply = {
             let mut ctx = Ctx {
                 ex: self,
@@ -386,6 +395,10 @@ impl Executor {
             (cmd.handler)(&mut ctx, args)
         };
         self.stream_end(mark, cmd, args, &reply, db, now_ms);
+        if self.stream.position() != stream_pos {
+            // WAIT waits for replicas to reach this client's last write.
+            self.client_mut(slot).woff = crate::replication::write_offset(self);
+        }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
         let st = self.cmd_stats.entry(cmd.name).or_default();
@@ -527,6 +540,7 @@ impl Executor {
         let walk = if self.persist.walking() { 1 } else { u64::MAX };
         (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
             .min(self.blocking.ms_until_deadline())
+            .min(self.repl.ms_until_deadline())
             .min(walk)
     }
 
@@ -543,7 +557,8 @@ impl Executor {
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
         self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
         // Fields of hashes with per-field TTLs (HEXPIRE) expire in their own 1 ms slice.
-        if self.active_expire {
+        // A replica's keys expire by its master's DELs only.
+        if self.active_expire && self.ks.expire_mode == crate::keyspace::ExpireMode::Delete {
             crate::commands::hashes::active_expire_fields(
                 self,
                 unix_ms(),
@@ -564,6 +579,7 @@ impl Executor {
     /// clients served in between, never one long pause.
     pub fn expire_slice(&mut self) {
         if !self.active_expire
+            || self.ks.expire_mode != crate::keyspace::ExpireMode::Delete
             || self.expire_budget.is_zero()
             || self.ks.dbs.iter().all(|d| d.volatile == 0)
         {

@@ -64,6 +64,20 @@ pub struct Keyspace {
     /// some of their entries: the snapshot walks them, then frees them
     /// (persistence/cow.rs), so a flush during a snapshot costs no pause.
     pub retired: Vec<KeyTable>,
+    /// What lookups do with a key whose expiry has passed (replicas keep them).
+    pub expire_mode: ExpireMode,
+}
+
+/// Lazy expiry policy. A replica never deletes keys by itself: the master's DELs do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpireMode {
+    /// A master: expired keys are deleted when met.
+    #[default]
+    Delete,
+    /// A replica serving its clients: expired keys read as missing but stay.
+    Hide,
+    /// A replica applying its master's stream: expired keys are still there.
+    Keep,
 }
 
 /// Absolute unix time in milliseconds.
@@ -149,12 +163,15 @@ impl Keyspace {
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
             retired: Vec::new(),
+            expire_mode: ExpireMode::Delete,
         }
     }
 
     /// Whether `key` exists and has not expired, without touching it.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
-        self.expire_if_needed(db, key, now_ms);
+        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+            return false;
+        }
         self.dbs[db].table.contains(key)
     }
 
@@ -165,7 +182,11 @@ impl Keyspace {
             None => false,
         };
         if expired {
-            self.delete_expired(db, key);
+            match self.expire_mode {
+                ExpireMode::Delete => self.delete_expired(db, key),
+                ExpireMode::Hide => {}
+                ExpireMode::Keep => return false,
+            }
         }
         expired
     }
@@ -187,7 +208,10 @@ impl Keyspace {
         now_ms: i64,
         touch: bool,
     ) -> Option<EntryRef<'_>> {
-        self.expire_if_needed(db, key, now_ms);
+        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+            self.stats.keyspace_misses += 1;
+            return None;
+        }
         let lfu = self.lfu;
         let table = &mut self.dbs[db].table;
         let found = if touch {
@@ -212,7 +236,9 @@ impl Keyspace {
 
     /// Looks a key up for writing.
     pub fn lookup_mut(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<EntryMut<'_>> {
-        self.expire_if_needed(db, key, now_ms);
+        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+            return None;
+        }
         let lfu = self.lfu;
         let mut e = self.dbs[db].table.get_mut(key)?;
         let field = if lfu {

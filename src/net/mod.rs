@@ -146,6 +146,10 @@ impl Server {
             busy_swept: None,
         }));
         ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&net))));
+        ex.repl.registry = Some(net.borrow().poll.registry().try_clone()?);
+        if let Some((host, port)) = ex.config.replicaof.clone() {
+            crate::replication::replica::start(&mut ex, host, port);
+        }
         Ok(Server { net, ex })
     }
 
@@ -184,6 +188,9 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
+                    Token(crate::replication::replica::LINK_TOKEN) => {
+                        crate::replication::replica::on_event(&mut self.ex)
+                    }
                     Token(t) if t >= LISTENER_BASE => self
                         .net
                         .borrow_mut()
@@ -223,6 +230,8 @@ impl Server {
                     self.process(slot);
                 }
             }
+            // Replication timers, WAIT wake-ups, GETACK and pings (src/replication).
+            crate::replication::tick(&mut self.ex);
             // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)

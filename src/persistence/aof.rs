@@ -495,8 +495,10 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         wait_rewrite: true,
     }));
     // Until the image is taken there is nothing to log: the image will hold it.
-    ex.stream.enabled = false;
-    ex.stream.buf.clear();
+    // (Replicas still need the stream.)
+    crate::replication::feed(ex);
+    ex.stream.enabled = ex.repl.backlog.is_some();
+    ex.stream.clear();
     if ex.persist.busy() {
         if let Some(a) = ex.aof.as_mut() {
             a.rewrite_scheduled = true;
@@ -530,8 +532,8 @@ pub fn stop_at_runtime(ex: &mut Executor) {
             let _ = t.join();
         }
     }
-    ex.stream.enabled = false;
-    ex.stream.buf.clear();
+    ex.stream.enabled = ex.repl.backlog.is_some();
+    ex.stream.clear();
 }
 
 /// Startup: the AOF when enabled (falling back to the RDB file when there is no AOF
@@ -567,6 +569,8 @@ pub fn flush_before(ex: &mut Executor, pos: u64) {
 /// Writes the stream's pending commands to the incremental file; with `always`,
 /// fdatasyncs before returning. Called once per loop turn before replies go out.
 pub fn flush(ex: &mut Executor) {
+    // Replicas get the same bytes (src/replication).
+    crate::replication::feed(ex);
     let Some(aof) = ex.aof.as_mut() else {
         ex.stream.clear();
         return;

@@ -319,6 +319,8 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
 pub enum Purpose {
     Bgsave,
     AofRewrite,
+    /// The image a full resynchronization sends to replicas (src/replication).
+    Replication,
 }
 
 /// How much walking a step may do.

@@ -316,6 +316,14 @@ fn finished(ex: &mut Executor, snap: Snapshot, outcome: Outcome) {
                 }
             }
         }
+        Purpose::Replication => {
+            let result = match outcome {
+                Outcome::Done(_) => Ok(()),
+                Outcome::Failed(e) => Err(e),
+                Outcome::Cancelled => Err("cancelled".into()),
+            };
+            crate::replication::master::snapshot_finished(ex, result);
+        }
         Purpose::AofRewrite => {
             ex.persist.aof_last_cow_size = cow;
             let result = match outcome {

@@ -519,6 +519,9 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
             "ERR Write commands are not allowed from read-only scripts.",
         );
     }
+    if let Some(Reply::Error(e)) = crate::replication::readonly_error(cc.ex, cc.slot, cmd) {
+        return vm::err_table(lua, &e);
+    }
     if cmd.is_write() {
         cc.wrote = true;
     }

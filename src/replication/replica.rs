@@ -1,0 +1,778 @@
+//! The replica side: the link to our master.
+//!
+//! The link is one non-blocking socket registered with the event loop (token
+//! `LINK_TOKEN`), driven by a small state machine, as Redis's `syncWithMaster`:
+//!
+//! 1. `Connect` — waiting for the next attempt (at once after REPLICAOF, then every
+//!    second after a failure); `Connecting` — the non-blocking connect is in flight.
+//! 2. `Handshake` — `PING`; then `AUTH [masteruser] masterauth` (when set),
+//!    `REPLCONF listening-port <port>` and `REPLCONF capa eof capa psync2`, sent
+//!    together and answered in order; then `PSYNC <replid> <offset+1>` (our cached
+//!    history) or `PSYNC ? -1`.
+//! 3. `Transfer` — after `+FULLRESYNC <replid> <offset>`, the RDB payload as
+//!    `$<len>\r\n` or the diskless `$EOF:<40-byte mark>\r\n` form; then the dataset is
+//!    flushed and the image loaded with the RDB loader. `+CONTINUE [<replid>]` skips it.
+//! 4. `Connected` — the master's stream is parsed like a client's input and executed
+//!    by the master's pseudo-client, replies dropped; `REPLCONF GETACK` is answered
+//!    with `REPLCONF ACK <offset>`, and an ACK goes out every second anyway. The
+//!    offset advances at command boundaries outside MULTI, and the processed bytes
+//!    are forwarded verbatim to our own backlog and replicas.
+//!
+//! A failure at any step (or `repl-timeout` seconds without data) drops the link and
+//! retries a second later with the history kept, so a short outage resumes with
+//! `+CONTINUE`. Keys do not expire here by themselves: the keyspace is in
+//! `ExpireMode::Hide` (expired keys read as missing but stay), and in `Keep` while
+//! the master's commands run, so the master's DELs decide.
+
+use std::io::{Read, Write};
+use std::net::ToSocketAddrs;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+
+use crate::exec::Executor;
+use crate::keyspace::ExpireMode;
+use crate::protocol::{Limits, Request, RequestParser};
+
+/// The event-loop token of the master link's socket.
+pub const LINK_TOKEN: usize = usize::MAX - 65;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Pong,
+    /// Replies to AUTH / REPLCONF still expected (AUTH first when `auth`).
+    Conf {
+        left: usize,
+        auth: bool,
+    },
+    Psync,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Connect,
+    Connecting,
+    Handshake(Step),
+    Transfer,
+    Connected,
+}
+
+struct Transfer {
+    replid: String,
+    offset: u64,
+    /// Payload size, or None for the EOF-marker format.
+    size: Option<usize>,
+    mark: Vec<u8>,
+    header_done: bool,
+    data: Vec<u8>,
+}
+
+pub struct Link {
+    pub host: String,
+    pub port: u16,
+    state: State,
+    sock: Option<TcpStream>,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    wbuf: Vec<u8>,
+    parser: RequestParser,
+    /// The master's pseudo-client while connected.
+    pub client: Option<usize>,
+    /// Offset of the stream processed / read so far.
+    pub reploff: u64,
+    pub read_reploff: u64,
+    pub last_io: Instant,
+    pub down_since: Option<Instant>,
+    retry_at: Instant,
+    last_ack: Instant,
+    /// Whether our replid/offset are a history the master may continue (PSYNC).
+    cached: bool,
+    transfer: Option<Transfer>,
+    /// Processed bytes not yet forwarded (a MULTI block in progress).
+    forward: Vec<u8>,
+}
+
+impl Link {
+    fn new(host: String, port: u16, cached: bool) -> Link {
+        let now = Instant::now();
+        Link {
+            host,
+            port,
+            state: State::Connect,
+            sock: None,
+            rbuf: Vec::new(),
+            rpos: 0,
+            wbuf: Vec::new(),
+            parser: RequestParser::new(),
+            client: None,
+            reploff: 0,
+            read_reploff: 0,
+            last_io: now,
+            down_since: Some(now),
+            retry_at: now,
+            last_ack: now,
+            cached,
+            transfer: None,
+            forward: Vec::new(),
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.state == State::Connected
+    }
+
+    pub fn sync_in_progress(&self) -> bool {
+        self.state == State::Transfer
+    }
+
+    /// (total, read) bytes of an RDB transfer with a known size.
+    pub fn transfer_progress(&self) -> Option<(u64, u64)> {
+        let t = self.transfer.as_ref()?;
+        Some((t.size.unwrap_or(0) as u64, t.data.len() as u64))
+    }
+
+    /// ROLE's state name.
+    pub fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Connect => "connect",
+            State::Connecting => "connecting",
+            State::Handshake(_) => "handshake",
+            State::Transfer => "sync",
+            State::Connected => "connected",
+        }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) {
+        self.wbuf
+            .extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            crate::protocol::reply::encode_bulk(a, &mut self.wbuf);
+        }
+    }
+
+    /// Queues `REPLCONF ACK <offset>` (written at the end of the event).
+    pub fn send_ack(&mut self) {
+        let off = self.reploff.to_string();
+        self.send(&[b"REPLCONF", b"ACK", off.as_bytes()]);
+        self.last_ack = Instant::now();
+    }
+
+    /// Takes a `\r\n`-terminated line from the read buffer.
+    fn line(&mut self) -> Option<Vec<u8>> {
+        let buf = &self.rbuf[self.rpos..];
+        let nl = memchr::memchr(b'\n', buf)?;
+        let mut l = buf[..nl].to_vec();
+        if l.last() == Some(&b'\r') {
+            l.pop();
+        }
+        self.rpos += nl + 1;
+        Some(l)
+    }
+}
+
+/// REPLICAOF host port: follow a new master.
+pub fn start(ex: &mut Executor, host: String, port: u16) {
+    if let Some(old) = ex.repl.link.take() {
+        drop_link(ex, old);
+    }
+    // Our history is what the new master may continue from (Redis's
+    // replicationCacheMasterUsingMyself).
+    let cached = ex.repl.backlog.is_some();
+    crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    ex.repl.link = Some(Link::new(host, port, cached));
+    ex.ks.expire_mode = ExpireMode::Hide;
+    // Our replicas must resync with the new history.
+    disconnect_peers(ex);
+}
+
+/// REPLICAOF NO ONE: become a master, keeping the data and the history (the old
+/// replid becomes replid2, so our replicas can continue with PSYNC).
+pub fn stop(ex: &mut Executor) {
+    let Some(link) = ex.repl.link.take() else {
+        return;
+    };
+    drop_link(ex, link);
+    let r = &mut ex.repl;
+    r.replid2 = std::mem::replace(&mut r.replid, super::random_id());
+    r.second_offset = r.offset as i64 + 1;
+    r.fed_upto = ex.stream.position();
+    ex.ks.expire_mode = ExpireMode::Delete;
+    crate::log::notice("MASTER MODE enabled (user request from 'id=0')");
+}
+
+fn disconnect_peers(ex: &mut Executor) {
+    let slots: Vec<usize> = ex.repl.peers.iter().map(|p| p.slot).collect();
+    for s in slots {
+        ex.client_mut(s).close_asap = true;
+        ex.close_pending = true;
+    }
+}
+
+/// Closes the link's socket and the master's pseudo-client.
+fn drop_link(ex: &mut Executor, mut link: Link) {
+    if let Some(mut s) = link.sock.take() {
+        if let Some(reg) = ex.repl.registry.as_ref() {
+            let _ = reg.deregister(&mut s);
+        }
+    }
+    if let Some(slot) = link.client.take() {
+        ex.disconnect(slot);
+    }
+}
+
+/// CLIENT KILL of the master's pseudo-client drops the link (it reconnects and
+/// continues with PSYNC). False when `slot` is not the master's client.
+pub fn kill_master_client(ex: &mut Executor, slot: usize) -> bool {
+    if ex
+        .repl
+        .link
+        .as_ref()
+        .is_some_and(|l| l.client == Some(slot))
+    {
+        fail(ex, "Connection with master lost (CLIENT KILL).");
+        true
+    } else {
+        false
+    }
+}
+
+/// Drops the connection and schedules a new attempt; the history is kept.
+fn fail(ex: &mut Executor, why: &str) {
+    let Some(mut link) = ex.repl.link.take() else {
+        return;
+    };
+    crate::log::warning(why);
+    let was_up = link.is_up();
+    if let Some(mut s) = link.sock.take() {
+        if let Some(reg) = ex.repl.registry.as_ref() {
+            let _ = reg.deregister(&mut s);
+        }
+    }
+    if let Some(slot) = link.client.take() {
+        ex.disconnect(slot);
+    }
+    link.state = State::Connect;
+    link.retry_at = Instant::now() + Duration::from_secs(1);
+    link.rbuf.clear();
+    link.rpos = 0;
+    link.wbuf.clear();
+    link.parser = RequestParser::new();
+    link.transfer = None;
+    link.forward.clear();
+    if was_up {
+        link.down_since = Some(Instant::now());
+        link.cached = ex.repl.backlog.is_some();
+    }
+    ex.repl.link = Some(link);
+}
+
+/// Timers: connection attempts, the ACK every second, the link timeout.
+pub fn tick(ex: &mut Executor) {
+    let timeout = Duration::from_secs(ex.config.repl_timeout.max(1));
+    let Some(link) = ex.repl.link.as_mut() else {
+        return;
+    };
+    match link.state {
+        State::Connect if Instant::now() >= link.retry_at => connect(ex),
+        State::Connected => {
+            if link.last_ack.elapsed() >= Duration::from_secs(1) {
+                link.send_ack();
+                flush(ex);
+            }
+            if ex
+                .repl
+                .link
+                .as_ref()
+                .is_some_and(|l| l.last_io.elapsed() > timeout)
+            {
+                fail(ex, "MASTER timeout: no data nor PING received...");
+            }
+        }
+        State::Connecting | State::Handshake(_) | State::Transfer
+            if link.last_io.elapsed() > timeout =>
+        {
+            fail(ex, "Timeout connecting to the MASTER...");
+        }
+        _ => {}
+    }
+}
+
+fn connect(ex: &mut Executor) {
+    let Some(link) = ex.repl.link.as_mut() else {
+        return;
+    };
+    link.retry_at = Instant::now() + Duration::from_secs(1);
+    let addr = (link.host.as_str(), link.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next());
+    let Some(addr) = addr else {
+        crate::log::warning(&format!(
+            "Unable to connect to MASTER: can't resolve {}",
+            link.host
+        ));
+        return;
+    };
+    let mut sock = match TcpStream::connect(addr) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log::warning(&format!("Unable to connect to MASTER: {e}"));
+            return;
+        }
+    };
+    let Some(reg) = ex.repl.registry.as_ref() else {
+        return;
+    };
+    if reg
+        .register(
+            &mut sock,
+            Token(LINK_TOKEN),
+            Interest::READABLE | Interest::WRITABLE,
+        )
+        .is_err()
+    {
+        return;
+    }
+    let link = ex.repl.link.as_mut().expect("link");
+    crate::log::notice("MASTER <-> REPLICA sync started");
+    link.sock = Some(sock);
+    link.state = State::Connecting;
+    link.last_io = Instant::now();
+}
+
+/// Socket events of the master link.
+pub fn on_event(ex: &mut Executor) {
+    let Some(link) = ex.repl.link.as_mut() else {
+        return;
+    };
+    if link.state == State::Connecting {
+        let Some(sock) = link.sock.as_ref() else {
+            return;
+        };
+        match (sock.take_error(), sock.peer_addr()) {
+            (Ok(None), Ok(_)) => {}
+            (Ok(None), Err(e)) if e.kind() == std::io::ErrorKind::NotConnected => return,
+            (Ok(Some(e)), _) | (Err(e), _) | (_, Err(e)) => {
+                return fail(ex, &format!("Error condition on socket for SYNC: {e}"));
+            }
+        }
+        let _ = sock.set_nodelay(true);
+        crate::log::notice("Non blocking connect for SYNC fired the event.");
+        link.state = State::Handshake(Step::Pong);
+        link.send(&[b"PING"]);
+    }
+    // Read everything available (edge-triggered).
+    let mut closed = None;
+    {
+        let link = ex.repl.link.as_mut().expect("link");
+        let Some(sock) = link.sock.as_mut() else {
+            return;
+        };
+        loop {
+            if link.rbuf.len() - link.rpos < 16 * 1024 && link.rpos > 0 {
+                link.rbuf.drain(..link.rpos);
+                link.rpos = 0;
+            }
+            let len = link.rbuf.len();
+            link.rbuf.resize(len + 64 * 1024, 0);
+            match sock.read(&mut link.rbuf[len..]) {
+                Ok(0) => {
+                    link.rbuf.truncate(len);
+                    closed = Some("Connection with master lost.".to_string());
+                    break;
+                }
+                Ok(n) => {
+                    link.rbuf.truncate(len + n);
+                    link.last_io = Instant::now();
+                    ex.stats.total_net_input_bytes += n as u64;
+                }
+                Err(e) => {
+                    link.rbuf.truncate(len);
+                    if e.kind() == std::io::ErrorKind::WouldBlock {
+                        break;
+                    }
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        closed = Some(format!("Error reading from MASTER: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    process(ex);
+    flush(ex);
+    if let Some(why) = closed {
+        fail(ex, &why);
+    }
+}
+
+/// Writes what the link has queued.
+fn flush(ex: &mut Executor) {
+    let Some(link) = ex.repl.link.as_mut() else {
+        return;
+    };
+    let Some(sock) = link.sock.as_mut() else {
+        return;
+    };
+    if link.state == State::Connecting {
+        return;
+    }
+    while !link.wbuf.is_empty() {
+        match sock.write(&link.wbuf) {
+            Ok(n) => {
+                link.wbuf.drain(..n);
+                ex.stats.total_net_output_bytes += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let why = format!("Error writing to MASTER: {e}");
+                return fail(ex, &why);
+            }
+        }
+    }
+}
+
+/// Handles what was read, according to the state.
+fn process(ex: &mut Executor) {
+    loop {
+        let Some(link) = ex.repl.link.as_mut() else {
+            return;
+        };
+        match link.state {
+            State::Handshake(step) => {
+                let Some(line) = link.line() else { return };
+                if !handshake(ex, step, &line) {
+                    return;
+                }
+            }
+            State::Transfer => {
+                if !transfer(ex) {
+                    return;
+                }
+            }
+            State::Connected => return apply(ex),
+            _ => return,
+        }
+    }
+}
+
+/// One handshake reply; false when the link failed.
+fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(line).into_owned();
+    let port = ex.config.port.to_string();
+    let auth = ex.config.masterauth.clone();
+    let user = ex.config.masteruser.clone();
+    let (replid, offset) = (ex.repl.replid.clone(), ex.repl.offset);
+    let link = ex.repl.link.as_mut().expect("link");
+    match step {
+        Step::Pong => {
+            // NOAUTH/NOPERM mean the AUTH that follows is needed.
+            if line.first() == Some(&b'-')
+                && !text.starts_with("-NOAUTH")
+                && !text.starts_with("-NOPERM")
+                && !text.starts_with("-ERR operation not permitted")
+            {
+                fail(ex, &format!("Error reply to PING from master: '{text}'"));
+                return false;
+            }
+            crate::log::notice("Master replied to PING, replication can continue...");
+            let mut left = 2;
+            if let Some(pass) = &auth {
+                match &user {
+                    Some(u) => link.send(&[b"AUTH", u.as_bytes(), pass.as_bytes()]),
+                    None => link.send(&[b"AUTH", pass.as_bytes()]),
+                }
+                left += 1;
+            }
+            link.send(&[b"REPLCONF", b"listening-port", port.as_bytes()]);
+            link.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]);
+            link.state = State::Handshake(Step::Conf {
+                left,
+                auth: auth.is_some(),
+            });
+        }
+        Step::Conf { left, auth } => {
+            if auth && line.first() == Some(&b'-') {
+                fail(ex, &format!("Unable to AUTH to MASTER: {text}"));
+                return false;
+            }
+            if line.first() == Some(&b'-') {
+                crate::log::notice(&format!(
+                    "(Non critical) Master does not understand REPLCONF: {text}"
+                ));
+            }
+            if left > 1 {
+                link.state = State::Handshake(Step::Conf {
+                    left: left - 1,
+                    auth: false,
+                });
+            } else {
+                if link.cached {
+                    let off = (offset + 1).to_string();
+                    crate::log::notice(&format!(
+                        "Trying a partial resynchronization (request {replid}:{off})."
+                    ));
+                    link.send(&[b"PSYNC", replid.as_bytes(), off.as_bytes()]);
+                } else {
+                    crate::log::notice("Partial resynchronization not possible (no cached master)");
+                    link.send(&[b"PSYNC", b"?", b"-1"]);
+                }
+                link.state = State::Handshake(Step::Psync);
+            }
+        }
+        Step::Psync => {
+            if line.is_empty() {
+                // A newline the master sends to keep the link alive.
+                return true;
+            }
+            let mut words = text.split(' ');
+            match words.next() {
+                Some("+FULLRESYNC") => {
+                    let id = words.next().unwrap_or_default().to_string();
+                    let off = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+                    crate::log::notice(&format!("Full resync from master: {id}:{off}"));
+                    link.transfer = Some(Transfer {
+                        replid: id,
+                        offset: off,
+                        size: None,
+                        mark: Vec::new(),
+                        header_done: false,
+                        data: Vec::new(),
+                    });
+                    link.state = State::Transfer;
+                }
+                Some("+CONTINUE") => {
+                    crate::log::notice("Successful partial resynchronization with master.");
+                    if let Some(id) = words.next().filter(|id| id.len() == 40) {
+                        let r = &mut ex.repl;
+                        if id != r.replid {
+                            r.replid2 = std::mem::replace(&mut r.replid, id.to_string());
+                            r.second_offset = r.offset as i64 + 1;
+                        }
+                    }
+                    connected(ex);
+                }
+                _ => {
+                    fail(
+                        ex,
+                        &format!("Unexpected reply to PSYNC from master: {text}"),
+                    );
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Receives the RDB payload; true when done (the state moved on).
+fn transfer(ex: &mut Executor) -> bool {
+    let link = ex.repl.link.as_mut().expect("link");
+    let Some(t) = link.transfer.as_mut() else {
+        return false;
+    };
+    if !t.header_done {
+        let buf = &link.rbuf[link.rpos..];
+        let Some(nl) = memchr::memchr(b'\n', buf) else {
+            return false;
+        };
+        let mut l = buf[..nl].to_vec();
+        link.rpos += nl + 1;
+        if l.last() == Some(&b'\r') {
+            l.pop();
+        }
+        if l.is_empty() {
+            return true; // keepalive newline
+        }
+        if l.first() == Some(&b'-') {
+            let why = format!(
+                "MASTER aborted replication with an error: {}",
+                String::from_utf8_lossy(&l)
+            );
+            fail(ex, &why);
+            return false;
+        }
+        if l.first() != Some(&b'$') {
+            let why = format!(
+                "Bad protocol from MASTER, the first byte is not '$' (we received '{}'), are you sure the host and port are right?",
+                String::from_utf8_lossy(&l)
+            );
+            fail(ex, &why);
+            return false;
+        }
+        if let Some(mark) = l.strip_prefix(b"$EOF:") {
+            t.mark = mark.to_vec();
+            crate::log::notice(
+                "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk",
+            );
+        } else {
+            let size = std::str::from_utf8(&l[1..])
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok());
+            let Some(size) = size else {
+                fail(ex, "Bad RDB size from MASTER");
+                return false;
+            };
+            t.size = Some(size);
+            crate::log::notice(&format!(
+                "MASTER <-> REPLICA sync: receiving {size} bytes from master to disk"
+            ));
+        }
+        t.header_done = true;
+    }
+    let avail = &link.rbuf[link.rpos..];
+    let done = match t.size {
+        Some(size) => {
+            let n = (size - t.data.len()).min(avail.len());
+            t.data.extend_from_slice(&avail[..n]);
+            link.rpos += n;
+            t.data.len() == size
+        }
+        None => {
+            t.data.extend_from_slice(avail);
+            link.rpos += avail.len();
+            t.data.len() >= t.mark.len() && t.data.ends_with(&t.mark)
+        }
+    };
+    if !done {
+        return false;
+    }
+    let mut t = link.transfer.take().expect("transfer");
+    if t.size.is_none() {
+        t.data.truncate(t.data.len() - t.mark.len());
+    }
+    load(ex, t)
+}
+
+/// Replaces the dataset with the master's image; true when loaded.
+fn load(ex: &mut Executor, t: Transfer) -> bool {
+    crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
+    crate::persistence::snapshot::kill_bgsave(ex);
+    ex.signal_flushed_db(None);
+    ex.ks.flush_all(true);
+    crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+    ex.persist.loading = true;
+    let r = crate::persistence::snapshot::load_bytes(ex, &t.data);
+    ex.persist.loading = false;
+    if let Err(e) = r {
+        fail(
+            ex,
+            &format!("Failed trying to load the MASTER synchronization DB from socket: {e}"),
+        );
+        return false;
+    }
+    ex.ks.dirty += 1;
+    // Our history is now the master's: its ID and offset, a fresh backlog.
+    disconnect_peers(ex);
+    let r = &mut ex.repl;
+    r.replid = t.replid;
+    r.replid2 = "0".repeat(40);
+    r.second_offset = -1;
+    r.offset = t.offset;
+    r.backlog = Some(super::backlog::Backlog::new(
+        ex.config.repl_backlog_size as usize,
+    ));
+    ex.stream.enabled = true;
+    r.fed_upto = ex.stream.position();
+    crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
+    // The AOF must start again from the new dataset.
+    if ex.aof.is_some() && crate::persistence::aof::start_rewrite(ex).is_err() {
+        if let Some(a) = ex.aof.as_mut() {
+            a.rewrite_scheduled = true;
+        }
+    }
+    connected(ex);
+    true
+}
+
+/// The link is up: the master's pseudo-client applies its stream from here.
+fn connected(ex: &mut Executor) {
+    let slot = ex.connect_internal("master");
+    let offset = ex.repl.offset;
+    let link = ex.repl.link.as_mut().expect("link");
+    link.client = Some(slot);
+    link.reploff = offset;
+    link.read_reploff = offset;
+    link.cached = true;
+    link.down_since = None;
+    link.state = State::Connected;
+    link.parser = RequestParser::new();
+    link.send_ack();
+}
+
+/// Runs the master's commands in the read buffer.
+fn apply(ex: &mut Executor) {
+    let Some(slot) = ex.repl.link.as_ref().and_then(|l| l.client) else {
+        return;
+    };
+    let limits = Limits {
+        max_bulk_len: ex.config.proto_max_bulk_len,
+        authenticated: true,
+    };
+    let mut link = ex.repl.link.take().expect("link");
+    ex.ks.expire_mode = ExpireMode::Keep;
+    loop {
+        let mut getack = false;
+        let buf = &link.rbuf[link.rpos..];
+        let consumed = match link.parser.parse(buf, &limits) {
+            Ok(None) => break,
+            Ok(Some(Request::Empty { consumed })) => consumed,
+            Ok(Some(Request::Multibulk { consumed })) => {
+                let args: smallvec::SmallVec<[&[u8]; 8]> = link
+                    .parser
+                    .ranges()
+                    .iter()
+                    .map(|&(s, e)| &buf[s..e])
+                    .collect();
+                getack = run(ex, slot, &args);
+                consumed
+            }
+            Ok(Some(Request::Inline { consumed, args })) => {
+                let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                getack = run(ex, slot, &args);
+                consumed
+            }
+            Err(e) => {
+                ex.ks.expire_mode = ExpireMode::Hide;
+                ex.repl.link = Some(link);
+                return fail(ex, &format!("Protocol error from MASTER: {}", e.0));
+            }
+        };
+        if getack {
+            // The ACK does not count the GETACK itself, as Redis.
+            link.send_ack();
+        }
+        let bytes = &link.rbuf[link.rpos..link.rpos + consumed];
+        link.forward.extend_from_slice(bytes);
+        link.rpos += consumed;
+        let in_multi = ex.client(slot).in_multi();
+        if !in_multi {
+            link.reploff += link.forward.len() as u64;
+            let fwd = std::mem::take(&mut link.forward);
+            ex.repl.link = Some(link);
+            super::feed_raw(ex, &fwd);
+            link = ex.repl.link.take().expect("link");
+        }
+    }
+    link.read_reploff = link.reploff + (link.forward.len() + link.rbuf.len() - link.rpos) as u64;
+    ex.ks.expire_mode = ExpireMode::Hide;
+    ex.repl.link = Some(link);
+    if ex.blocking.has_ready() {
+        crate::exec::blocking::handle_ready(ex);
+    }
+}
+
+/// Runs one command from the master, its reply dropped; true for REPLCONF GETACK,
+/// which the caller answers (the link is out of `ex.repl` while commands run).
+fn run(ex: &mut Executor, slot: usize, args: &[&[u8]]) -> bool {
+    if args.len() >= 2
+        && args[0].eq_ignore_ascii_case(b"replconf")
+        && args[1].eq_ignore_ascii_case(b"getack")
+    {
+        return true;
+    }
+    let _ = ex.execute(slot, args);
+    false
+}

@@ -1,0 +1,371 @@
+//! Replication end to end: Cinnabar replicas of Cinnabar, redis-server replicas of
+//! Cinnabar and Cinnabar replicas of redis-server (when it is installed). Datasets are
+//! compared with `common::image` (every db, type, expiry and content).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+fn info(c: &mut RawConn, section: &str, field: &str) -> String {
+    let text = c.cmd(&["INFO", section]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.to_string()))
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+}
+
+fn link_up(port: u16) -> bool {
+    let mut c = RawConn::connect(port, 2);
+    c.cmd(&["INFO", "replication"])
+        .contains("master_link_status:up")
+}
+
+fn offset(port: u16) -> String {
+    let mut c = RawConn::connect(port, 2);
+    info(&mut c, "replication", "master_repl_offset")
+}
+
+/// Writes of every kind, over several databases, with expiries, MULTI and scripts.
+fn write_workload(c: &mut RawConn) {
+    let rows: &[&[&str]] = &[
+        &["SET", "s", "hello"],
+        &["SET", "n", "41"],
+        &["INCR", "n"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["SET", "ttl", "v", "EX", "1000"],
+        &["SET", "gone", "v"],
+        &["PEXPIRE", "gone", "1"],
+        &["RPUSH", "l", "a", "b", "c", "d"],
+        &["LPOP", "l"],
+        &["HSET", "h", "f1", "v1", "f2", "v2"],
+        &["SADD", "set", "x", "y", "z"],
+        &["SPOP", "set"],
+        &["ZADD", "z", "1", "a", "2.5", "b"],
+        &["ZINCRBY", "z", "3", "a"],
+        &["XADD", "st", "*", "k", "v"],
+        &["PFADD", "hll", "a", "b", "c"],
+        &["SETBIT", "bits", "100", "1"],
+        &["SELECT", "5"],
+        &["SET", "db5", "yes"],
+        &["HSET", "h5", "a", "1"],
+        &["SELECT", "0"],
+        &["MULTI"],
+        &["SET", "m1", "1"],
+        &["INCR", "m1"],
+        &["RPUSH", "ml", "x"],
+        &["EXEC"],
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], ARGV[1]); redis.call('incr', KEYS[2]); return 1",
+            "2",
+            "sk",
+            "sc",
+            "val",
+        ],
+        &["DEL", "s"],
+        &["RENAME", "h", "h2"],
+    ];
+    for r in rows {
+        let reply = c.cmd(r);
+        assert!(!reply.starts_with('-'), "{r:?}: {reply}");
+    }
+}
+
+fn same_data(master: u16, replica: u16) -> bool {
+    let open = |p: u16| {
+        redis::Client::open(format!("redis://127.0.0.1:{p}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    image(&mut open(master)) == image(&mut open(replica))
+}
+
+fn wait_synced(master: u16, replica: u16) {
+    wait_until(|| link_up(replica) && offset(master) == offset(replica));
+    wait_until(|| same_data(master, replica));
+}
+
+#[test]
+fn cinnabar_replica_of_cinnabar() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "before", "sync"]);
+    m.cmd(&["SELECT", "3"]);
+    m.cmd(&["RPUSH", "l3", "1", "2"]);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_synced(master.port, replica.port);
+    let mut m = master.raw(2);
+    write_workload(&mut m);
+    wait_synced(master.port, replica.port);
+
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["GET", "sk"]), "$3\r\nval\r\n");
+    assert_eq!(
+        r.cmd(&["SET", "x", "1"]),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(
+        r.cmd(&["EVAL", "return redis.call('set', 'x', '1')", "0"]),
+        "-READONLY You can't write against a read only replica. script: a22335312368ca3ce990a8254cce543809e8ea73, on @user_script:1.\r\n"
+    );
+    assert_eq!(
+        r.cmd(&["EVAL", "return redis.call('get', 'sk')", "0"]),
+        "$3\r\nval\r\n"
+    );
+    assert_eq!(info(&mut r, "replication", "role"), "slave");
+    assert_eq!(info(&mut r, "replication", "master_port"), port);
+    assert_eq!(info(&mut r, "replication", "slave_read_only"), "1");
+    let role = r.cmd(&["ROLE"]);
+    assert!(
+        role.starts_with(&format!(
+            "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$9\r\nconnected\r\n:"
+        )),
+        "{role}"
+    );
+    // The replica's ID and offset are the master's.
+    assert_eq!(
+        info(&mut r, "replication", "master_replid"),
+        info(&mut m, "replication", "master_replid")
+    );
+
+    // Master side: ROLE, INFO, WAIT after a write.
+    assert_eq!(info(&mut m, "replication", "connected_slaves"), "1");
+    let slave0 = info(&mut m, "replication", "slave0");
+    assert!(
+        slave0.starts_with(&format!("ip=127.0.0.1,port={},state=online,", replica.port)),
+        "{slave0}"
+    );
+    assert_eq!(m.cmd(&["SET", "w", "1"]), "+OK\r\n");
+    assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(m.cmd(&["WAIT", "2", "100"]), ":1\r\n");
+    assert_eq!(r.cmd(&["GET", "w"]), "$1\r\n1\r\n");
+    let role = m.cmd(&["ROLE"]);
+    assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:"), "{role}");
+    assert!(role.contains(&format!(
+        "$9\r\n127.0.0.1\r\n${}\r\n{}\r\n",
+        replica.port.to_string().len(),
+        replica.port
+    )));
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    assert_eq!(m.cmd(&["WAIT", "1", "-1"]), "-ERR timeout is negative\r\n");
+    assert_eq!(
+        r.cmd(&["WAIT", "1", "0"]),
+        "-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n"
+    );
+}
+
+#[test]
+fn replica_keys_expire_only_by_the_master() {
+    let master = TestServer::start();
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_until(|| link_up(replica.port));
+    let mut m = master.raw(2);
+    let mut r = replica.raw(2);
+    // The master does not expire the key by itself while its active expiry is off.
+    m.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    m.cmd(&["SET", "k", "v", "PX", "200"]);
+    wait_synced(master.port, replica.port);
+    std::thread::sleep(Duration::from_millis(400));
+    // Logically expired: reads miss, but the key stays until the master's DEL.
+    assert_eq!(r.cmd(&["GET", "k"]), "$-1\r\n");
+    assert_eq!(r.cmd(&["EXISTS", "k"]), ":0\r\n");
+    assert_eq!(r.cmd(&["DBSIZE"]), ":1\r\n");
+    // The master meets the key, deletes it and propagates a DEL.
+    assert_eq!(m.cmd(&["GET", "k"]), "$-1\r\n");
+    wait_until(|| r.cmd(&["DBSIZE"]) == ":0\r\n");
+}
+
+#[test]
+fn partial_resync_after_a_dropped_link() {
+    let master = TestServer::start();
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "a", "1"]);
+    wait_synced(master.port, replica.port);
+    // Kill the replica's connection on the master: the replica comes back with PSYNC.
+    assert_eq!(m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
+    m.cmd(&["SET", "b", "2"]);
+    m.cmd(&["RPUSH", "l", "x"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    // Same from the replica's side.
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n");
+    m.cmd(&["SET", "c", "3"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "2");
+    assert_eq!(r.cmd(&["GET", "c"]), "$1\r\n3\r\n");
+}
+
+#[test]
+fn replicaof_no_one_and_chained_replicas() {
+    let a = TestServer::start();
+    let b = TestServer::start();
+    let c = TestServer::start();
+    let mut ra = a.raw(2);
+    let mut rb = b.raw(2);
+    let mut rc = c.raw(2);
+    ra.cmd(&["SET", "k", "a"]);
+    assert_eq!(
+        rb.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        rb.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]),
+        "+OK Already connected to specified master\r\n"
+    );
+    assert_eq!(
+        rb.cmd(&["REPLICAOF", "127.0.0.1", "x"]),
+        "-ERR Invalid master port\r\n"
+    );
+    assert_eq!(
+        rc.cmd(&["SLAVEOF", "127.0.0.1", &b.port.to_string()]),
+        "+OK\r\n"
+    );
+    wait_synced(a.port, b.port);
+    wait_synced(b.port, c.port);
+    write_workload(&mut ra);
+    wait_synced(a.port, b.port);
+    wait_synced(b.port, c.port);
+    assert!(same_data(a.port, c.port));
+    // Promote B: it keeps the data, its old history becomes replid2, C follows on.
+    let old = info(&mut rb, "replication", "master_replid");
+    assert_eq!(rb.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert_eq!(info(&mut rb, "replication", "role"), "master");
+    assert_eq!(info(&mut rb, "replication", "master_replid2"), old);
+    assert_eq!(rb.cmd(&["SET", "onb", "1"]), "+OK\r\n");
+    wait_until(|| rc.cmd(&["GET", "onb"]) == "$1\r\n1\r\n");
+    assert_eq!(rb.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+}
+
+#[test]
+fn wait_without_replicas_and_in_multi() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["WAIT", "0", "0"]), ":0\r\n");
+    assert_eq!(c.cmd(&["WAIT", "1", "50"]), ":0\r\n");
+    assert_eq!(
+        c.cmd(&["WAIT", "x", "0"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    c.cmd(&["MULTI"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "0"]), "+QUEUED\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n:0\r\n");
+    assert_eq!(c.cmd(&["ROLE"]), "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
+}
+
+fn redis_replica(master_port: u16) -> RedisServer {
+    let r = RedisServer::start();
+    let mut c = r.raw(2);
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "127.0.0.1", &master_port.to_string()]),
+        "+OK\r\n"
+    );
+    r
+}
+
+#[test]
+fn redis_server_replica_of_cinnabar() {
+    if !redis_server_available() {
+        return;
+    }
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "before", "sync"]);
+    let replica = redis_replica(master.port);
+    wait_synced(master.port, replica.port);
+    write_workload(&mut m);
+    wait_synced(master.port, replica.port);
+    m.cmd(&["SET", "w", "1"]);
+    assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+    // A dropped link resumes with +CONTINUE.
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n");
+    m.cmd(&["SET", "after", "drop"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    assert_eq!(
+        info(&mut r, "replication", "master_replid"),
+        info(&mut m, "replication", "master_replid")
+    );
+}
+
+#[test]
+fn cinnabar_replica_of_redis_server() {
+    if !redis_server_available() {
+        return;
+    }
+    let master = RedisServer::start();
+    let mut m = master.raw(2);
+    // Diskless (EOF-marker) transfer first, without Redis's default 5 s delay.
+    m.cmd(&["CONFIG", "SET", "repl-diskless-sync", "yes"]);
+    m.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    m.cmd(&["SET", "before", "sync"]);
+    m.cmd(&["HSET", "h", "a", "1"]);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_synced(master.port, replica.port);
+    write_workload(&mut m);
+    wait_synced(master.port, replica.port);
+    m.cmd(&["SET", "w", "1"]);
+    assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+    // Then a sized transfer from disk: a new full sync.
+    m.cmd(&["CONFIG", "SET", "repl-diskless-sync", "no"]);
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    r.cmd(&["SET", "local", "x"]);
+    m.cmd(&["SET", "more", "y"]);
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
+    wait_synced(master.port, replica.port);
+    assert_eq!(r.cmd(&["GET", "local"]), "$-1\r\n");
+    assert_eq!(r.cmd(&["GET", "more"]), "$1\r\ny\r\n");
+}
+
+#[test]
+fn full_sync_image_is_a_copy_on_write_snapshot() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    for i in 0..300 {
+        m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    m.cmd(&["RPUSH", "list", "a", "b"]);
+    // The walker moves only on DEBUG SNAPSHOT-STEP: writes land mid-snapshot.
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "1"]);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
+    assert!(info(&mut m, "replication", "slave0").contains("state=wait_bgsave"));
+    m.cmd(&["DEBUG", "SNAPSHOT-STEP", "4"]);
+    for i in 0..300 {
+        if i % 3 == 0 {
+            m.cmd(&["DEL", &format!("k{i}")]);
+        } else if i % 3 == 1 {
+            m.cmd(&["APPEND", &format!("k{i}"), "+"]);
+        }
+    }
+    m.cmd(&["RPUSH", "list", "c"]);
+    m.cmd(&["SET", "new", "key"]);
+    // A second replica joins the same snapshot.
+    let replica2 = redis_server_available().then(|| redis_replica(master.port));
+    wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
+    wait_synced(master.port, replica.port);
+    if let Some(r2) = &replica2 {
+        wait_synced(master.port, r2.port);
+    }
+    assert_eq!(
+        info(&mut m, "stats", "sync_full"),
+        if replica2.is_some() { "2" } else { "1" }
+    );
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["GET", "k1"]), "$3\r\nv1+\r\n");
+    assert_eq!(r.cmd(&["EXISTS", "k0"]), ":0\r\n");
+    assert_eq!(r.cmd(&["LLEN", "list"]), ":3\r\n");
+}
