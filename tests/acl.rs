@@ -215,6 +215,10 @@ fn enforcement_resp2_and_resp3() {
     let log3 = s.raw(3).cmd(&["ACL", "LOG", "1"]);
     assert!(log3.starts_with("*1\r\n%10\r\n"), "{log3}");
     assert!(log3.contains("$11\r\nage-seconds\r\n,"), "{log3}");
+    let info = admin.cmd(&["INFO", "stats"]);
+    assert!(info.contains("acl_access_denied_cmd:6\r\n"), "{info}");
+    assert!(info.contains("acl_access_denied_key:8\r\n"), "{info}");
+    assert!(info.contains("acl_access_denied_channel:4\r\n"), "{info}");
     assert_eq!(admin.cmd(&["ACL", "LOG", "RESET"]), "+OK\r\n");
     assert_eq!(admin.cmd(&["ACL", "LOG"]), "*0\r\n");
 }
