@@ -38,6 +38,12 @@ pub struct Config {
     pub tcp_keepalive: u64,
     pub tcp_backlog: i32,
     pub requirepass: Option<Vec<u8>>,
+    /// ACL: `aclfile`, `acllog-max-len`, `acl-pubsub-default allchannels`, and the
+    /// `user` lines of the config file (src/acl loads them at startup).
+    pub aclfile: String,
+    pub acllog_max_len: i64,
+    pub acl_pubsub_default_all: bool,
+    pub acl_users: Vec<Vec<String>>,
     pub loglevel: String,
     pub logfile: String,
     pub pidfile: String,
@@ -115,6 +121,10 @@ impl Default for Config {
             tcp_keepalive: 300,
             tcp_backlog: 511,
             requirepass: None,
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            acl_pubsub_default_all: false,
+            acl_users: Vec::new(),
             loglevel: "notice".into(),
             logfile: String::new(),
             pidfile: String::new(),
@@ -795,6 +805,42 @@ pub static DIRECTIVES: &[Directive] = &[
         true
     ),
     int_directive!(
+        "acllog-max-len",
+        &[],
+        acllog_max_len,
+        i64,
+        0,
+        i64::MAX,
+        true
+    ),
+    Directive {
+        name: "aclfile",
+        aliases: &[],
+        mutable: false,
+        get: |c| c.aclfile.clone(),
+        set: |c, a| {
+            c.aclfile = one(a)?.to_string();
+            Ok(())
+        },
+    },
+    Directive {
+        name: "acl-pubsub-default",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            if c.acl_pubsub_default_all {
+                "allchannels".into()
+            } else {
+                "resetchannels".into()
+            }
+        },
+        set: |c, a| {
+            c.acl_pubsub_default_all =
+                enum_value(one(a)?, &["allchannels", "resetchannels"])? == "allchannels";
+            Ok(())
+        },
+    },
+    int_directive!(
         "slowlog-max-len",
         &[],
         slowlog_max_len,
@@ -978,6 +1024,11 @@ impl Config {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| fail(format!("Can't open include file: {e}")))?;
                 self.apply_text(&text)?;
+                continue;
+            }
+            // `user` lines may repeat: they are kept for the ACL to load (src/acl).
+            if words[0].eq_ignore_ascii_case("user") && words.len() >= 2 {
+                self.acl_users.push(words[1..].to_vec());
                 continue;
             }
             let Some(d) = find_directive(&words[0]) else {

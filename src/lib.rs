@@ -6,6 +6,7 @@
 //! `exec` (the single-threaded executor), `net` (the event loop) and `embedded`
 //! (the in-process API). `config` and `log` serve the process.
 
+pub mod acl;
 pub mod alloc;
 pub mod commands;
 pub mod config;

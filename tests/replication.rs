@@ -369,3 +369,27 @@ fn full_sync_image_is_a_copy_on_write_snapshot() {
     assert_eq!(r.cmd(&["EXISTS", "k0"]), ":0\r\n");
     assert_eq!(r.cmd(&["LLEN", "list"]), ":3\r\n");
 }
+
+/// The master's stream is applied whatever the replica's ACL users allow: the link's
+/// client is not a user's client (as Redis's master client).
+#[test]
+fn replica_applies_the_stream_whatever_its_acl_users_allow() {
+    let master = TestServer::start();
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_synced(master.port, replica.port);
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["ACL", "SETUSER", "default", "-set", "-del"]), "+OK\r\n");
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "after", "acl"]);
+    m.cmd(&["DEL", "nothing"]);
+    m.cmd(&["SET", "gone", "x"]);
+    m.cmd(&["DEL", "gone"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(r.cmd(&["GET", "after"]), "$3\r\nacl\r\n");
+    assert_eq!(r.cmd(&["EXISTS", "gone"]), ":0\r\n");
+    assert_eq!(
+        r.cmd(&["SET", "x", "1"]),
+        "-NOPERM User default has no permissions to run the 'set' command\r\n"
+    );
+}

@@ -103,7 +103,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     container!(
         "client",
-        CONN_SLOW,
+        &["slow"],
         "connection",
         "2.4.0",
         "A container for client connection commands.",
@@ -330,20 +330,10 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
     ),
 ];
 
-fn password_ok(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default"
-        && ctx
-            .ex
-            .config
-            .requirepass
-            .as_deref()
-            .is_none_or(|p| p == pass)
-}
-
 fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (user, pass): (&[u8], &[u8]) = match args.len() {
         2 => {
-            if ctx.ex.config.requirepass.is_none() {
+            if ctx.ex.acl.default_user().nopass {
                 return Reply::err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
             (b"default", args[1])
@@ -351,8 +341,7 @@ fn auth(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         3 => (args[1], args[2]),
         _ => return errors::SYNTAX,
     };
-    if password_ok(ctx, user, pass) {
-        ctx.client().authenticated = true;
+    if ctx.ex.acl_authenticate(ctx.client, user, pass, args[0]) {
         Reply::ok()
     } else {
         errors::WRONGPASS
@@ -394,10 +383,9 @@ fn hello(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
     }
     if let Some((user, pass)) = auth {
-        if !password_ok(ctx, user, pass) {
+        if !ctx.ex.acl_authenticate(ctx.client, user, pass, args[0]) {
             return errors::WRONGPASS;
         }
-        ctx.client().authenticated = true;
     }
     if !ctx.client_ref().authenticated {
         return Reply::err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
@@ -467,7 +455,7 @@ fn quit(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     // Transaction, WATCH, subscriptions, tracking and MONITOR end (exec/signals.rs).
     ctx.ex.clear_client_state(ctx.client);
-    let needs_auth = ctx.ex.config.requirepass.is_some();
+    ctx.ex.acl_set_default_auth(ctx.client);
     let c = ctx.client();
     c.db = 0;
     c.proto = 2;
@@ -475,9 +463,6 @@ fn reset(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     c.reply_mode = ReplyMode::On;
     c.no_evict = false;
     c.no_touch = false;
-    if needs_auth {
-        c.authenticated = false;
-    }
     ctx.db = 0;
     Reply::status("RESET")
 }

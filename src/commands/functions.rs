@@ -53,7 +53,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     crate::container!(
         "function",
-        SCRIPTING,
+        &["slow"],
         "scripting",
         "7.0.0",
         "A container for function commands.",

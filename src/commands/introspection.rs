@@ -495,6 +495,57 @@ fn command_docs(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     )
 }
 
+/// The keys of a command about to run with the permission each needs (ACL): READ for
+/// key specs with `access`, WRITE for `insert`/`delete`/`update` (Redis's
+/// ACLSelectorCheckKey), found as COMMAND GETKEYSANDFLAGS finds them.
+pub fn acl_keys(cmd: &Command, args: &[&[u8]]) -> Vec<(usize, u8)> {
+    let mut keys = cmd.key_positions(args);
+    if matches!(cmd.name, "zunionstore" | "zinterstore" | "zdiffstore") && !keys.is_empty() {
+        keys.insert(0, 1);
+    }
+    // Key specs with variable flags are resolved from the arguments, as Redis's
+    // setGetKeys / bitfieldGetKeys do: SET needs read access only with GET,
+    // BITFIELD reads with GET and writes with SET/INCRBY.
+    let variable = |pos: usize| -> Option<u8> {
+        use crate::acl::user::{READ, WRITE};
+        match cmd.name {
+            "set" => Some(if args[3..].iter().any(|a| super::is(a, "get")) {
+                READ | WRITE
+            } else {
+                WRITE
+            }),
+            "bitfield" if pos == 1 => {
+                let mut need = 0;
+                for a in &args[2..] {
+                    if super::is(a, "get") {
+                        need |= READ;
+                    } else if super::is(a, "set") || super::is(a, "incrby") {
+                        need |= WRITE;
+                    }
+                }
+                Some(need)
+            }
+            _ => None,
+        }
+    };
+    keys.into_iter()
+        .map(|pos| {
+            if let Some(need) = variable(pos) {
+                return (pos, need);
+            }
+            let mut need = 0;
+            for f in key_flags_at(cmd, pos) {
+                match *f {
+                    "access" => need |= crate::acl::user::READ,
+                    "insert" | "delete" | "update" => need |= crate::acl::user::WRITE,
+                    _ => {}
+                }
+            }
+            (pos, need)
+        })
+        .collect()
+}
+
 /// Resolves the command named in GETKEYS' arguments and its key positions.
 fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), Reply> {
     let target = &args[2..];

@@ -8,6 +8,7 @@
 //! A handler parses its arguments, works on the keyspace through `Ctx`, and returns a
 //! `Reply`. It never touches sockets.
 
+pub mod acl;
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
@@ -268,6 +269,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         functions::COMMANDS,
         persistence::COMMANDS,
         replication::COMMANDS,
+        acl::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -60,7 +60,7 @@ pub static COMMANDS: &[Command] = &[
     ),
     crate::container!(
         "script",
-        SCRIPTING,
+        &["slow"],
         "scripting",
         "2.6.0",
         "A container for Lua scripts management commands.",

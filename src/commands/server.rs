@@ -436,6 +436,10 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                 "client_output_buffer_limit_disconnections:{}",
                 st.client_outbuf_limit_disconnections
             );
+            field!("acl_access_denied_auth:{}", ex.acl.denied_auth);
+            field!("acl_access_denied_cmd:{}", ex.acl.denied_cmd);
+            field!("acl_access_denied_key:{}", ex.acl.denied_key);
+            field!("acl_access_denied_channel:{}", ex.acl.denied_channel);
         }
         "replication" => {
             s.push_str("# Replication\r\n");

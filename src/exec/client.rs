@@ -27,6 +27,8 @@ pub struct Client {
     pub lib_ver: Option<Vec<u8>>,
     pub authenticated: bool,
     pub user: String,
+    /// The user needs no permission check (ACL fast path; `acl::Acl` keeps it current).
+    pub acl_free: bool,
     pub addr: String,
     pub laddr: String,
     pub fd: i64,
@@ -84,6 +86,7 @@ impl Client {
             lib_ver: None,
             authenticated,
             user: "default".into(),
+            acl_free: true,
             addr,
             laddr,
             fd,

@@ -79,6 +79,8 @@ pub struct Pause {
 
 pub struct Executor {
     pub config: Config,
+    /// ACL users and log (src/acl).
+    pub acl: crate::acl::Acl,
     pub ks: Keyspace,
     clients: Vec<Option<Client>>,
     free_slots: Vec<usize>,
@@ -136,7 +138,10 @@ impl Executor {
         let ks = Keyspace::new(config.databases);
         let now = Instant::now();
         let notify_classes = config.notify_keyspace_events;
+        let mut acl = crate::acl::Acl::default();
+        acl.sync_requirepass(&config.requirepass);
         Executor {
+            acl,
             tcp_port: config.port,
             config,
             ks,
@@ -181,10 +186,11 @@ impl Executor {
 
     /// Registers a client and returns its slot.
     pub fn connect(&mut self, addr: String, laddr: String, fd: i64) -> usize {
-        let authenticated = self.config.requirepass.is_none();
+        let authenticated = self.acl.default_needs_no_auth();
         let id = self.next_client_id;
         self.next_client_id += 1;
-        let c = Client::new(id, addr, laddr, fd, authenticated);
+        let mut c = Client::new(id, addr, laddr, fd, authenticated);
+        c.acl_free = self.acl.default_user().unrestricted();
         self.stats.total_connections_received += 1;
         self.client_count += 1;
         self.insert_client(c)
@@ -347,6 +353,14 @@ impl Executor {
                 self.flag_transaction(slot);
                 return self.reject(Some(cmd), commands::errors::NOAUTH);
             }
+            // ACL: one flag test for unrestricted users (src/acl).
+            if !c.acl_free {
+                if let Err(d) = self.acl_check(slot, cmd, args) {
+                    self.flag_transaction(slot);
+                    let reply = self.acl_deny(slot, d, cmd, args);
+                    return self.reject(Some(cmd), reply);
+                }
+            }
         }
         if self.config.maxmemory > 0
             && self.busy.is_none()
@@ -445,6 +459,11 @@ impl Executor {
             self.count_error(e);
         }
         reply
+    }
+
+    /// Counts an error reply produced outside `call` (INFO errorstats).
+    pub fn count_error_pub(&mut self, e: &str) {
+        self.count_error(e);
     }
 
     fn count_error(&mut self, e: &str) {
@@ -651,6 +670,7 @@ impl Executor {
         }
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.notify_classes = self.config.notify_keyspace_events;
+        self.acl_sync_requirepass();
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
     }
 

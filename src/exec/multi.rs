@@ -240,6 +240,13 @@ impl Executor {
         let mut replies = Vec::with_capacity(queue.len());
         for q in &queue {
             let args: Vec<&[u8]> = q.args.iter().map(|a| a.as_slice()).collect();
+            // Rules may have changed since the command was queued (src/acl).
+            if !self.client(slot).acl_free {
+                if let Err(d) = self.acl_check(slot, q.cmd, &args) {
+                    replies.push(self.acl_deny_in_exec(slot, d, q.cmd, &args));
+                    continue;
+                }
+            }
             replies.push(self.call(slot, q.cmd, &args));
         }
         self.blocking.deny_blocking = deny_before;

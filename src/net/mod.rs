@@ -134,6 +134,7 @@ impl Server {
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
+        crate::acl::load_at_startup(&mut ex).map_err(io::Error::other)?;
         crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
         let net = Rc::new(RefCell::new(Net {
             poll,
@@ -395,7 +396,7 @@ impl Net {
                 continue;
             }
             if ex.config.protected_mode
-                && ex.config.requirepass.is_none()
+                && ex.acl.default_needs_no_auth()
                 && !peer.ip().is_loopback()
             {
                 let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());

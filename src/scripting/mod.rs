@@ -513,6 +513,13 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
     if cmd.flags & flags::NOSCRIPT != 0 {
         return vm::err_table(lua, "ERR This Redis command is not allowed from script");
     }
+    // Checked against the user of the client that runs the script (src/acl).
+    if !cc.ex.client(cc.caller).acl_free {
+        let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
+        if let Err(msg) = cc.ex.acl_check_script(cc.caller, cmd, &refs) {
+            return vm::err_table(lua, &msg);
+        }
+    }
     if cmd.is_write() && cc.read_only {
         return vm::err_table(
             lua,
