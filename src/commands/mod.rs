@@ -18,6 +18,7 @@ pub mod hyperloglog;
 pub mod introspection;
 pub mod keyflags;
 pub mod keys;
+pub mod latency;
 pub mod lists;
 pub mod monitor;
 pub mod persistence;
@@ -266,6 +267,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         streams::COMMANDS,
         functions::COMMANDS,
         persistence::COMMANDS,
+        latency::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

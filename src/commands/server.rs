@@ -501,7 +501,10 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                 );
             }
         }
-        "latencystats" => s.push_str("# Latencystats\r\n"),
+        "latencystats" => {
+            s.push_str("# Latencystats\r\n");
+            crate::commands::latency::info_latencystats(ex, &mut s);
+        }
         _ => {}
     }
     s

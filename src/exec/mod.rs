@@ -10,6 +10,7 @@ pub mod blocking;
 pub mod busy;
 pub mod client;
 mod evict;
+pub mod latency;
 pub mod monitor;
 pub mod multi;
 pub mod propagate;
@@ -34,6 +35,8 @@ pub struct CmdStat {
     pub usec: u64,
     pub rejected_calls: u64,
     pub failed_calls: u64,
+    /// LATENCY HISTOGRAM / INFO latencystats (latency.rs), allocated on first call.
+    pub latency: Option<Box<latency::Histogram>>,
 }
 
 /// Server-wide counters (INFO stats).
@@ -127,6 +130,8 @@ pub struct Executor {
     /// serves other clients meanwhile (busy.rs).
     pub busy: Option<busy::BusyScript>,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
+    /// The latency monitor's events (latency.rs).
+    pub latency: latency::LatencyMonitor,
 }
 
 impl Executor {
@@ -171,6 +176,7 @@ impl Executor {
             aof: None,
             busy: None,
             busy_server: None,
+            latency: Default::default(),
         }
     }
 
@@ -391,6 +397,11 @@ impl Executor {
         let st = self.cmd_stats.entry(cmd.name).or_default();
         st.calls += 1;
         st.usec += usec;
+        if self.config.latency_tracking {
+            st.latency
+                .get_or_insert_with(Default::default)
+                .record_usec(usec);
+        }
         if let Reply::Error(e) = &reply {
             st.failed_calls += 1;
             self.count_error(e);
@@ -404,6 +415,13 @@ impl Executor {
         if cmd.flags & flags::SKIP_SLOWLOG == 0 {
             self.slowlog_maybe(slot, args, usec);
         }
+        let event = if cmd.flags & flags::FAST != 0 {
+            "fast-command"
+        } else {
+            "command"
+        };
+        self.latency
+            .add_if_needed(self.config.latency_monitor_threshold, event, usec / 1000);
         reply
     }
 
@@ -573,9 +591,13 @@ impl Executor {
         let slice = self.expire_budget.min(Duration::from_millis(1));
         let start = Instant::now();
         self.ks.active_expire_cycle(unix_ms(), slice);
+        let spent = start.elapsed();
+        let threshold = self.config.latency_monitor_threshold;
+        self.latency
+            .add_if_needed(threshold, "expire-cycle", spent.as_millis() as u64);
         self.expire_budget = self
             .expire_budget
-            .saturating_sub(start.elapsed().max(Duration::from_micros(100)));
+            .saturating_sub(spent.max(Duration::from_micros(100)));
         if !self.ks.expire_backlog {
             self.expire_budget = Duration::ZERO;
         }

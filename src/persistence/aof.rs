@@ -574,7 +574,23 @@ pub fn flush(ex: &mut Executor) {
     if ex.stream.buf.is_empty() {
         return;
     }
-    match aof.file.write_all(&ex.stream.buf) {
+    let write_start = Instant::now();
+    let written = aof.file.write_all(&ex.stream.buf);
+    // Latency monitor events as Redis names them: the write's class, then `aof-write`.
+    let threshold = ex.config.latency_monitor_threshold;
+    if threshold > 0 {
+        let ms = write_start.elapsed().as_millis() as u64;
+        let class = if aof.rewrite.is_some() || ex.persist.busy() {
+            "aof-write-active-child"
+        } else if aof.fsync_thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            "aof-write-pending-fsync"
+        } else {
+            "aof-write-alone"
+        };
+        ex.latency.add_if_needed(threshold, class, ms);
+        ex.latency.add_if_needed(threshold, "aof-write", ms);
+    }
+    match written {
         Ok(()) => {
             aof.incr_size += ex.stream.buf.len() as u64;
             ex.stream.clear();
@@ -593,7 +609,11 @@ pub fn flush(ex: &mut Executor) {
         }
     }
     if aof.fsync == Fsync::Always {
-        if let Err(e) = aof.file.sync_data() {
+        let sync_start = Instant::now();
+        let synced = aof.file.sync_data();
+        let ms = sync_start.elapsed().as_millis() as u64;
+        ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
+        if let Err(e) = synced {
             crate::log::warning(&format!(
                 "Can't persist the AOF with fsync (policy always): {e}. Exiting..."
             ));
