@@ -31,6 +31,7 @@ pub mod streams;
 pub mod strings;
 pub mod tracking;
 pub mod transactions;
+pub mod waitaof;
 pub mod zsets;
 
 use crate::util::FastMap;
@@ -268,6 +269,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         functions::COMMANDS,
         persistence::COMMANDS,
         latency::COMMANDS,
+        waitaof::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

@@ -381,6 +381,7 @@ impl Executor {
         let now_ms = start_us / 1000;
         let db = self.client(slot).db;
         let mark = self.stream_begin();
+        let mark_offset = mark.as_ref().map(|_| self.stream.position());
         let reply = {
             let mut ctx = Ctx {
                 ex: self,
@@ -392,6 +393,12 @@ impl Executor {
             (cmd.handler)(&mut ctx, args)
         };
         self.stream_end(mark, cmd, args, &reply, db, now_ms);
+        if let Some(m) = mark_offset {
+            let pos = self.stream.position();
+            if pos != m {
+                self.client_mut(slot).woff = pos;
+            }
+        }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
         let st = self.cmd_stats.entry(cmd.name).or_default();

@@ -224,6 +224,10 @@ impl Server {
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
             // before any reply announcing them is written.
             crate::persistence::aof::flush(&mut self.ex);
+            // WAITAOF clients whose writes the flush (or a finished fsync) made durable.
+            if self.ex.blocking.has_ready() {
+                crate::exec::blocking::handle_ready(&mut self.ex);
+            }
             self.net.borrow_mut().flush_pending(&mut self.ex);
             if self.ex.cron() {
                 self.ex.close_pending = true;
