@@ -925,7 +925,8 @@ impl Config {
                         .map_err(|e| e.to_string())?;
                     s
                 } else {
-                    cfg.config_file = Some(PathBuf::from(first));
+                    cfg.config_file =
+                        Some(std::path::absolute(first).unwrap_or_else(|_| PathBuf::from(first)));
                     std::fs::read_to_string(first).map_err(|e| {
                         format!("Fatal error, can't open config file '{first}': {e}")
                     })?
