@@ -15,6 +15,7 @@ pub mod functions;
 pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
+pub mod info_extra;
 pub mod introspection;
 pub mod keyflags;
 pub mod keys;

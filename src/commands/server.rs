@@ -519,6 +519,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         }
         _ => {}
     }
+    crate::commands::info_extra::append(ex, section, &mut s);
     s
 }
 

@@ -53,6 +53,10 @@ pub struct Stats {
     /// Samples of (time, commands processed) for instantaneous_ops_per_sec.
     pub ops_samples: Vec<(Instant, u64)>,
     pub instantaneous_ops_per_sec: u64,
+    /// Samples of (time, input bytes, output bytes) for instantaneous_*_kbps.
+    pub net_samples: Vec<(Instant, u64, u64)>,
+    pub instantaneous_input_kbps: f64,
+    pub instantaneous_output_kbps: f64,
 }
 
 /// An entry of the slow log.
@@ -620,6 +624,19 @@ impl Executor {
 
     fn sample_ops(&mut self) {
         let now = Instant::now();
+        let st = &mut self.stats;
+        st.net_samples
+            .push((now, st.total_net_input_bytes, st.total_net_output_bytes));
+        if st.net_samples.len() > 16 {
+            st.net_samples.remove(0);
+        }
+        if let (Some(a), Some(b)) = (st.net_samples.first(), st.net_samples.last()) {
+            let dt = b.0.duration_since(a.0).as_secs_f64();
+            if dt > 0.0 {
+                st.instantaneous_input_kbps = (b.1 - a.1) as f64 / dt / 1024.0;
+                st.instantaneous_output_kbps = (b.2 - a.2) as f64 / dt / 1024.0;
+            }
+        }
         let total = self.stats.total_commands_processed;
         self.stats.ops_samples.push((now, total));
         if self.stats.ops_samples.len() > 16 {
