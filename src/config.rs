@@ -69,6 +69,10 @@ pub struct Config {
     /// Milliseconds a script runs before other clients get BUSY (`lua-time-limit`).
     pub busy_reply_threshold: i64,
     pub latency_monitor_threshold: i64,
+    /// Per-command latency histograms (`latency-tracking`) and the percentiles INFO
+    /// latencystats shows (`latency-tracking-info-percentiles`).
+    pub latency_tracking: bool,
+    pub latency_tracking_info_percentiles: Vec<f64>,
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: i64,
     pub hash_max_listpack_value: i64,
@@ -168,6 +172,8 @@ impl Default for Config {
             tracking_table_max_keys: 1_000_000,
             busy_reply_threshold: 5000,
             latency_monitor_threshold: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
@@ -867,6 +873,36 @@ pub static DIRECTIVES: &[Directive] = &[
         i64::MAX,
         true
     ),
+    bool_directive!("latency-tracking", latency_tracking, true),
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        aliases: &[],
+        mutable: true,
+        get: |c| {
+            c.latency_tracking_info_percentiles
+                .iter()
+                .map(|p| crate::exec::latency::percentile_label(*p))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+        set: |c, a| {
+            let mut v = Vec::new();
+            for w in a.iter().flat_map(|s| s.split_whitespace()) {
+                let p: f64 = crate::util::numeric::parse_f64(w.as_bytes())
+                    .filter(|p| !p.is_nan())
+                    .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(
+                        "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                            .into(),
+                    );
+                }
+                v.push(p);
+            }
+            c.latency_tracking_info_percentiles = v;
+            Ok(())
+        },
+    },
     int_directive!(
         "stream-node-max-bytes",
         &[],
@@ -1053,7 +1089,8 @@ impl Config {
                         .map_err(|e| e.to_string())?;
                     s
                 } else {
-                    cfg.config_file = Some(PathBuf::from(first));
+                    cfg.config_file =
+                        Some(std::path::absolute(first).unwrap_or_else(|_| PathBuf::from(first)));
                     std::fs::read_to_string(first).map_err(|e| {
                         format!("Fatal error, can't open config file '{first}': {e}")
                     })?

@@ -10,6 +10,7 @@ pub mod acl;
 pub mod alloc;
 pub mod commands;
 pub mod config;
+pub mod config_rewrite;
 pub mod embedded;
 pub mod exec;
 pub mod keyspace;

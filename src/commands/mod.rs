@@ -16,9 +16,11 @@ pub mod functions;
 pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
+pub mod info_extra;
 pub mod introspection;
 pub mod keyflags;
 pub mod keys;
+pub mod latency;
 pub mod lists;
 pub mod monitor;
 pub mod persistence;
@@ -32,6 +34,7 @@ pub mod streams;
 pub mod strings;
 pub mod tracking;
 pub mod transactions;
+pub mod waitaof;
 pub mod zsets;
 
 use crate::util::FastMap;
@@ -270,6 +273,8 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         persistence::COMMANDS,
         replication::COMMANDS,
         acl::COMMANDS,
+        latency::COMMANDS,
+        waitaof::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

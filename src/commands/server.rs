@@ -33,6 +33,18 @@ pub static COMMANDS: &[Command] = &[
 
 static CONFIG_SUBCOMMANDS: &[Command] = &[
     command!(
+        "config|rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        ADMIN_ACL,
+        "server",
+        "2.8.0",
+        "Persists the effective configuration to file.",
+        "O(1)",
+        config_rewrite
+    ),
+    command!(
         "config|get",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -498,9 +510,13 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                 );
             }
         }
-        "latencystats" => s.push_str("# Latencystats\r\n"),
+        "latencystats" => {
+            s.push_str("# Latencystats\r\n");
+            crate::commands::latency::info_latencystats(ex, &mut s);
+        }
         _ => {}
     }
+    crate::commands::info_extra::append(ex, section, &mut s);
     s
 }
 
@@ -575,6 +591,22 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::ok()
 }
 
+fn config_rewrite(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let Some(path) = ctx.ex.config.config_file.clone() else {
+        return Reply::err("ERR The server is running without a config file");
+    };
+    match crate::config_rewrite::rewrite_file(&path, &ctx.ex.config) {
+        Ok(()) => {
+            crate::log::notice("CONFIG REWRITE executed with success.");
+            Reply::ok()
+        }
+        Err(e) => {
+            crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
+            Reply::error(format!("ERR Rewriting config file: {e}"))
+        }
+    }
+}
+
 fn config_resetstat(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     ctx.ex.reset_stats();
     Reply::ok()
@@ -590,6 +622,8 @@ fn config_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
             "    Set the configuration <directive> to <value>.",
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
         ],
     )
 }

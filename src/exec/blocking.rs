@@ -173,6 +173,14 @@ impl Blocking {
         }
     }
 
+    /// Replaces a blocked client's timeout reply (WAITAOF answers with the state at
+    /// the time of the timeout).
+    pub fn set_timeout_reply(&mut self, slot: usize, reply: Reply) {
+        if let Some(b) = self.clients.get_mut(&slot) {
+            b.timeout_reply = reply;
+        }
+    }
+
     /// A client disconnected: forget it.
     pub fn disconnect(&mut self, slot: usize) {
         self.remove(slot);

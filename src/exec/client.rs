@@ -33,6 +33,8 @@ pub struct Client {
     pub laddr: String,
     pub fd: i64,
     pub created: Instant,
+    /// Write-stream position after this client's last write (WAITAOF waits for it).
+    pub aof_woff: u64,
     pub last_interaction: Instant,
     pub reply_mode: ReplyMode,
     pub no_evict: bool,
@@ -91,6 +93,7 @@ impl Client {
             laddr,
             fd,
             created: now,
+            aof_woff: 0,
             last_interaction: now,
             reply_mode: ReplyMode::On,
             no_evict: false,

@@ -63,7 +63,12 @@ impl Executor {
                 return evicted_any;
             };
             evicted_any = true;
+            let del_start = Instant::now();
             self.ks.delete(db, &key);
+            let threshold = self.config.latency_monitor_threshold;
+            let del_ms = del_start.elapsed().as_millis() as u64;
+            self.latency
+                .add_if_needed(threshold, "eviction-del", del_ms);
             self.ks.stats.evicted_keys += 1;
             self.ks.dirty += 1;
             self.notify(notify::EVICTED, "evicted", db, key);
@@ -71,6 +76,10 @@ impl Executor {
                 break;
             }
         }
+        let threshold = self.config.latency_monitor_threshold;
+        let cycle_ms = start.elapsed().as_millis() as u64;
+        self.latency
+            .add_if_needed(threshold, "eviction-cycle", cycle_ms);
         true
     }
 }

@@ -10,6 +10,7 @@ pub mod blocking;
 pub mod busy;
 pub mod client;
 mod evict;
+pub mod latency;
 pub mod monitor;
 pub mod multi;
 pub mod propagate;
@@ -34,6 +35,8 @@ pub struct CmdStat {
     pub usec: u64,
     pub rejected_calls: u64,
     pub failed_calls: u64,
+    /// LATENCY HISTOGRAM / INFO latencystats (latency.rs), allocated on first call.
+    pub latency: Option<Box<latency::Histogram>>,
 }
 
 /// Server-wide counters (INFO stats).
@@ -43,6 +46,9 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
     pub total_net_input_bytes: u64,
+    /// Socket reads and writes that moved data (INFO's total_reads/writes_processed).
+    pub total_reads_processed: u64,
+    pub total_writes_processed: u64,
     pub total_net_output_bytes: u64,
     pub total_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,
@@ -50,6 +56,10 @@ pub struct Stats {
     /// Samples of (time, commands processed) for instantaneous_ops_per_sec.
     pub ops_samples: Vec<(Instant, u64)>,
     pub instantaneous_ops_per_sec: u64,
+    /// Samples of (time, input bytes, output bytes) for instantaneous_*_kbps.
+    pub net_samples: Vec<(Instant, u64, u64)>,
+    pub instantaneous_input_kbps: f64,
+    pub instantaneous_output_kbps: f64,
 }
 
 /// An entry of the slow log.
@@ -131,6 +141,8 @@ pub struct Executor {
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
+    /// The latency monitor's events (latency.rs).
+    pub latency: latency::LatencyMonitor,
 }
 
 impl Executor {
@@ -179,6 +191,7 @@ impl Executor {
             busy: None,
             busy_server: None,
             repl: Default::default(),
+            latency: Default::default(),
         }
     }
 
@@ -409,15 +422,23 @@ impl Executor {
             (cmd.handler)(&mut ctx, args)
         };
         self.stream_end(mark, cmd, args, &reply, db, now_ms);
-        if self.stream.position() != stream_pos {
-            // WAIT waits for replicas to reach this client's last write.
+        let pos = self.stream.position();
+        if pos != stream_pos {
+            // WAIT waits for replicas to reach this client's last write, WAITAOF for
+            // the AOF's fsync to pass it.
             self.client_mut(slot).woff = crate::replication::write_offset(self);
+            self.client_mut(slot).aof_woff = pos;
         }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
         let st = self.cmd_stats.entry(cmd.name).or_default();
         st.calls += 1;
         st.usec += usec;
+        if self.config.latency_tracking {
+            st.latency
+                .get_or_insert_with(Default::default)
+                .record_usec(usec);
+        }
         if let Reply::Error(e) = &reply {
             st.failed_calls += 1;
             self.count_error(e);
@@ -431,6 +452,13 @@ impl Executor {
         if cmd.flags & flags::SKIP_SLOWLOG == 0 {
             self.slowlog_maybe(slot, args, usec);
         }
+        let event = if cmd.flags & flags::FAST != 0 {
+            "fast-command"
+        } else {
+            "command"
+        };
+        self.latency
+            .add_if_needed(self.config.latency_monitor_threshold, event, usec / 1000);
         reply
     }
 
@@ -608,9 +636,13 @@ impl Executor {
         let slice = self.expire_budget.min(Duration::from_millis(1));
         let start = Instant::now();
         self.ks.active_expire_cycle(unix_ms(), slice);
+        let spent = start.elapsed();
+        let threshold = self.config.latency_monitor_threshold;
+        self.latency
+            .add_if_needed(threshold, "expire-cycle", spent.as_millis() as u64);
         self.expire_budget = self
             .expire_budget
-            .saturating_sub(start.elapsed().max(Duration::from_micros(100)));
+            .saturating_sub(spent.max(Duration::from_micros(100)));
         if !self.ks.expire_backlog {
             self.expire_budget = Duration::ZERO;
         }
@@ -626,6 +658,19 @@ impl Executor {
 
     fn sample_ops(&mut self) {
         let now = Instant::now();
+        let st = &mut self.stats;
+        st.net_samples
+            .push((now, st.total_net_input_bytes, st.total_net_output_bytes));
+        if st.net_samples.len() > 16 {
+            st.net_samples.remove(0);
+        }
+        if let (Some(a), Some(b)) = (st.net_samples.first(), st.net_samples.last()) {
+            let dt = b.0.duration_since(a.0).as_secs_f64();
+            if dt > 0.0 {
+                st.instantaneous_input_kbps = (b.1 - a.1) as f64 / dt / 1024.0;
+                st.instantaneous_output_kbps = (b.2 - a.2) as f64 / dt / 1024.0;
+            }
+        }
         let total = self.stats.total_commands_processed;
         self.stats.ops_samples.push((now, total));
         if self.stats.ops_samples.len() > 16 {

@@ -238,6 +238,10 @@ impl Server {
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
             // before any reply announcing them is written.
             crate::persistence::aof::flush(&mut self.ex);
+            // WAITAOF clients whose writes the flush (or a finished fsync) made durable.
+            if self.ex.blocking.has_ready() {
+                crate::exec::blocking::handle_ready(&mut self.ex);
+            }
             self.net.borrow_mut().flush_pending(&mut self.ex);
             if self.ex.cron() {
                 self.ex.close_pending = true;
@@ -474,6 +478,7 @@ impl Net {
                 Ok(n) => {
                     conn.end += n;
                     ex.stats.total_net_input_bytes += n as u64;
+                    ex.stats.total_reads_processed += 1;
                     // Idle time counts from the last read, as in Redis.
                     ex.client_mut(slot).last_interaction = std::time::Instant::now();
                     if conn.end - conn.start > qbuf_limit {
@@ -519,6 +524,7 @@ impl Net {
                 Ok(n) => {
                     c.out_pos += n;
                     ex.stats.total_net_output_bytes += n as u64;
+                    ex.stats.total_writes_processed += 1;
                 }
                 Err(e)
                     if e.kind() == io::ErrorKind::WouldBlock

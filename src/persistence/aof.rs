@@ -158,6 +158,20 @@ pub struct Aof {
     /// Turned on at runtime and its first base is not written yet: the manifest on
     /// disk (if any) is stale history, and `file` is the temp incremental file.
     wait_rewrite: bool,
+    /// Write-stream positions (WAITAOF): written to the file, covered by the fsync in
+    /// flight, and known to be on disk.
+    written_pos: u64,
+    sync_target: u64,
+    fsynced_pos: u64,
+}
+
+/// The write-stream position known to be fsynced, or `None` when the AOF is off or
+/// has no valid history yet (turned on at runtime, first base not written).
+pub fn fsynced_offset(ex: &Executor) -> Option<u64> {
+    ex.aof
+        .as_ref()
+        .filter(|a| !a.wait_rewrite)
+        .map(|a| a.fsynced_pos)
 }
 
 fn write_file_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -450,6 +464,9 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         rewrites: 0,
         last_write_ok: true,
         wait_rewrite: false,
+        written_pos: ex.stream.position(),
+        sync_target: ex.stream.position(),
+        fsynced_pos: ex.stream.position(),
     }));
     ex.stream.enabled = true;
     ex.stream.reset_db();
@@ -493,6 +510,9 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         rewrites: 0,
         last_write_ok: true,
         wait_rewrite: true,
+        written_pos: ex.stream.position(),
+        sync_target: ex.stream.position(),
+        fsynced_pos: ex.stream.position(),
     }));
     // Until the image is taken there is nothing to log: the image will hold it.
     // (Replicas still need the stream.)
@@ -534,6 +554,8 @@ pub fn stop_at_runtime(ex: &mut Executor) {
     }
     ex.stream.enabled = ex.repl.backlog.is_some();
     ex.stream.clear();
+    // Clients waiting for a local fsync get WAITAOF's error now.
+    crate::commands::waitaof::fsync_progress(ex);
 }
 
 /// Startup: the AOF when enabled (falling back to the RDB file when there is no AOF
@@ -578,10 +600,27 @@ pub fn flush(ex: &mut Executor) {
     if ex.stream.buf.is_empty() {
         return;
     }
-    match aof.file.write_all(&ex.stream.buf) {
+    let write_start = Instant::now();
+    let written = aof.file.write_all(&ex.stream.buf);
+    // Latency monitor events as Redis names them: the write's class, then `aof-write`.
+    let threshold = ex.config.latency_monitor_threshold;
+    if threshold > 0 {
+        let ms = write_start.elapsed().as_millis() as u64;
+        let class = if aof.rewrite.is_some() || ex.persist.busy() {
+            "aof-write-active-child"
+        } else if aof.fsync_thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            "aof-write-pending-fsync"
+        } else {
+            "aof-write-alone"
+        };
+        ex.latency.add_if_needed(threshold, class, ms);
+        ex.latency.add_if_needed(threshold, "aof-write", ms);
+    }
+    match written {
         Ok(()) => {
             aof.incr_size += ex.stream.buf.len() as u64;
             ex.stream.clear();
+            aof.written_pos = ex.stream.position();
             aof.unsynced = true;
             aof.last_write_ok = true;
         }
@@ -597,7 +636,11 @@ pub fn flush(ex: &mut Executor) {
         }
     }
     if aof.fsync == Fsync::Always {
-        if let Err(e) = aof.file.sync_data() {
+        let sync_start = Instant::now();
+        let synced = aof.file.sync_data();
+        let ms = sync_start.elapsed().as_millis() as u64;
+        ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
+        if let Err(e) = synced {
             crate::log::warning(&format!(
                 "Can't persist the AOF with fsync (policy always): {e}. Exiting..."
             ));
@@ -605,12 +648,22 @@ pub fn flush(ex: &mut Executor) {
         }
         aof.unsynced = false;
         aof.last_fsync = Instant::now();
+        aof.fsynced_pos = aof.written_pos;
+        crate::commands::waitaof::fsync_progress(ex);
     }
 }
 
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
     flush(ex);
+    let Some(aof) = ex.aof.as_mut() else { return };
+    // The everysec fsync in flight finished: what it covered is on disk.
+    if aof.fsynced_pos < aof.sync_target
+        && aof.fsync_thread.as_ref().is_none_or(|t| t.is_finished())
+    {
+        aof.fsynced_pos = aof.sync_target;
+        crate::commands::waitaof::fsync_progress(ex);
+    }
     let Some(aof) = ex.aof.as_mut() else { return };
     if aof.fsync == Fsync::EverySec
         && aof.unsynced
@@ -620,6 +673,7 @@ pub fn cron(ex: &mut Executor) {
         if let Ok(f) = aof.file.try_clone() {
             aof.unsynced = false;
             aof.last_fsync = Instant::now();
+            aof.sync_target = aof.written_pos;
             aof.fsync_thread = std::thread::Builder::new()
                 .name("cinnabar-aof-fsync".into())
                 .spawn(move || {
@@ -735,6 +789,7 @@ pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
                     aof.last_rewrite_ok = true;
                     aof.rewrites += 1;
                     crate::log::notice("Background AOF rewrite finished successfully");
+                    crate::commands::waitaof::fsync_progress(ex);
                 }
                 Err(e) => {
                     aof.last_rewrite_ok = false;

@@ -1,0 +1,107 @@
+//! WAITAOF numlocal numreplicas timeout (Redis 7.2+): wait until the client's last
+//! write is fsynced to the local AOF and acknowledged by replicas.
+//!
+//! A client's last write is its `aof_woff`, the write-stream position after its last
+//! command that changed data (`Executor::call` records it). The AOF tracks the
+//! position known to be on disk (`aof::fsynced_offset`): with `appendfsync always`
+//! that is every flush; with `everysec` it moves when the background fsync finishes;
+//! with `no` it never moves, so a local wait times out, as in Redis.
+//!
+//! A waiting client blocks through `exec::blocking` on a pseudo key no command writes
+//! to in practice; every advance of the fsynced position signals that key
+//! (`fsync_progress`), and the blocked WAITAOF is re-run: it answers once satisfied
+//! (or with the error when AOF was turned off meanwhile), otherwise it keeps its
+//! place and refreshes its timeout reply with the current counts.
+//! Replica acknowledgements come from `replicas_acked`, the one place replication
+//! fills in.
+
+use crate::command;
+use crate::commands::flags::*;
+use crate::commands::{Command, Ctx};
+use crate::exec::{blocking, Executor};
+use crate::protocol::Reply;
+use crate::util::numeric::parse_i64;
+
+pub static COMMANDS: &[Command] = &[command!(
+    "waitaof",
+    4,
+    NOSCRIPT,
+    (0, 0, 0),
+    &["slow", "connection"],
+    "generic",
+    "7.2.0",
+    "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
+    "O(1)",
+    waitaof
+)];
+
+/// The key blocked WAITAOF clients wait on (never a user key in practice: it starts
+/// with NUL bytes, and a write to it would only re-check the waiters).
+const WAIT_KEY: &[u8] = b"\0\0waitaof\0\0";
+
+/// How many replicas acknowledged (fsynced) the stream up to `offset`.
+/// No replication yet: none.
+pub fn replicas_acked(_ex: &Executor, _offset: u64) -> i64 {
+    0
+}
+
+/// Called when the fsynced position advanced, or AOF was turned on or off: blocked
+/// WAITAOF clients are re-checked after the current command (or, outside one, when
+/// the network loop next serves ready keys).
+pub fn fsync_progress(ex: &mut Executor) {
+    if ex.blocking.blocked_clients() == 0 {
+        return;
+    }
+    for db in 0..ex.ks.dbs.len() {
+        ex.blocking.signal(db, WAIT_KEY);
+    }
+}
+
+fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let not_int = || Reply::err("ERR value is not an integer or out of range");
+    let Some(numlocal) = parse_i64(args[1]) else {
+        return not_int();
+    };
+    if !(0..=1).contains(&numlocal) {
+        return Reply::err("ERR value is out of range, value must between 0 and 1");
+    }
+    let Some(numreplicas) = parse_i64(args[2]) else {
+        return not_int();
+    };
+    if numreplicas < 0 {
+        return Reply::err("ERR value is out of range, must be positive");
+    }
+    let Some(timeout) = parse_i64(args[3]) else {
+        return Reply::err("ERR timeout is not an integer or out of range");
+    };
+    if timeout < 0 {
+        return Reply::err("ERR timeout is negative");
+    }
+    if numlocal > 0 && ctx.ex.aof.is_none() {
+        return Reply::err(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        );
+    }
+    let woff = ctx.ex.client(ctx.client).aof_woff;
+    let acklocal = crate::persistence::aof::fsynced_offset(ctx.ex).is_some_and(|f| f >= woff);
+    let ackreplicas = replicas_acked(ctx.ex, woff);
+    let reply = Reply::Array(vec![Reply::Int(acklocal as i64), Reply::Int(ackreplicas)]);
+    if (ackreplicas >= numreplicas && acklocal as i64 >= numlocal) || ctx.ex.blocking.deny_blocking
+    {
+        return reply;
+    }
+    let slot = ctx.client;
+    if ctx.ex.blocking.is_blocked(slot) {
+        // Re-checked and still waiting: keep the place, refresh the timeout reply.
+        ctx.ex.blocking.set_timeout_reply(slot, reply.clone());
+    }
+    // 0 waits forever (and so does a timeout past the clock's range).
+    let deadline = (timeout > 0)
+        .then(|| {
+            std::time::Instant::now().checked_add(std::time::Duration::from_millis(timeout as u64))
+        })
+        .flatten();
+    let r = blocking::block(ctx, args, &[WAIT_KEY], "waitaof", deadline, reply);
+    ctx.ex.blocking.wake_on_any_change(slot);
+    r
+}
