@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(size_of::<super::Object>(), 16);
         assert_eq!(size_of::<super::ObjRef<'_>>(), 16);
         assert!(
-            size_of::<super::ZSet>() <= 32,
+            size_of::<super::ZSet>() <= 24,
             "{}",
             size_of::<super::ZSet>()
         );
