@@ -12,7 +12,7 @@ use crate::commands::flags::*;
 use crate::commands::keys::parse_cursor;
 use crate::commands::{arg_i64, errors, is, wrong_arity, Command, Ctx};
 use crate::exec::Executor;
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::types::hash::{Hash, HashLimits};
 use crate::util::glob::glob_match;
@@ -83,7 +83,7 @@ fn expire_fields_where(
     if matches!(e.expire(), Some(t) if t <= now) {
         return 0;
     }
-    let Some(Object::Hash(h)) = e.object_mut() else {
+    let Some(ObjMut::Hash(h)) = e.object_mut() else {
         return 0;
     };
     let expired = match only {
@@ -130,7 +130,7 @@ pub fn active_expire_fields(ex: &mut Executor, now: i64, budget: std::time::Dura
 fn register_if_earlier(ctx: &mut Ctx, key: &[u8], before: Option<i64>) {
     let db = ctx.db;
     let after = match ctx.ex.ks.dbs[db].table.get(key).map(|e| e.value()) {
-        Some(ValueRef::Obj(Object::Hash(h))) => h.next_expire(),
+        Some(ValueRef::Obj(ObjRef::Hash(h))) => h.next_expire(),
         _ => None,
     };
     if let Some(at) = after {
@@ -146,7 +146,7 @@ pub(crate) fn read_hash<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c H
     expire_fields_of(ctx.ex, db, key, now);
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
-        Some(ValueRef::Obj(Object::Hash(h))) => Ok(Some(h)),
+        Some(ValueRef::Obj(ObjRef::Hash(h))) => Ok(Some(h)),
         Some(_) => Err(errors::WRONGTYPE),
     }
 }
@@ -165,7 +165,7 @@ fn peek_hash<'c>(
     }
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
-        Some(ValueRef::Obj(Object::Hash(h))) => Ok(Some(h)),
+        Some(ValueRef::Obj(ObjRef::Hash(h))) => Ok(Some(h)),
         Some(_) => Err(errors::WRONGTYPE),
     }
 }
@@ -183,7 +183,7 @@ fn write_hash<R>(
         return Ok(None);
     };
     match e.object_mut() {
-        Some(Object::Hash(h)) => Ok(Some(f(h))),
+        Some(ObjMut::Hash(h)) => Ok(Some(f(h))),
         _ => Err(errors::WRONGTYPE),
     }
 }
@@ -198,7 +198,7 @@ fn write_or_create<R>(
     let (db, now) = (ctx.db, ctx.now_ms);
     expire_fields_of(ctx.ex, db, key, now);
     if !ctx.exists(key) {
-        let v = Value::Obj(Box::new(Object::Hash(Hash::new())));
+        let v = Value::Obj(Object::Hash(Box::default()));
         ctx.ex.ks.set(db, key, v, None, false, now);
     }
     write_hash(ctx, key, f).map(|r| r.expect("hash just created"))
@@ -208,7 +208,7 @@ fn write_or_create<R>(
 fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) -> bool {
     let empty = matches!(
         ctx.ex.ks.dbs[ctx.db].table.get(key).map(|e| e.value()),
-        Some(ValueRef::Obj(Object::Hash(h))) if h.is_empty()
+        Some(ValueRef::Obj(ObjRef::Hash(h))) if h.is_empty()
     );
     if empty {
         ctx.ex.ks.delete(ctx.db, key);

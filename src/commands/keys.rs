@@ -201,7 +201,7 @@ fn duplicate(v: ValueRef<'_>) -> Value {
         ValueRef::Int(n) => Value::Int(n),
         ValueRef::Emb(b) => Value::Str(b.to_vec()),
         ValueRef::Raw(b) => Value::RawStr(b.to_vec()),
-        ValueRef::Obj(o) => Value::Obj(Box::new(o.duplicate())),
+        ValueRef::Obj(o) => Value::Obj(o.duplicate()),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::types::list::{End, List};
 
@@ -65,7 +65,7 @@ fn read_list<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c List>, Reply
     match ctx.lookup_read(key) {
         None => Ok(None),
         Some(e) => match e.value() {
-            ValueRef::Obj(Object::List(l)) => Ok(Some(l)),
+            ValueRef::Obj(ObjRef::List(l)) => Ok(Some(l)),
             #[allow(unreachable_patterns)]
             _ => Err(errors::WRONGTYPE),
         },
@@ -83,7 +83,7 @@ fn with_list<T>(
         return Ok(None);
     };
     match e.object_mut() {
-        Some(Object::List(l)) => Ok(Some(f(l))),
+        Some(ObjMut::List(l)) => Ok(Some(f(l))),
         #[allow(unreachable_patterns)]
         _ => Err(errors::WRONGTYPE),
     }
@@ -96,7 +96,7 @@ fn check_list(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Reply> {
     match ctx.ex.ks.dbs[db].table.get(key) {
         None => Ok(false),
         Some(e) => match e.value() {
-            ValueRef::Obj(Object::List(_)) => Ok(true),
+            ValueRef::Obj(ObjRef::List(_)) => Ok(true),
             #[allow(unreachable_patterns)]
             _ => Err(errors::WRONGTYPE),
         },
@@ -105,7 +105,7 @@ fn check_list(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Reply> {
 
 /// Stores a new list under `key`.
 fn store_new(ctx: &mut Ctx, key: &[u8], l: List) {
-    ctx.set(key, Value::Obj(Box::new(Object::List(l))), None, false);
+    ctx.set(key, Value::Obj(Object::List(Box::new(l))), None, false);
 }
 
 /// Bookkeeping after elements were popped or removed: the list event, then the

@@ -12,7 +12,7 @@ use crate::commands::flags::*;
 use crate::commands::hashes::{parse_rand_count, parse_scan_opts, scan_reply};
 use crate::commands::keys::parse_cursor;
 use crate::commands::{arg_i64, errors, Command, Ctx, KeySpec};
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::types::set::{Set, SetLimits};
 use crate::util::glob::glob_match;
@@ -61,7 +61,7 @@ pub fn limits(ctx: &Ctx) -> SetLimits {
 pub fn read_set<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Set>, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
-        Some(ValueRef::Obj(Object::Set(s))) => Ok(Some(s)),
+        Some(ValueRef::Obj(ObjRef::Set(s))) => Ok(Some(s)),
         Some(_) => Err(errors::WRONGTYPE),
     }
 }
@@ -76,7 +76,7 @@ fn write_set<R>(
         return Ok(None);
     };
     match e.object_mut() {
-        Some(Object::Set(s)) => Ok(Some(f(s))),
+        Some(ObjMut::Set(s)) => Ok(Some(f(s))),
         _ => Err(errors::WRONGTYPE),
     }
 }
@@ -85,7 +85,7 @@ fn write_set<R>(
 fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
     let empty = matches!(
         ctx.ex.ks.dbs[ctx.db].table.get(key).map(|e| e.value()),
-        Some(ValueRef::Obj(Object::Set(s))) if s.is_empty()
+        Some(ValueRef::Obj(ObjRef::Set(s))) if s.is_empty()
     );
     if empty {
         ctx.ex.ks.delete(ctx.db, key);
@@ -116,7 +116,7 @@ fn sadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ctx.ex.ks.set(
                 db,
                 key,
-                Value::Obj(Box::new(Object::Set(s))),
+                Value::Obj(Object::Set(Box::new(s))),
                 None,
                 false,
                 now,
@@ -283,7 +283,7 @@ fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ctx.ex.ks.set(
                 db,
                 dst,
-                Value::Obj(Box::new(Object::Set(s))),
+                Value::Obj(Object::Set(Box::new(s))),
                 None,
                 false,
                 now,
@@ -318,7 +318,7 @@ fn compute(ctx: &mut Ctx, keys: &[&[u8]], op: Op, limit: usize) -> Result<Vec<Ve
     let sets: Vec<Option<&Set>> = keys
         .iter()
         .map(|k| match table.get(k).map(|e| e.value()) {
-            Some(ValueRef::Obj(Object::Set(s))) => Some(s),
+            Some(ValueRef::Obj(ObjRef::Set(s))) => Some(s),
             _ => None,
         })
         .collect();
@@ -387,7 +387,7 @@ fn setop_store(ctx: &mut Ctx, args: &[&[u8]], op: Op, event: &'static str) -> Re
         s.add(m, lim);
     }
     let n = s.len() as i64;
-    ctx.set(dst, Value::Obj(Box::new(Object::Set(s))), None, false);
+    ctx.set(dst, Value::Obj(Object::Set(Box::new(s))), None, false);
     ctx.notify(notify::SET, event, dst);
     Reply::Int(n)
 }

@@ -13,7 +13,7 @@ use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
-use crate::keyspace::{Object, ValueRef};
+use crate::keyspace::{ObjRef, Object, ValueRef};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[Command] = &[
@@ -40,9 +40,9 @@ enum Source {
 fn input_elements(v: Option<ValueRef<'_>>) -> Result<(Vec<Vec<u8>>, Source), Reply> {
     match v {
         None => Ok((Vec::new(), Source::Empty)),
-        Some(ValueRef::Obj(Object::Set(s))) => Ok((s.members(), Source::Set)),
-        Some(ValueRef::Obj(Object::List(l))) => Ok((l.to_vecs(), Source::Ordered)),
-        Some(ValueRef::Obj(Object::ZSet(z))) => {
+        Some(ValueRef::Obj(ObjRef::Set(s))) => Ok((s.members(), Source::Set)),
+        Some(ValueRef::Obj(ObjRef::List(l))) => Ok((l.to_vecs(), Source::Ordered)),
+        Some(ValueRef::Obj(ObjRef::ZSet(z))) => {
             let mut members = Vec::with_capacity(z.len());
             z.for_each(|m, _| members.push(m.to_vec()));
             Ok((members, Source::Ordered))
@@ -69,7 +69,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], items: Vec<Vec<u8>>) -> Reply {
     );
     ctx.set(
         dst,
-        crate::keyspace::Value::Obj(Box::new(Object::List(list))),
+        crate::keyspace::Value::Obj(Object::List(Box::new(list))),
         None,
         false,
     );

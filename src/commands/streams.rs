@@ -18,7 +18,7 @@ use crate::commands::flags::*;
 use crate::commands::{errors, is, Command, Ctx, KeySpec};
 use crate::container;
 use crate::exec::blocking;
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::reply::{encode_bulk, encode_header};
 use crate::protocol::Reply;
 use crate::types::stream::{Entry, Group, Nack, Stream, StreamId, Trim, ENTRIES_READ_INVALID};
@@ -256,7 +256,7 @@ fn read_stream<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Stream>, R
     match ctx.lookup_read(key) {
         None => Ok(None),
         Some(e) => match e.value() {
-            ValueRef::Obj(Object::Stream(s)) => Ok(Some(s)),
+            ValueRef::Obj(ObjRef::Stream(s)) => Ok(Some(s)),
             _ => Err(errors::WRONGTYPE),
         },
     }
@@ -271,7 +271,7 @@ fn with_stream<T>(
         return Ok(None);
     };
     match e.object_mut() {
-        Some(Object::Stream(s)) => Ok(Some(f(s))),
+        Some(ObjMut::Stream(s)) => Ok(Some(f(s))),
         _ => Err(errors::WRONGTYPE),
     }
 }
@@ -463,12 +463,7 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             let mut s = Stream::new();
             let r = add(&mut s);
             if r.is_ok() {
-                ctx.set(
-                    key,
-                    Value::Obj(Box::new(Object::Stream(Box::new(s)))),
-                    None,
-                    false,
-                );
+                ctx.set(key, Value::Obj(Object::Stream(Box::new(s))), None, false);
             }
             r
         }
@@ -1118,7 +1113,7 @@ fn xgroup_create(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if !exists {
         ctx.set(
             key,
-            Value::Obj(Box::new(Object::Stream(Box::new(Stream::new())))),
+            Value::Obj(Object::Stream(Box::new(Stream::new()))),
             None,
             false,
         );

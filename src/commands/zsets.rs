@@ -20,7 +20,7 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::types::zset::{AddFlags, AddOutcome, LexBound, LexRange, Limits, ScoreRange, ZSet};
 use crate::util::numeric::parse_f64;
@@ -94,7 +94,7 @@ pub(crate) fn limits(ctx: &Ctx) -> Limits {
 pub(crate) fn read_zset<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c ZSet>, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(None),
-        Some(ValueRef::Obj(Object::ZSet(z))) => Ok(Some(z)),
+        Some(ValueRef::Obj(ObjRef::ZSet(z))) => Ok(Some(z)),
         Some(_) => Err(errors::WRONGTYPE),
     }
 }
@@ -110,7 +110,7 @@ fn modify_zset<R>(
         return Ok(None);
     };
     match e.object_mut() {
-        Some(Object::ZSet(z)) => {
+        Some(ObjMut::ZSet(z)) => {
             let r = f(z);
             Ok(Some((r, z.is_empty())))
         }
@@ -130,7 +130,7 @@ fn changed(ctx: &mut Ctx, key: &[u8], event: &'static str, emptied: bool) {
 }
 
 fn store(ctx: &mut Ctx, key: &[u8], z: ZSet) {
-    ctx.set(key, Value::Obj(Box::new(Object::ZSet(z))), None, false);
+    ctx.set(key, Value::Obj(Object::ZSet(Box::new(z))), None, false);
 }
 
 /// Member/score pairs as Redis replies them: flat in RESP2 (and without scores), as
@@ -1011,13 +1011,13 @@ type Input = Vec<(Vec<u8>, f64)>;
 fn read_setop_input(ctx: &mut Ctx, key: &[u8]) -> Result<Input, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(Vec::new()),
-        Some(ValueRef::Obj(Object::ZSet(z))) => {
+        Some(ValueRef::Obj(ObjRef::ZSet(z))) => {
             let mut v = Vec::with_capacity(z.len());
             z.for_each(|m, s| v.push((m.to_vec(), s)));
             Ok(v)
         }
         // Plain sets take part with every member scored 1, as in Redis.
-        Some(ValueRef::Obj(Object::Set(s))) => {
+        Some(ValueRef::Obj(ObjRef::Set(s))) => {
             let mut v = Vec::with_capacity(s.len());
             s.for_each(|m| v.push((m.to_vec(), 1.0)));
             Ok(v)

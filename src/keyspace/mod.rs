@@ -15,7 +15,7 @@ pub mod value;
 use std::time::{Duration, Instant};
 
 pub use table::{CowSink, EntryMut, EntryRef, KeyTable};
-pub use value::{Object, Value, ValueRef};
+pub use value::{ObjMut, ObjRef, Object, Value, ValueRef};
 
 /// Redis's LRU clock resolution is one second with 24 bits.
 pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;

@@ -124,7 +124,7 @@ impl<'a> EntryMut<'a> {
             c.save(self.ptr, self.mark, true);
         }
     }
-    pub fn object_mut(&mut self) -> Option<&mut super::value::Object> {
+    pub fn object_mut(&mut self) -> Option<super::value::ObjMut<'_>> {
         self.before_write();
         self.ptr.object_mut()
     }
@@ -833,6 +833,154 @@ mod tests {
                 prop_assert_eq!(&g.0, &expected);
             }
         }
+    }
+
+    type ObjImage = HashMap<Vec<u8>, (&'static str, usize)>;
+
+    /// A sink recording (type, element count) of each collection it is handed.
+    #[derive(Clone, Default)]
+    struct ObjRecorder {
+        saved: std::sync::Arc<std::sync::Mutex<ObjImage>>,
+    }
+
+    fn obj_len(v: ValueRef<'_>) -> (&'static str, usize) {
+        use crate::keyspace::value::ObjRef;
+        let ValueRef::Obj(o) = v else {
+            panic!("not a collection")
+        };
+        let n = match o {
+            ObjRef::ZSet(z) => z.len(),
+            ObjRef::List(l) => l.len(),
+            ObjRef::Hash(h) => h.len(),
+            ObjRef::Set(s) => s.len(),
+            ObjRef::Stream(s) => s.len() as usize,
+        };
+        (o.type_name(), n)
+    }
+
+    impl CowSink for ObjRecorder {
+        fn save(&mut self, key: &[u8], value: ValueRef<'_>, _: Option<i64>, _: bool) {
+            let prev = self
+                .saved
+                .lock()
+                .unwrap()
+                .insert(key.to_vec(), obj_len(value));
+            assert!(prev.is_none(), "saved twice");
+        }
+        fn flush(&mut self) {}
+        fn discarding(&self) -> bool {
+            false
+        }
+    }
+
+    /// Every collection kind through the table under a snapshot: in-place edits,
+    /// replacement, expiry rebuilds and removal each hand the snapshot the value as it
+    /// was, and the table drops whatever is left.
+    #[test]
+    #[allow(clippy::needless_range_loop)]
+    fn cow_snapshot_of_every_collection_kind() {
+        use crate::keyspace::value::{ObjMut, Object};
+        use crate::types::{hash, list, set, stream, zset};
+        let zl = zset::Limits {
+            max_entries: 128,
+            max_value: 64,
+        };
+        let make = |kind: usize, n: usize| -> Value {
+            let items: Vec<Vec<u8>> = (0..n).map(|i| format!("m{i}").into_bytes()).collect();
+            let refs: Vec<&[u8]> = items.iter().map(|v| v.as_slice()).collect();
+            Value::Obj(match kind {
+                0 => {
+                    let mut z = zset::ZSet::default();
+                    refs.iter().for_each(|m| z.set(m, 1.0, zl));
+                    Object::ZSet(Box::new(z))
+                }
+                1 => {
+                    let mut l = list::List::new();
+                    l.push(list::End::Tail, &refs, -2);
+                    Object::List(Box::new(l))
+                }
+                2 => {
+                    let mut h = hash::Hash::new();
+                    refs.iter().for_each(|m| {
+                        h.set(m, b"v", hash::HashLimits::default());
+                    });
+                    Object::Hash(Box::new(h))
+                }
+                3 => {
+                    let mut s = set::Set::new_intset();
+                    refs.iter().for_each(|m| {
+                        s.add(m, set::SetLimits::default());
+                    });
+                    Object::Set(Box::new(s))
+                }
+                _ => {
+                    let mut x = stream::Stream::new();
+                    for (i, m) in refs.iter().enumerate() {
+                        x.append(stream::StreamId::new(1, i as u64), &[b"f", m], 0, 0);
+                    }
+                    Object::Stream(Box::new(x))
+                }
+            })
+        };
+        let names = ["zset", "list", "hash", "set", "stream"];
+        let mut t = KeyTable::new();
+        for kind in 0..5 {
+            for op in 0..5 {
+                let key = format!("{kind}:{op}").into_bytes();
+                t.insert(&key, None, make(kind, 3), 0);
+            }
+        }
+        let rec = ObjRecorder::default();
+        t.cow_begin(Box::new(rec.clone()));
+        for kind in 0..5 {
+            // op 0: edited in place.
+            let mut e = t.get_mut(format!("{kind}:0").as_bytes()).unwrap();
+            match e.object_mut().unwrap() {
+                ObjMut::ZSet(z) => z.set(b"x", 2.0, zl),
+                ObjMut::List(l) => l.push(list::End::Head, &[b"x"], -2),
+                ObjMut::Hash(h) => {
+                    h.set(b"x", b"v", hash::HashLimits::default());
+                }
+                ObjMut::Set(s) => {
+                    s.add(b"x", set::SetLimits::default());
+                }
+                ObjMut::Stream(s) => s.append(stream::StreamId::new(9, 0), &[b"f", b"x"], 0, 0),
+            }
+            assert_eq!(obj_len(e.value()), (names[kind], 4));
+            // op 1: replaced by another kind; op 2: given an expiry; op 3: removed.
+            let old = t.insert(
+                format!("{kind}:1").as_bytes(),
+                None,
+                make((kind + 1) % 5, 7),
+                0,
+            );
+            assert!(matches!(old, Some((Value::Obj(ref o), None)) if o.element_count() > 0));
+            assert!(t.set_expire(format!("{kind}:2").as_bytes(), Some(5)));
+            let (v, _) = t.remove(format!("{kind}:3").as_bytes()).unwrap();
+            assert_eq!(
+                obj_len(ValueRef::Obj(match &v {
+                    Value::Obj(o) => o.as_ref(),
+                    _ => unreachable!(),
+                })),
+                (names[kind], 3)
+            );
+        }
+        while !t.cow_walk(4) {}
+        let saved = rec.saved.lock().unwrap();
+        assert_eq!(saved.len(), 25);
+        for kind in 0..5 {
+            for op in 0..5 {
+                let key = format!("{kind}:{op}").into_bytes();
+                assert_eq!(saved[&key], (names[kind], 3), "{kind}:{op}");
+            }
+            let now =
+                |op: usize| obj_len(t.get(format!("{kind}:{op}").as_bytes()).unwrap().value());
+            assert_eq!(now(0), (names[kind], 4));
+            assert_eq!(now(1), (names[(kind + 1) % 5], 7));
+            assert_eq!(now(2), (names[kind], 3));
+            assert!(t.get(format!("{kind}:3").as_bytes()).is_none());
+        }
+        drop(t);
     }
 
     proptest! {

@@ -2,6 +2,8 @@
 //! `ValueRef` to read. How a value is laid out inside a key-table entry is hidden in
 //! `entry.rs`; commands only ever see these types.
 
+use crate::types::{hash::Hash, list::List, set::Set, stream::Stream, zset::ZSet};
+
 /// Largest string stored inline in its key's entry; Redis reports such strings as
 /// `embstr` (its OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
 pub const EMBSTR_MAX: usize = 44;
@@ -17,73 +19,126 @@ pub enum Value {
     /// (APPEND, SETRANGE) are `raw` in Redis and keep spare capacity.
     RawStr(Vec<u8>),
     /// A non-string data type.
-    Obj(Box<Object>),
+    Obj(Object),
 }
 
-/// The non-string data types. Each lives in its own module under `types/`.
+/// The non-string data types, owned. Each lives in its own module under `types/`.
+///
+/// Every variant is its own box: a key entry stores the thin pointer and says in its
+/// kind bits which type it points to (`entry.rs`), so a small zset's key pays for a
+/// `ZSet`-sized block, not for the largest collection header.
 #[derive(Debug)]
 pub enum Object {
-    ZSet(crate::types::zset::ZSet),
-    List(crate::types::list::List),
-    Hash(crate::types::hash::Hash),
-    Set(crate::types::set::Set),
-    // Boxed: a stream header is large, and every other collection would pay for it.
-    Stream(Box<crate::types::stream::Stream>),
+    ZSet(Box<ZSet>),
+    List(Box<List>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
+    Stream(Box<Stream>),
+}
+
+/// A borrowed collection, as a key's entry hands it out.
+#[derive(Debug, Clone, Copy)]
+pub enum ObjRef<'a> {
+    ZSet(&'a ZSet),
+    List(&'a List),
+    Hash(&'a Hash),
+    Set(&'a Set),
+    Stream(&'a Stream),
+}
+
+/// A mutably borrowed collection (`EntryMut::object_mut`).
+#[derive(Debug)]
+pub enum ObjMut<'a> {
+    ZSet(&'a mut ZSet),
+    List(&'a mut List),
+    Hash(&'a mut Hash),
+    Set(&'a mut Set),
+    Stream(&'a mut Stream),
 }
 
 impl Object {
+    pub fn as_ref(&self) -> ObjRef<'_> {
+        match self {
+            Object::ZSet(z) => ObjRef::ZSet(z),
+            Object::List(l) => ObjRef::List(l),
+            Object::Hash(h) => ObjRef::Hash(h),
+            Object::Set(s) => ObjRef::Set(s),
+            Object::Stream(s) => ObjRef::Stream(s),
+        }
+    }
+
+    pub fn as_mut(&mut self) -> ObjMut<'_> {
+        match self {
+            Object::ZSet(z) => ObjMut::ZSet(z),
+            Object::List(l) => ObjMut::List(l),
+            Object::Hash(h) => ObjMut::Hash(h),
+            Object::Set(s) => ObjMut::Set(s),
+            Object::Stream(s) => ObjMut::Stream(s),
+        }
+    }
+
+    /// Number of elements, used to decide whether freeing is done in the background.
+    pub fn element_count(&self) -> usize {
+        self.as_ref().element_count()
+    }
+}
+
+impl<'a> ObjRef<'a> {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {
-            Object::ZSet(_) => "zset",
-            Object::List(_) => "list",
-            Object::Hash(_) => "hash",
-            Object::Set(_) => "set",
-            Object::Stream(_) => "stream",
+            ObjRef::ZSet(_) => "zset",
+            ObjRef::List(_) => "list",
+            ObjRef::Hash(_) => "hash",
+            ObjRef::Set(_) => "set",
+            ObjRef::Stream(_) => "stream",
         }
     }
 
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
         match self {
-            Object::ZSet(z) => z.encoding(),
-            Object::List(l) => l.encoding(),
-            Object::Hash(h) => h.encoding(),
-            Object::Set(s) => s.encoding(),
-            Object::Stream(_) => "stream",
+            ObjRef::ZSet(z) => z.encoding(),
+            ObjRef::List(l) => l.encoding(),
+            ObjRef::Hash(h) => h.encoding(),
+            ObjRef::Set(s) => s.encoding(),
+            ObjRef::Stream(_) => "stream",
         }
     }
 
-    /// Rough heap footprint, for MEMORY USAGE and lazy-free decisions.
+    /// Rough heap footprint (the boxed header included), for MEMORY USAGE and
+    /// lazy-free decisions.
     pub fn heap_size(&self) -> usize {
+        use std::mem::size_of;
         match self {
-            Object::ZSet(z) => z.heap_size(),
-            Object::List(l) => std::mem::size_of::<Object>() + l.heap_size(),
-            Object::Hash(h) => h.heap_size(),
-            Object::Set(s) => s.heap_size(),
-            Object::Stream(s) => s.heap_size(),
+            ObjRef::ZSet(z) => size_of::<ZSet>() + z.heap_size(),
+            ObjRef::List(l) => size_of::<List>() + l.heap_size(),
+            // Both count their own header already.
+            ObjRef::Hash(h) => h.heap_size(),
+            ObjRef::Set(s) => s.heap_size(),
+            ObjRef::Stream(s) => size_of::<Stream>() + s.heap_size(),
         }
     }
 
     /// A deep copy (COPY).
     pub fn duplicate(&self) -> Object {
         match self {
-            Object::ZSet(z) => Object::ZSet(z.clone()),
-            Object::List(l) => Object::List(l.clone()),
-            Object::Hash(h) => Object::Hash(h.clone()),
-            Object::Set(s) => Object::Set(s.clone()),
-            Object::Stream(s) => Object::Stream(s.clone()),
+            ObjRef::ZSet(z) => Object::ZSet(Box::new((*z).clone())),
+            ObjRef::List(l) => Object::List(Box::new((*l).clone())),
+            ObjRef::Hash(h) => Object::Hash(Box::new((*h).clone())),
+            ObjRef::Set(s) => Object::Set(Box::new((*s).clone())),
+            ObjRef::Stream(s) => Object::Stream(Box::new((*s).clone())),
         }
     }
 
     /// Number of elements, used to decide whether freeing is done in the background.
     pub fn element_count(&self) -> usize {
         match self {
-            Object::ZSet(z) => z.len(),
-            Object::List(l) => l.node_count(),
-            Object::Hash(h) => h.len(),
-            Object::Set(s) => s.len(),
-            Object::Stream(s) => s.block_count(),
+            ObjRef::ZSet(z) => z.len(),
+            ObjRef::List(l) => l.node_count(),
+            ObjRef::Hash(h) => h.len(),
+            ObjRef::Set(s) => s.len(),
+            ObjRef::Stream(s) => s.block_count(),
         }
     }
 }
@@ -96,7 +151,7 @@ pub enum ValueRef<'a> {
     Emb(&'a [u8]),
     /// Heap string.
     Raw(&'a [u8]),
-    Obj(&'a Object),
+    Obj(ObjRef<'a>),
 }
 
 impl<'a> ValueRef<'a> {
@@ -189,14 +244,24 @@ impl Value {
 
 #[cfg(test)]
 mod tests {
-    /// Every small collection's key pays for one boxed `Object`: keep it at 48 bytes
-    /// (big parts of each type are boxed inside it).
+    use std::mem::size_of;
+
+    /// A key's entry holds one thin pointer per collection; what it points to is the
+    /// type's own header, which every small collection pays for: keep them small.
     #[test]
-    fn object_stays_small() {
+    fn object_headers_stay_small() {
+        assert_eq!(size_of::<super::Object>(), 16);
+        assert_eq!(size_of::<super::ObjRef<'_>>(), 16);
+        let sizes = [
+            size_of::<super::ZSet>(),
+            size_of::<super::Hash>(),
+            size_of::<super::Set>(),
+            size_of::<super::List>(),
+        ];
         assert!(
-            std::mem::size_of::<super::Object>() <= 48,
-            "{}",
-            std::mem::size_of::<super::Object>()
+            sizes[0] <= 24 && sizes[1] <= 32 && sizes[2] <= 32,
+            "{sizes:?}"
         );
+        assert!(sizes[3] <= 40, "{sizes:?}");
     }
 }

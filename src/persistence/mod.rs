@@ -16,11 +16,9 @@ use crate::keyspace::{Keyspace, Object, Value};
 /// Registers a hash whose fields carry TTLs with the active field-expiry index, so a
 /// loaded or restored hash expires its fields like one built by HEXPIRE.
 pub fn register_field_ttls(ks: &mut Keyspace, db: usize, key: &[u8], value: &Value) {
-    if let Value::Obj(o) = value {
-        if let Object::Hash(h) = o.as_ref() {
-            if let Some(at) = h.next_expire() {
-                ks.field_expiry.register(db, at, key);
-            }
+    if let Value::Obj(Object::Hash(h)) = value {
+        if let Some(at) = h.next_expire() {
+            ks.field_expiry.register(db, at, key);
         }
     }
 }

@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::keyspace::{Object, Value, ValueRef};
+use crate::keyspace::{ObjRef, Object, Value, ValueRef};
 use crate::types::hash::{Hash, HashLimits};
 use crate::types::list::{End, List};
 use crate::types::set::{Set, SetLimits};
@@ -313,13 +313,13 @@ pub fn write_value_to<O: Out>(out: &mut O, v: ValueRef<'_>) -> (u8, u16) {
     }
 }
 
-fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
+fn write_object<O: Out>(out: &mut O, o: ObjRef<'_>) -> (u8, u16) {
     match o {
-        Object::Stream(s) => {
+        ObjRef::Stream(s) => {
             stream::write_stream(out, s);
             (TYPE_STREAM_LISTPACKS_2, RDB_VERSION)
         }
-        Object::List(l) => {
+        ObjRef::List(l) => {
             out.length(l.len() as u64);
             let mut buf = Vec::new();
             l.for_each(|e| {
@@ -330,12 +330,12 @@ fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
             });
             (TYPE_LIST, RDB_VERSION)
         }
-        Object::Set(s) => {
+        ObjRef::Set(s) => {
             out.length(s.len() as u64);
             s.for_each(|m| out.string(m));
             (TYPE_SET, RDB_VERSION)
         }
-        Object::ZSet(z) => {
+        ObjRef::ZSet(z) => {
             out.length(z.len() as u64);
             z.for_each(|m, score| {
                 out.string(m);
@@ -343,7 +343,7 @@ fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
             });
             (TYPE_ZSET_2, RDB_VERSION)
         }
-        Object::Hash(h) if h.has_field_ttls() => {
+        ObjRef::Hash(h) if h.has_field_ttls() => {
             // Redis 7.4's layout: the earliest expiry, then (ttl, field, value) with
             // each ttl relative to it plus one (0 = no TTL).
             let min = h.next_expire().unwrap_or(0);
@@ -360,7 +360,7 @@ fn write_object<O: Out>(out: &mut O, o: &Object) -> (u8, u16) {
             });
             (TYPE_HASH_METADATA, 12)
         }
-        Object::Hash(h) => {
+        ObjRef::Hash(h) => {
             out.length(h.len() as u64);
             h.for_each(|f, v| {
                 out.string(f);
@@ -781,7 +781,7 @@ impl<'a> Reader<'a> {
             TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
                 // An empty stream is a real value (XADD then XDEL keeps the key).
                 let s = stream::read_stream(self, t)?;
-                Value::Obj(Box::new(Object::Stream(Box::new(s))))
+                Value::Obj(Object::Stream(Box::new(s)))
             }
             TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
                 return Err(Error::Unsupported(format!(
@@ -831,7 +831,7 @@ fn build_list<'b>(items: impl Iterator<Item = &'b [u8]>, lim: &Limits) -> Option
     if l.is_empty() {
         None
     } else {
-        Some(Value::Obj(Box::new(Object::List(l))))
+        Some(Value::Obj(Object::List(Box::new(l))))
     }
 }
 
@@ -863,7 +863,7 @@ impl SetBuilder {
         Ok(())
     }
     fn finish(self) -> Option<Value> {
-        self.set.map(|s| Value::Obj(Box::new(Object::Set(s))))
+        self.set.map(|s| Value::Obj(Object::Set(Box::new(s))))
     }
 }
 
@@ -890,7 +890,7 @@ impl ZSetBuilder {
         if self.z.is_empty() {
             None
         } else {
-            Some(Value::Obj(Box::new(Object::ZSet(self.z))))
+            Some(Value::Obj(Object::ZSet(Box::new(self.z))))
         }
     }
 }
@@ -920,7 +920,7 @@ impl HashBuilder {
         if self.h.is_empty() {
             None
         } else {
-            Some(Value::Obj(Box::new(Object::Hash(self.h))))
+            Some(Value::Obj(Object::Hash(Box::new(self.h))))
         }
     }
 }

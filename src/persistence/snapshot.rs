@@ -175,7 +175,7 @@ pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
         let mut cursor = 0;
         loop {
             cursor = d.table.scan(cursor, |e| {
-                if let crate::keyspace::ValueRef::Obj(crate::keyspace::Object::Hash(h)) = e.value()
+                if let crate::keyspace::ValueRef::Obj(crate::keyspace::ObjRef::Hash(h)) = e.value()
                 {
                     any |= h.has_field_ttls();
                 }

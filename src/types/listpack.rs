@@ -1,7 +1,8 @@
 //! A compact, contiguous sequence of byte strings: the small-collection encoding that
 //! Redis calls a listpack (OBJECT ENCODING `listpack`).
 //!
-//! Layout: one `Vec<u8>` holding entries back to back, each a LEB128 length followed
+//! Layout: one exactly sized byte buffer (a boxed slice: no spare capacity, and a
+//! 24-byte `ListPack`) holding entries back to back, each a LEB128 length followed
 //! by the bytes. There are no per-entry pointers or allocations, so a small hash or set
 //! costs one allocation plus a byte or two per entry. Every operation is a linear walk,
 //! which is what makes the encoding worth it only while collections stay small (the
@@ -11,7 +12,7 @@
 /// An ordered sequence of byte strings in one buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPack {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     len: u32,
 }
 
@@ -91,7 +92,17 @@ impl ListPack {
 
     /// Bytes of the buffer (its allocation).
     pub fn bytes(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
+    }
+
+    /// Edits the buffer as a `Vec`, then puts it back sized exactly. The allocator
+    /// resizes in place within a size class, so this costs about what `Vec`'s own
+    /// exact growth did.
+    fn edit<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut v = std::mem::take(&mut self.buf).into_vec();
+        let r = f(&mut v);
+        self.buf = v.into_boxed_slice();
+        r
     }
 
     /// Entries with their offsets, in order.
@@ -110,9 +121,11 @@ impl ListPack {
     /// Appends an entry. Capacity grows exactly, as small collections are many and
     /// doubling would waste up to half of each.
     pub fn push(&mut self, s: &[u8]) {
-        self.buf.reserve_exact(len_size(s.len()) + s.len());
-        encode_len(s.len(), &mut self.buf);
-        self.buf.extend_from_slice(s);
+        self.edit(|buf| {
+            buf.reserve_exact(len_size(s.len()) + s.len());
+            encode_len(s.len(), buf);
+            buf.extend_from_slice(s);
+        });
         self.len += 1;
     }
 
@@ -122,7 +135,9 @@ impl ListPack {
         for _ in 0..count {
             end = read_at(&self.buf, end).1;
         }
-        self.buf.drain(off..end);
+        self.edit(|buf| {
+            buf.drain(off..end);
+        });
         self.len -= count as u32;
     }
 
@@ -132,7 +147,10 @@ impl ListPack {
         let mut enc = Vec::with_capacity(len_size(s.len()) + s.len());
         encode_len(s.len(), &mut enc);
         enc.extend_from_slice(s);
-        self.buf.splice(off..end, enc);
+        self.edit(|buf| {
+            buf.reserve_exact(enc.len().saturating_sub(end - off));
+            buf.splice(off..end, enc);
+        });
     }
 
     /// Offset of the first entry equal to `s` among entries at indexes 0, step,
@@ -155,10 +173,6 @@ impl ListPack {
     /// The offset of the entry with index `i` (O(i)).
     pub fn offset_of(&self, i: usize) -> Option<usize> {
         self.iter().nth(i).map(|(o, _)| o)
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.buf.shrink_to_fit();
     }
 }
 

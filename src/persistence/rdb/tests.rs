@@ -27,26 +27,26 @@ enum Flat {
 
 fn flat(v: ValueRef<'_>) -> Flat {
     match v {
-        ValueRef::Obj(Object::List(l)) => Flat::List(l.to_vecs()),
-        ValueRef::Obj(Object::Set(s)) => {
+        ValueRef::Obj(ObjRef::List(l)) => Flat::List(l.to_vecs()),
+        ValueRef::Obj(ObjRef::Set(s)) => {
             let mut m = s.members();
             m.sort();
             Flat::Set(m)
         }
-        ValueRef::Obj(Object::ZSet(z)) => {
+        ValueRef::Obj(ObjRef::ZSet(z)) => {
             let mut v = Vec::new();
             // A listpack stores -0 as 0 (as Redis does), so an encoding change on the
             // way back may turn one into the other: compare them as equal.
             z.for_each(|m, s| v.push((m.to_vec(), if s == 0.0 { 0 } else { s.to_bits() })));
             Flat::ZSet(v)
         }
-        ValueRef::Obj(Object::Hash(h)) => {
+        ValueRef::Obj(ObjRef::Hash(h)) => {
             let mut v = Vec::new();
             h.for_each(|f, x| v.push((f.to_vec(), x.to_vec(), h.expire_of(f))));
             v.sort();
             Flat::Hash(v)
         }
-        ValueRef::Obj(Object::Stream(s)) => Flat::Stream(stream_flat(s)),
+        ValueRef::Obj(ObjRef::Stream(s)) => Flat::Stream(stream_flat(s)),
         other => Flat::Str(other.string_bytes().unwrap().into_owned()),
     }
 }
@@ -56,7 +56,7 @@ fn value_ref(v: &Value) -> ValueRef<'_> {
         Value::Int(n) => ValueRef::Int(*n),
         Value::Str(s) => ValueRef::Emb(s),
         Value::RawStr(s) => ValueRef::Raw(s),
-        Value::Obj(o) => ValueRef::Obj(o),
+        Value::Obj(o) => ValueRef::Obj(o.as_ref()),
     }
 }
 
@@ -244,7 +244,7 @@ fn decodes_redis_stream_payload() {
     let p = hex("13011000000000000000010000000000000001c34049404f124f0000001f0003010101020181610281620200200900002001401102050103600902030104200b40130fdfff0201018163028568656c6c6f0606202c0002401402050106202100ff03030001010102040201670300040300000000000000010000000000000001b7949f03a20100000100000000000000020000000000000000b7949f03a20100000100000000000000030000000000000000cc949f03a2010000010205616c696365b7949f03a201000002000000000000000100000000000000010000000000000002000000000000000003626f62cc949f03a20100000100000000000000030000000000000000026732030081ffffffffffffffff0001056361726f6ce8949f03a2010000000a00dd751ffb77a92475");
     let v = restore_payload(&p, &Limits::default()).unwrap().unwrap();
     let Value::Obj(o) = &v else { panic!() };
-    let Object::Stream(st) = &**o else { panic!() };
+    let Object::Stream(st) = o else { panic!() };
     let t1 = 1795357119671i64;
     let t2 = 1795357119692i64;
     let t3 = 1795357119720i64;
@@ -382,7 +382,7 @@ fn empty_stream_round_trips() {
     s.delete(StreamId::new(5, 5));
     s.groups
         .insert(b"g".to_vec(), Group::new(StreamId::new(5, 5), 1));
-    let v = Value::Obj(Box::new(Object::Stream(Box::new(s.clone()))));
+    let v = Value::Obj(Object::Stream(Box::new(s.clone())));
     let back = restore_payload(&dump_payload(value_ref(&v)), &Limits::default())
         .unwrap()
         .expect("an empty stream is kept");
@@ -555,8 +555,7 @@ fn hash_field_ttls_round_trip_at_version_12() {
     h.set(b"a", b"1", HashLimits::default());
     h.set(b"b", b"2", HashLimits::default());
     h.set_expire(b"a", 1_900_000_000_000);
-    let o = Object::Hash(h);
-    let p = dump_payload(ValueRef::Obj(&o));
+    let p = dump_payload(ValueRef::Obj(ObjRef::Hash(&h)));
     assert_eq!(p[0], TYPE_HASH_METADATA);
     assert_eq!(u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]), 12);
     assert_eq!(
@@ -636,28 +635,28 @@ fn build(g: &Gen, lim: &Limits) -> Value {
             for i in items {
                 l.push(End::Tail, &[i], lim.list_fill);
             }
-            Value::Obj(Box::new(Object::List(l)))
+            Value::Obj(Object::List(Box::new(l)))
         }
         Gen::Set(items) => {
             let mut s = Set::create(&items[0], items.len(), lim.set);
             for i in items {
                 s.add(i, lim.set);
             }
-            Value::Obj(Box::new(Object::Set(s)))
+            Value::Obj(Object::Set(Box::new(s)))
         }
         Gen::ZSet(items) => {
             let mut z = ZSet::with_hint(items.len(), 0, lim.zset);
             for (m, s) in items {
                 z.add(m, *s, AddFlags::default(), lim.zset);
             }
-            Value::Obj(Box::new(Object::ZSet(z)))
+            Value::Obj(Object::ZSet(Box::new(z)))
         }
         Gen::Hash(items) => {
             let mut h = Hash::new();
             for (f, v) in items {
                 h.set(f, v, lim.hash);
             }
-            Value::Obj(Box::new(Object::Hash(h)))
+            Value::Obj(Object::Hash(Box::new(h)))
         }
         Gen::Stream(entries, groups) => {
             let mut s = Stream::new();
@@ -700,7 +699,7 @@ fn build(g: &Gen, lim: &Limits) -> Value {
                 }
                 s.groups.insert(format!("group{gi}").into_bytes(), g);
             }
-            Value::Obj(Box::new(Object::Stream(Box::new(s))))
+            Value::Obj(Object::Stream(Box::new(s)))
         }
     }
 }
@@ -832,7 +831,7 @@ fn type_21_carries_consumer_active_time() {
         .unwrap()
         .unwrap();
     let Value::Obj(o) = &v else { panic!() };
-    let Object::Stream(st) = &**o else { panic!() };
+    let Object::Stream(st) = o else { panic!() };
     let c = &st.groups[b"g".as_slice()].consumers[b"c".as_slice()];
     assert_eq!((c.seen_time, c.active_time), (1000, 777));
     // Type 19 (what we write) sets the active time to the seen time.
@@ -843,7 +842,7 @@ fn type_21_carries_consumer_active_time() {
     .unwrap()
     .unwrap();
     let Value::Obj(o) = &v else { panic!() };
-    let Object::Stream(st) = &**o else { panic!() };
+    let Object::Stream(st) = o else { panic!() };
     assert_eq!(
         st.groups[b"g".as_slice()].consumers[b"c".as_slice()].active_time,
         1000
