@@ -189,3 +189,52 @@ fn trickled_commands_are_answered() {
     t.read_exact(&mut got).unwrap();
     assert_eq!(got, want);
 }
+
+/// A client streaming pipelined commands (each read ends mid-command) keeps a query
+/// buffer of about one read, not one that grows with everything it sends.
+#[test]
+fn streamed_pipeline_keeps_the_query_buffer_small() {
+    let s = TestServer::start();
+    let mut w = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let mut r = w.try_clone().unwrap();
+    let n = 100_000;
+    let reader = std::thread::spawn(move || {
+        let mut got = 0usize;
+        let mut buf = vec![0u8; 1 << 16];
+        while got < n * 5 {
+            got += r.read(&mut buf).unwrap();
+        }
+    });
+    let mut batch = Vec::new();
+    for i in 0..n {
+        let key = format!("key:{i:08}");
+        batch.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$10\r\nvalue-{:04}\r\n",
+                key.len(),
+                i % 10000
+            )
+            .as_bytes(),
+        );
+        if batch.len() > 50_000 {
+            w.write_all(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    w.write_all(&batch).unwrap();
+    reader.join().unwrap();
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["DBSIZE"]), format!(":{n}\r\n"));
+    let list = c.cmd(&["CLIENT", "LIST"]);
+    // The other client's line: qbuf + qbuf-free is its read buffer's size.
+    let line = list
+        .lines()
+        .find(|l| l.contains("cmd=set"))
+        .expect("the writer's line");
+    let field = |name: &str| -> usize {
+        let v = line.split(' ').find_map(|f| f.strip_prefix(name)).unwrap();
+        v.parse().unwrap()
+    };
+    let size = field("qbuf=") + field("qbuf-free=");
+    assert!(size <= 256 * 1024, "query buffer grew to {size} bytes");
+}

@@ -351,8 +351,7 @@ impl Executor {
     ) {
         let blocked = self.blocking.is_blocked(slot);
         let c = self.client(slot);
-        let qbuf_free = 0;
-        let cinfo = crate::commands::connection::client_line(c, blocked, qbuf_free);
+        let cinfo = crate::commands::connection::client_line(c, blocked, c.qbuf_free);
         let now = crate::keyspace::unix_ms();
         let max = self.config.acllog_max_len.max(0) as usize;
         self.acl

@@ -579,14 +579,14 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         {
             continue;
         }
-        text.push_str(&client_line(c, ctx.ex.blocking.is_blocked(slot), 0));
+        text.push_str(&client_line(c, ctx.ex.blocking.is_blocked(slot), c.qbuf_free));
         text.push('\n');
     }
     Reply::Verbatim("txt", text.into_bytes())
 }
 
 fn client_info(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let mut line = client_line(ctx.client_ref(), false, 0);
+    let mut line = client_line(ctx.client_ref(), false, ctx.client_ref().qbuf_free);
     line.push('\n');
     Reply::Verbatim("txt", line.into_bytes())
 }

@@ -58,7 +58,7 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             f("mem_replication_backlog:0".into());
             f("mem_total_replication_buffers:0".into());
             f("mem_clients_slaves:0".into());
-            let clients: usize = ex.clients().map(|(_, c)| c.pending_output() + c.qbuf).sum();
+            let clients: usize = ex.clients().map(|(_, c)| c.pending_output() + c.qbuf + c.qbuf_free).sum();
             f(format!("mem_clients_normal:{clients}"));
             f("mem_cluster_links:0".into());
             f(format!("mem_aof_buffer:{}", ex.stream.buf.len()));

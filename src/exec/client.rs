@@ -52,6 +52,8 @@ pub struct Client {
     pub last_cmd: &'static str,
     /// Query buffer size as last reported by the network layer (CLIENT LIST `qbuf=`).
     pub qbuf: usize,
+    /// Allocated but unused query-buffer bytes (CLIENT LIST `qbuf-free=`).
+    pub qbuf_free: usize,
     /// Whether this client has unwritten output registered with the executor.
     pub pending_write: bool,
     /// Embedded clients (no socket) collect pushes here instead of `out`.
@@ -105,6 +107,7 @@ impl Client {
             soft_limit_since: None,
             last_cmd: "NULL",
             qbuf: 0,
+            qbuf_free: 0,
             pending_write: false,
             embedded: false,
             in_exec: false,

@@ -368,7 +368,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
             }
         }
     }
-    ex.client_mut(slot).qbuf = conn.end - conn.start;
+    let c = ex.client_mut(slot);
+    c.qbuf = conn.end - conn.start;
+    c.qbuf_free = conn.rbuf.len() - conn.end;
     held
 }
 
@@ -455,10 +457,11 @@ impl Net {
             let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
             let room = READ_CHUNK.max(want.saturating_sub(conn.end - conn.start));
             if conn.rbuf.len() - conn.end < room {
-                if conn.start > 0
-                    && conn.end - conn.start < conn.rbuf.len() / 2
-                    && !conn.parser.in_progress()
-                {
+                // The parser's positions are relative to `start`, so the unconsumed
+                // tail can move even mid-command. Without this, a client streaming
+                // pipelined commands (always mid-command at a read's end) grew the
+                // buffer for as long as it kept sending.
+                if conn.start > 0 && conn.end - conn.start < conn.rbuf.len() / 2 {
                     conn.rbuf.copy_within(conn.start..conn.end, 0);
                     conn.end -= conn.start;
                     conn.start = 0;

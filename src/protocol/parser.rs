@@ -73,11 +73,6 @@ impl RequestParser {
         self.pending_bulk.map(|n| n + 2)
     }
 
-    /// Whether a command is partly parsed (so the buffer's start must not move).
-    pub fn in_progress(&self) -> bool {
-        self.remaining.is_some()
-    }
-
     /// Parses one request from `buf`, which must start at the current command's first
     /// byte. Returns `Ok(None)` when more bytes are needed.
     pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<Request>, ProtocolError> {
