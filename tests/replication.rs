@@ -369,3 +369,114 @@ fn full_sync_image_is_a_copy_on_write_snapshot() {
     assert_eq!(r.cmd(&["EXISTS", "k0"]), ":0\r\n");
     assert_eq!(r.cmd(&["LLEN", "list"]), ":3\r\n");
 }
+
+/// A raw replica: REPLCONF + PSYNC on a plain socket, read only when the test says.
+struct RawReplica {
+    r: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl RawReplica {
+    fn connect(port: u16) -> RawReplica {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(
+            b"*5\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n",
+        )
+        .unwrap();
+        let mut r = RawReplica {
+            r: std::io::BufReader::new(s.try_clone().unwrap()),
+        };
+        // PSYNC with a reply still pending is refused, as by Redis.
+        assert_eq!(r.line(), "+OK");
+        s.write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+            .unwrap();
+        let l = r.line();
+        assert!(l.starts_with("+FULLRESYNC "), "{l}");
+        r
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    }
+
+    /// The image: keepalive newlines, `$<len>`, the payload.
+    fn image(&mut self) -> Vec<u8> {
+        use std::io::Read;
+        let mut l = self.line();
+        while l.is_empty() {
+            l = self.line();
+        }
+        let len: usize = l.strip_prefix('$').unwrap().parse().unwrap();
+        let mut buf = vec![0; len];
+        self.r.read_exact(&mut buf).unwrap();
+        buf
+    }
+}
+
+#[test]
+fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
+    let dir = temp_dir("obuf-replica");
+    let log = dir.join("master.log");
+    let master = TestServer::start_in(&dir, &["--logfile", log.to_str().unwrap()]);
+    let mut m = master.raw(2);
+    // A 12 MB image, far over the 1 MB limit.
+    m.cmd(&["CONFIG", "SET", "rdbcompression", "no"]);
+    m.cmd(&["DEBUG", "POPULATE", "120", "big", "100000"]);
+    assert_eq!(
+        m.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 1mb 0 0"
+        ]),
+        "+OK\r\n"
+    );
+    let mut rep = RawReplica::connect(master.port);
+    // Nothing read yet: the image is stuck in flight, the stream held behind it.
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=send_bulk"));
+    for i in 0..100 {
+        m.cmd(&["SET", &format!("small{i}"), "x"]);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(info(&mut m, "replication", "connected_slaves"), "1");
+    let image = rep.image();
+    assert!(image.len() > 12_000_000, "{}", image.len());
+    assert!(image.starts_with(b"REDIS"));
+    // The held stream follows the image.
+    let mut seen = String::new();
+    while !seen.contains("small99") {
+        seen.push_str(&rep.line());
+        seen.push('\n');
+    }
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=online"));
+    assert_eq!(
+        info(&mut m, "stats", "client_output_buffer_limit_disconnections"),
+        "0"
+    );
+
+    // Now the replica stops reading: the stream piles up past the limit.
+    let value = "v".repeat(100_000);
+    for i in 0..400 {
+        m.cmd(&["SET", &format!("flood{i}"), &value]);
+        if info(&mut m, "replication", "connected_slaves") == "0" {
+            break;
+        }
+    }
+    wait_until(|| info(&mut m, "replication", "connected_slaves") == "0");
+    assert_eq!(
+        info(&mut m, "stats", "client_output_buffer_limit_disconnections"),
+        "1"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("scheduled to be closed ASAP for overcoming of output buffer limits."),
+        "{text}"
+    );
+    drop(rep);
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -43,9 +43,43 @@ pub struct Peer {
     pub ack_time: Instant,
     /// Pre-PSYNC replicas (SYNC) never ACK.
     pub old_protocol: bool,
-    /// Waiting for the snapshot of its full resynchronization: the stream produced
-    /// since the snapshot's instant is held here and follows the image.
-    pub waiting: Option<Vec<u8>>,
+    pub state: PeerState,
+    /// The stream produced while the replica is not online (its snapshot is being
+    /// taken or its image sent): it follows the image. This is what the `replica`
+    /// class of `client-output-buffer-limit` counts until the replica is online, as
+    /// Redis counts the replication buffer a syncing replica references.
+    pub held: Vec<u8>,
+    /// The image being sent (`SendBulk`), read in slices into the output buffer.
+    pub image: Option<ImageFeed>,
+}
+
+/// A replica's synchronization state (INFO's `state=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// Waiting for the snapshot of its full resynchronization.
+    WaitBgsave,
+    /// Receiving the image.
+    SendBulk,
+    /// Receiving the stream.
+    Online,
+}
+
+impl PeerState {
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerState::WaitBgsave => "wait_bgsave",
+            PeerState::SendBulk => "send_bulk",
+            PeerState::Online => "online",
+        }
+    }
+}
+
+/// The RDB image of a full resynchronization, fed to the replica's output buffer a
+/// slice at a time (as Redis streams the file), so a large image neither sits whole
+/// in memory nor counts against the output-buffer limit.
+pub struct ImageFeed {
+    pub src: Box<dyn std::io::Read>,
+    pub left: u64,
 }
 
 /// What a client told us with REPLCONF before its PSYNC.
@@ -82,6 +116,7 @@ pub struct Repl {
     /// A WAIT asked for ACKs: GETACK goes out at the end of the turn.
     pub getack_pending: bool,
     last_ping: Instant,
+    last_keepalive: Instant,
     /// The link to our master when we are a replica.
     pub link: Option<replica::Link>,
     pub sync_full: u64,
@@ -107,6 +142,7 @@ impl Default for Repl {
             waiters: Vec::new(),
             getack_pending: false,
             last_ping: Instant::now(),
+            last_keepalive: Instant::now(),
             link: None,
             sync_full: 0,
             sync_partial_ok: 0,
@@ -152,7 +188,7 @@ impl Repl {
     pub fn acked(&self, target: u64) -> i64 {
         self.peers
             .iter()
-            .filter(|p| p.waiting.is_none() && p.ack_off >= target)
+            .filter(|p| p.state == PeerState::Online && p.ack_off >= target)
             .count() as i64
     }
 }
@@ -207,16 +243,55 @@ pub fn feed_raw(ex: &mut Executor, data: &[u8]) {
 
 fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     ex.repl.push(data);
-    let mut online = Vec::new();
+    let mut online = smallvec::SmallVec::<[usize; 8]>::new();
+    let mut syncing = smallvec::SmallVec::<[usize; 8]>::new();
     for p in ex.repl.peers.iter_mut() {
-        match p.waiting.as_mut() {
-            Some(held) => held.extend_from_slice(data),
-            None => online.push(p.slot),
+        match p.state {
+            PeerState::Online => online.push(p.slot),
+            _ => {
+                p.held.extend_from_slice(data);
+                syncing.push(p.slot);
+            }
         }
     }
-    for slot in online {
+    for &slot in &online {
         ex.client_mut(slot).out.extend_from_slice(data);
         ex.mark_pending_write(slot);
+    }
+    for slot in online.into_iter().chain(syncing) {
+        ex.check_output_limits(slot);
+    }
+}
+
+/// The bytes a replica's output buffer holds for the `replica` class of
+/// `client-output-buffer-limit`: the held stream, plus the unwritten output once it
+/// is online. The image is never counted (Redis sends it from the file). None when
+/// `slot` is not a replica.
+pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
+    if ex.repl.peers.is_empty() {
+        return None;
+    }
+    let p = ex.repl.peers.iter().find(|p| p.slot == slot)?;
+    let out = match p.state {
+        PeerState::Online => ex.client(slot).pending_output(),
+        _ => 0,
+    };
+    Some((p.held.len() + out) as u64)
+}
+
+/// Milliseconds until replication work is due: WAIT deadlines, or at once when a
+/// replica receiving its image has drained its output buffer (the next slice is
+/// read at the start of the next loop turn).
+pub fn ms_until_due(ex: &Executor) -> u64 {
+    let starved = ex
+        .repl
+        .peers
+        .iter()
+        .any(|p| p.state == PeerState::SendBulk && ex.client(p.slot).pending_output() == 0);
+    if starved {
+        0
+    } else {
+        ex.repl.ms_until_deadline()
     }
 }
 
@@ -285,6 +360,11 @@ pub fn tick(ex: &mut Executor) {
         if !ex.repl.peers.is_empty() {
             feed_raw(ex, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
         }
+    }
+    master::pump_images(ex);
+    if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
+        ex.repl.last_keepalive = Instant::now();
+        master::keepalive_waiting(ex);
     }
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
     if ex.repl.last_ping.elapsed() >= period {
@@ -372,11 +452,7 @@ pub fn info(ex: &Executor, s: &mut String) {
             "slave{i}:ip={},port={},state={},offset={},lag={}",
             p.ip,
             p.port,
-            if p.waiting.is_some() {
-                "wait_bgsave"
-            } else {
-                "online"
-            },
+            p.state.name(),
             p.ack_off,
             p.ack_time.elapsed().as_secs()
         ));
