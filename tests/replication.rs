@@ -480,3 +480,66 @@ fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
     drop(master);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn restarted_replica_continues_with_psync() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    m.cmd(&["SELECT", "2"]);
+    m.cmd(&["SET", "a", "1"]);
+    let dir = temp_dir("repl-restart-replica");
+    let port = master.port.to_string();
+    let args = ["--appendonly", "no", "--replicaof", "127.0.0.1", &port];
+    let mut replica = TestServer::start_in(&dir, &args);
+    wait_synced(master.port, replica.port);
+    let id = info(&mut m, "replication", "master_replid");
+    // SIGTERM saves (default save points): the RDB records the master's ID, the
+    // processed offset and the stream's database.
+    replica.terminate();
+    // The master's stream goes on in db 2 without a new SELECT.
+    m.cmd(&["SET", "b", "2"]);
+    let replica = TestServer::start_in(&dir, &args);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    let mut r = replica.raw(2);
+    assert_eq!(info(&mut r, "replication", "master_replid"), id);
+    r.cmd(&["SELECT", "2"]);
+    assert_eq!(r.cmd(&["GET", "b"]), "$1\r\n2\r\n");
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn restarted_master_keeps_its_history_as_replid2() {
+    let dir = temp_dir("repl-restart-master");
+    let mut master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "a", "1"]);
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    wait_synced(master.port, replica.port);
+    let id = info(&mut m, "replication", "master_replid");
+    let off: u64 = offset(master.port).parse().unwrap();
+    master.terminate();
+    let master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    // A new ID, the old one kept as replid2 up to the saved offset.
+    assert_ne!(info(&mut m, "replication", "master_replid"), id);
+    assert_eq!(info(&mut m, "replication", "master_replid2"), id);
+    assert_eq!(
+        info(&mut m, "replication", "second_repl_offset"),
+        (off + 1).to_string()
+    );
+    assert_eq!(offset(master.port), off.to_string());
+    let mut r = replica.raw(2);
+    assert_eq!(
+        r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+        "+OK\r\n"
+    );
+    m.cmd(&["SET", "b", "2"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "0");
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}

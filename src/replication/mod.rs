@@ -126,6 +126,8 @@ pub struct Repl {
     pub registry: Option<mio::Registry>,
     /// Offset at the instant of the replication snapshot in progress.
     pub snapshot_offset: u64,
+    /// The master stream's database recorded in the RDB loaded at startup.
+    pub restored_db: Option<usize>,
 }
 
 impl Default for Repl {
@@ -149,6 +151,7 @@ impl Default for Repl {
             sync_partial_err: 0,
             registry: None,
             snapshot_offset: 0,
+            restored_db: None,
         }
     }
 }
@@ -299,6 +302,78 @@ pub fn ms_until_due(ex: &Executor) -> u64 {
 /// this offset (`Client::woff`, used by WAIT).
 pub fn write_offset(ex: &Executor) -> u64 {
     ex.repl.offset + ex.stream.position().saturating_sub(ex.repl.fed_upto)
+}
+
+/// The replication history an RDB file records (`repl-stream-db`, `repl-id`,
+/// `repl-offset` aux fields).
+pub struct RdbAux {
+    pub db: usize,
+    pub replid: String,
+    pub offset: u64,
+}
+
+/// What to record in an RDB written now, as Redis's `rdbPopulateSaveInfo`: a master
+/// with a backlog records its ID and the offset of the dataset's instant (the stream
+/// not yet fed included) with the stream's database; a replica records its master's
+/// ID, its processed offset and the database its master's stream has selected
+/// (connected or cached). None without a history.
+pub fn rdb_aux(ex: &Executor) -> Option<RdbAux> {
+    let r = &ex.repl;
+    let db = match &r.link {
+        None => {
+            r.backlog.as_ref()?;
+            ex.stream.db().unwrap_or(0)
+        }
+        Some(l) => {
+            if r.backlog.is_none() || !l.has_history() {
+                return None;
+            }
+            l.client.map_or(l.stream_db, |slot| ex.client(slot).db)
+        }
+    };
+    Some(RdbAux {
+        db,
+        replid: r.replid.clone(),
+        offset: write_offset(ex),
+    })
+}
+
+/// After loading the RDB at startup (AOF off), as Redis 7.0's `loadDataFromDisk`: a
+/// replica takes the file's ID and offset as its own, so it asks its master for
+/// `PSYNC <id> <offset+1>` and continues; a master keeps them as its previous
+/// history (`replid2`, `second_repl_offset`) with its offset rebased on them, so
+/// its former replicas continue too. Files without the fields (or with a
+/// `repl-stream-db` of -1, as old servers wrote) change nothing.
+pub fn restore_from_rdb(ex: &mut Executor, aux: &[(Vec<u8>, Vec<u8>)]) {
+    let get = |k: &str| {
+        aux.iter()
+            .find(|(key, _)| key == k.as_bytes())
+            .map(|(_, v)| v.as_slice())
+    };
+    let num = |k: &str| get(k).and_then(crate::util::numeric::parse_i64);
+    let (Some(id), Some(off), Some(db)) =
+        (get("repl-id"), num("repl-offset"), num("repl-stream-db"))
+    else {
+        return;
+    };
+    if id.len() != 40 || off < 0 || db < 0 {
+        return;
+    }
+    let id = String::from_utf8_lossy(id).into_owned();
+    let size = ex.config.repl_backlog_size as usize;
+    let r = &mut ex.repl;
+    if ex.config.replicaof.is_some() {
+        r.replid = id;
+        r.offset = off as u64;
+        r.restored_db = Some(db as usize);
+    } else {
+        r.replid2 = id;
+        r.second_offset = off + 1;
+        r.offset = off as u64;
+    }
+    r.backlog = Some(Backlog::new(size));
+    ex.stream.enabled = true;
+    r.fed_upto = ex.stream.position();
 }
 
 /// A client went away: forget it as a replica, a WAITer or a REPLCONF sender.

@@ -91,10 +91,14 @@ pub struct Link {
     transfer: Option<Transfer>,
     /// Processed bytes not yet forwarded (a MULTI block in progress).
     forward: Vec<u8>,
+    /// The database the master's stream had selected when the link went down (or
+    /// as an RDB recorded it): a `+CONTINUE`d stream goes on in it, as Redis's
+    /// cached master keeps its db.
+    pub stream_db: usize,
 }
 
 impl Link {
-    fn new(host: String, port: u16, cached: bool) -> Link {
+    fn new(host: String, port: u16, cached: bool, stream_db: usize) -> Link {
         let now = Instant::now();
         Link {
             host,
@@ -115,7 +119,14 @@ impl Link {
             cached,
             transfer: None,
             forward: Vec::new(),
+            stream_db,
         }
+    }
+
+    /// Whether we hold a history of this master's stream (connected, or cached for
+    /// a PSYNC continuation).
+    pub fn has_history(&self) -> bool {
+        self.cached || self.client.is_some()
     }
 
     pub fn is_up(&self) -> bool {
@@ -173,14 +184,21 @@ impl Link {
 
 /// REPLICAOF host port: follow a new master.
 pub fn start(ex: &mut Executor, host: String, port: u16) {
-    if let Some(old) = ex.repl.link.take() {
-        drop_link(ex, old);
-    }
+    // The stream's database where our history ends: the old master's, one an RDB
+    // recorded, or our own stream's as a master.
+    let stream_db = match ex.repl.link.take() {
+        Some(old) => {
+            let db = old.client.map_or(old.stream_db, |slot| ex.client(slot).db);
+            drop_link(ex, old);
+            db
+        }
+        None => ex.repl.restored_db.take().or(ex.stream.db()).unwrap_or(0),
+    };
     // Our history is what the new master may continue from (Redis's
     // replicationCacheMasterUsingMyself).
     let cached = ex.repl.backlog.is_some();
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
-    ex.repl.link = Some(Link::new(host, port, cached));
+    ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
     // Our replicas must resync with the new history.
     disconnect_peers(ex);
@@ -250,6 +268,7 @@ fn fail(ex: &mut Executor, why: &str) {
         }
     }
     if let Some(slot) = link.client.take() {
+        link.stream_db = ex.client(slot).db;
         ex.disconnect(slot);
     }
     link.state = State::Connect;
@@ -671,6 +690,10 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     r.replid2 = "0".repeat(40);
     r.second_offset = -1;
     r.offset = t.offset;
+    if let Some(l) = r.link.as_mut() {
+        // The master's stream after an image starts with its SELECT.
+        l.stream_db = 0;
+    }
     r.backlog = Some(super::backlog::Backlog::new(
         ex.config.repl_backlog_size as usize,
     ));
@@ -690,6 +713,8 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
 /// The link is up: the master's pseudo-client applies its stream from here.
 fn connected(ex: &mut Executor) {
     let slot = ex.connect_internal("master");
+    let db = ex.repl.link.as_ref().map_or(0, |l| l.stream_db);
+    ex.client_mut(slot).db = if db < ex.ks.dbs.len() { db } else { 0 };
     let offset = ex.repl.offset;
     let link = ex.repl.link.as_mut().expect("link");
     link.client = Some(slot);
