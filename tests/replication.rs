@@ -543,3 +543,108 @@ fn restarted_master_keeps_its_history_as_replid2() {
     drop(master);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn replica_flags_log_role_min_replicas_and_wait_unblock() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    // min-replicas-to-write without good replicas: writes refused, as Redis.
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]),
+        "+OK\r\n"
+    );
+    let noreplicas = "-NOREPLICAS Not enough good replicas to write.\r\n";
+    assert_eq!(m.cmd(&["SET", "a", "1"]), noreplicas);
+    assert_eq!(m.cmd(&["GET", "a"]), "$-1\r\n");
+    assert_eq!(info(&mut m, "replication", "min_slaves_good_slaves"), "0");
+    m.cmd(&["MULTI"]);
+    assert_eq!(m.cmd(&["SET", "a", "1"]), noreplicas);
+    assert_eq!(
+        m.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    // The rule changing between queueing and EXEC: EXEC itself is refused.
+    let mut other = master.raw(2);
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    m.cmd(&["MULTI"]);
+    m.cmd(&["SET", "a", "1"]);
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    assert_eq!(
+        m.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    assert_eq!(m.cmd(&["GET", "a"]), "$-1\r\n");
+    m.cmd(&["MULTI"]);
+    m.cmd(&["GET", "a"]);
+    assert_eq!(m.cmd(&["EXEC"]), "*1\r\n$-1\r\n");
+    assert_eq!(
+        m.cmd(&["EVAL", "return redis.call('set','a','1')", "0"]),
+        "-NOREPLICAS Not enough good replicas to write. script: 67ed14c1cb086d8c2fcf91ebe13410ba087fd0f8, on @user_script:1.\r\n"
+    );
+
+    let dir = temp_dir("repl-flags");
+    let log = dir.join("replica.log");
+    let port = master.port.to_string();
+    let replica = TestServer::start_in(
+        &dir,
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--logfile",
+            log.to_str().unwrap(),
+            "--loglevel",
+            "notice",
+        ],
+    );
+    wait_until(|| link_up(replica.port));
+    wait_until(|| info(&mut m, "replication", "min_slaves_good_slaves") == "1");
+    assert_eq!(m.cmd(&["SET", "a", "1"]), "+OK\r\n");
+    wait_synced(master.port, replica.port);
+
+    // CLIENT LIST: the replica is `S` on the master, the master's link `M` on the
+    // replica, each found by TYPE.
+    let list = m.cmd(&["CLIENT", "LIST", "TYPE", "replica"]);
+    assert!(list.contains(" flags=S "), "{list}");
+    assert_eq!(list.matches("id=").count(), 1);
+    assert!(!m
+        .cmd(&["CLIENT", "LIST", "TYPE", "normal"])
+        .contains("flags=S"));
+    let mut r = replica.raw(2);
+    let list = r.cmd(&["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(list.contains(&format!(" addr=127.0.0.1:{port} ")), "{list}");
+    assert!(list.contains(" flags=M "), "{list}");
+    assert!(r.cmd(&["CLIENT", "LIST"]).contains(" flags=M "));
+
+    // Log lines of a replica carry `S`.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("MASTER <-> REPLICA sync: Finished with success"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(":S "), "{line}");
+
+    // CLIENT UNBLOCK of a WAIT answers the replicas acknowledged by now.
+    let mut w = master.raw(2);
+    w.cmd(&["SET", "b", "2"]);
+    // The replica's ACK of the write arrives within a second.
+    wait_until(|| {
+        let off = offset(master.port);
+        info(&mut m, "replication", "slave0").contains(&format!(",offset={off},"))
+    });
+    let id = w.cmd(&["CLIENT", "ID"]);
+    let id = id.trim_start_matches(':').trim_end();
+    w.send(&["WAIT", "2", "0"]);
+    wait_blocked(&master, 1);
+    assert_eq!(m.cmd(&["CLIENT", "UNBLOCK", id]), ":1\r\n");
+    assert_eq!(w.read_reply(), ":1\r\n");
+    w.send(&["WAIT", "2", "0"]);
+    wait_blocked(&master, 1);
+    assert_eq!(m.cmd(&["CLIENT", "UNBLOCK", id, "ERROR"]), ":1\r\n");
+    assert_eq!(
+        w.read_reply(),
+        "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+    );
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -368,6 +368,16 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
+        if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
+            if cmd.name == "exec" {
+                // A rejected EXEC aborts the transaction, naming the reason.
+                self.discard_transaction(slot);
+                let abort = format!("EXECABORT Transaction discarded because of: {text}");
+                return self.reject(Some(cmd), Reply::error(abort));
+            }
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), Reply::err(text));
+        }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {
             return reply;

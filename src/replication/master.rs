@@ -140,6 +140,7 @@ fn add_peer(
     state: PeerState,
 ) {
     ex.mark_pending_write(slot);
+    ex.client_mut(slot).repl_role = Some('S');
     ex.repl.peers.push(Peer {
         slot,
         id,
@@ -445,6 +446,13 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     });
     ctx.ex.repl.getack_pending = true;
     reply
+}
+
+/// CLIENT UNBLOCK of a WAIT answers as its timeout would now: the number of
+/// replicas that acknowledged its write so far (not the count when it blocked).
+pub fn wait_unblock_reply(ex: &Executor, slot: usize) -> Option<Reply> {
+    let w = ex.repl.waiters.iter().find(|w| w.slot == slot)?;
+    Some(Reply::Int(ex.repl.acked(w.target)))
 }
 
 /// Answers WAITers whose replicas caught up or whose time is over.

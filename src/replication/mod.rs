@@ -426,6 +426,50 @@ pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command
     ))
 }
 
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Replicas online that acknowledged within `min-replicas-max-lag` seconds.
+pub fn good_replicas(ex: &Executor) -> usize {
+    let lag = ex.config.min_replicas_max_lag;
+    ex.repl
+        .peers
+        .iter()
+        .filter(|p| p.state == PeerState::Online && p.ack_time.elapsed().as_secs() <= lag)
+        .count()
+}
+
+/// Whether writes are allowed by `min-replicas-to-write` / `min-replicas-max-lag`
+/// (either at 0 disables the rule; replicas never apply it), as Redis's
+/// `checkGoodReplicasStatus`.
+pub fn enough_good_replicas(ex: &Executor) -> bool {
+    let need = ex.config.min_replicas_to_write;
+    need == 0
+        || ex.config.min_replicas_max_lag == 0
+        || ex.repl.link.is_some()
+        || good_replicas(ex) as u64 >= need
+}
+
+/// `NOREPLICAS` for a write command (or an EXEC with writes queued) when there are
+/// not enough good replicas.
+pub fn noreplicas_error(
+    ex: &Executor,
+    slot: usize,
+    cmd: &crate::commands::Command,
+) -> Option<&'static str> {
+    if ex.config.min_replicas_to_write == 0 {
+        return None;
+    }
+    let write = cmd.is_write()
+        || (cmd.name == "exec"
+            && ex
+                .client(slot)
+                .tx
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|q| q.cmd.is_write())));
+    (write && !enough_good_replicas(ex)).then_some(NOREPLICAS)
+}
+
 /// Once per event-loop turn: WAIT deadlines and wake-ups, GETACK, pings to replicas,
 /// and the replica side's timers.
 pub fn tick(ex: &mut Executor) {
@@ -522,6 +566,9 @@ pub fn info(ex: &Executor, s: &mut String) {
         }
     }
     field(format!("connected_slaves:{}", r.peers.len()));
+    if ex.config.min_replicas_to_write > 0 && ex.config.min_replicas_max_lag > 0 {
+        field(format!("min_slaves_good_slaves:{}", good_replicas(ex)));
+    }
     for (i, p) in r.peers.iter().enumerate() {
         field(format!(
             "slave{i}:ip={},port={},state={},offset={},lag={}",

@@ -197,6 +197,7 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     // Our history is what the new master may continue from (Redis's
     // replicationCacheMasterUsingMyself).
     let cached = ex.repl.backlog.is_some();
+    crate::log::set_role(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
@@ -211,6 +212,7 @@ pub fn stop(ex: &mut Executor) {
         return;
     };
     drop_link(ex, link);
+    crate::log::set_role(false);
     let r = &mut ex.repl;
     r.replid2 = std::mem::replace(&mut r.replid, super::random_id());
     r.second_offset = r.offset as i64 + 1;
@@ -714,7 +716,25 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
 fn connected(ex: &mut Executor) {
     let slot = ex.connect_internal("master");
     let db = ex.repl.link.as_ref().map_or(0, |l| l.stream_db);
-    ex.client_mut(slot).db = if db < ex.ks.dbs.len() { db } else { 0 };
+    let ndbs = ex.ks.dbs.len();
+    let (addr, laddr, fd) = ex.repl.link.as_ref().map_or_else(Default::default, |l| {
+        let s = l.sock.as_ref();
+        (
+            s.and_then(|s| s.peer_addr().ok())
+                .map_or_else(|| format!("{}:{}", l.host, l.port), |a| a.to_string()),
+            s.and_then(|s| s.local_addr().ok())
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+            s.map_or(-1, |s| std::os::fd::AsRawFd::as_raw_fd(s) as i64),
+        )
+    });
+    let c = ex.client_mut(slot);
+    c.db = if db < ndbs { db } else { 0 };
+    // Listed by CLIENT LIST as Redis lists its master client.
+    c.repl_role = Some('M');
+    c.addr = addr;
+    c.laddr = laddr;
+    c.fd = fd;
     let offset = ex.repl.offset;
     let link = ex.repl.link.as_mut().expect("link");
     link.client = Some(slot);
