@@ -19,6 +19,16 @@
 # is steadier than throughput on a shared machine.
 #   BENCH_SCRIPTS=1 scripts/bench.sh   # also the scripting section (below)
 #   BENCH_SCRIPTS=only scripts/bench.sh
+#   BENCH_REPL=1 scripts/bench.sh      # also the replication section (below)
+#   BENCH_REPL=only scripts/bench.sh
+#
+# The replication section: each master gets a replica of its own kind (Cinnabar ->
+# Cinnabar, redis-server -> redis-server); SET and GET at -P 1 and -P 16 against the
+# masters, alternating as above. Then the time of a full synchronization of
+# DEBUG POPULATE 1000000 (REPL_KEYS): a fresh replica process is started against the
+# loaded master and timed until its link is up with every key loaded, ROUNDS times
+# alternately. Redis is timed with its default disk-less transfer (with
+# repl-diskless-sync-delay 0) and with a disk transfer (repl-diskless-sync no).
 #
 # The scripting section: EVALSHA of `return redis.call('incr', KEYS[1])` and of the
 # compare-and-delete unlock script, P1 and P16, then the server's CPU instructions per
@@ -51,6 +61,8 @@ TESTS=${TESTS:-set,get,incr,mset}
 BENCH_ZSET=${BENCH_ZSET:-0}
 BENCH_PUBSUB=${BENCH_PUBSUB:-0}
 BENCH_SCRIPTS=${BENCH_SCRIPTS:-0}
+BENCH_REPL=${BENCH_REPL:-0}
+REPL_KEYS=${REPL_KEYS:-1000000}
 INSTR=${INSTR:-1}
 ZMEMBERS=${ZMEMBERS:-1000000}
 BENCH_STREAMS=${BENCH_STREAMS:-0}
@@ -164,6 +176,90 @@ script_instr() {
     python3 -c "print(f'{($busy - $idle) / $total:.0f}')"
 }
 
+# ----- replication --------------------------------------------------------------------
+# start_replica NAME MASTER_PORT: starts a replica of the master's kind on a fresh port
+# and directory; prints "pid port".
+start_replica() {
+    local name=$1 mport=$2 p d
+    p=$(free_port); d=$(mktemp -d -p "$work")
+    if [ "$name" = cinnabar ]; then
+        ./target/release/cinnabar --port "$p" --dir "$d" --appendonly no --save "" --loglevel warning \
+            --replicaof 127.0.0.1 "$mport" >/dev/null &
+    else
+        redis-server --port "$p" --dir "$d" --save '' --appendonly no --loglevel warning \
+            --replicaof 127.0.0.1 "$mport" >/dev/null &
+    fi
+    echo "$! $p"
+}
+
+# synced PORT KEYS: the replica's link is up and it holds KEYS keys.
+synced() {
+    redis-cli -p "$1" info replication 2>/dev/null | grep -q '^master_link_status:up' &&
+        [ "$(redis-cli -p "$1" dbsize 2>/dev/null)" = "$2" ]
+}
+
+if [ "$BENCH_REPL" != 0 ]; then
+    echo "replication: SET/GET with one replica attached (replica of the same kind)"
+    declare -A rep
+    for s in "${servers[@]}"; do
+        name=${s%%:*}; port=${s##*:}
+        read -r rpid rp < <(start_replica "$name" "$port")
+        pids+=("$rpid")
+        rep[$name]="$rpid $rp"
+        wait_port "$rp"
+        for _ in $(seq 200); do synced "$rp" "$(redis-cli -p "$port" dbsize)" && break; sleep 0.05; done
+    done
+    for P in 1 16; do
+        bench "$work/rraw" "$P" -t set,get -d 16
+    done
+    table "$work/rraw"
+    for s in "${servers[@]}"; do
+        read -r rpid rp <<< "${rep[${s%%:*}]}"
+        echo "${s%%:*}: master_repl_offset $(redis-cli -p "${s##*:}" info replication | awk -F: '/^master_repl_offset/ {print $2}' | tr -d '\r'), replica $(redis-cli -p "$rp" info replication | awk -F: '/^slave_repl_offset/ {print $2}' | tr -d '\r')"
+        kill "$rpid"; wait "$rpid" 2>/dev/null || true
+    done
+    echo
+    echo "full synchronization of DEBUG POPULATE $REPL_KEYS (fresh replica process until link up with every key)"
+    modes=()
+    for s in "${servers[@]}"; do
+        name=${s%%:*}; port=${s##*:}
+        flush_wait "$port"
+        redis-cli -p "$port" debug populate "$REPL_KEYS" >/dev/null
+        if [ "$name" = redis ]; then
+            modes+=("redis-diskless:$port" "redis-disk:$port")
+        else
+            modes+=("cinnabar:$port")
+        fi
+    done
+    : > "$work/fsync"
+    for round in $(seq "$ROUNDS"); do
+        for m in "${modes[@]}"; do
+            mode=${m%%:*}; port=${m##*:}
+            case $mode in
+                redis-diskless) redis-cli -p "$port" config set repl-diskless-sync yes >/dev/null
+                                redis-cli -p "$port" config set repl-diskless-sync-delay 0 >/dev/null ;;
+                redis-disk) redis-cli -p "$port" config set repl-diskless-sync no >/dev/null ;;
+            esac
+            t0=$(date +%s.%N)
+            read -r rpid rp < <(start_replica "${mode%%-*}" "$port")
+            pids+=("$rpid")
+            until synced "$rp" "$REPL_KEYS"; do sleep 0.02; done
+            t1=$(date +%s.%N)
+            echo "$mode $(python3 -c "print(f'{$t1 - $t0:.2f}')")" >> "$work/fsync"
+            kill "$rpid"; wait "$rpid" 2>/dev/null || true
+        done
+    done
+    printf "%-16s %10s   %s\n" mode median_s runs
+    for m in "${modes[@]}"; do
+        mode=${m%%:*}
+        printf "%-16s %10s   %s\n" "$mode" "$(awk -v m="$mode" '$1==m {print $2}' "$work/fsync" | median)" \
+            "$(awk -v m="$mode" '$1==m {printf "%s ", $2}' "$work/fsync")"
+    done
+    for s in "${servers[@]}"; do flush_wait "${s##*:}"; done
+    [ "$BENCH_REPL" = only ] && exit 0
+    echo
+fi
+
 if [ "$BENCH_SCRIPTS" != 0 ]; then
     echo "scripting: EVALSHA incr and compare-and-delete unlock (keys from -r 1000000: the unlock mostly misses)"
     for s in "${servers[@]}"; do script_load "${s##*:}"; done
@@ -186,7 +282,7 @@ if [ "$BENCH_SCRIPTS" != 0 ]; then
     echo
 fi
 
-if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ] && [ "$BENCH_STREAMS" != only ]; then
+if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ] && [ "$BENCH_STREAMS" != only ] && [ "$BENCH_REPL" != only ]; then
 for P in 1 16; do
     bench "$work/raw" "$P" -t "$TESTS" -d 16
 done

@@ -110,6 +110,10 @@ pub struct Config {
     pub replica_read_only: bool,
     pub replica_priority: i64,
     pub replica_announced: bool,
+    /// Writes are refused (`NOREPLICAS`) with fewer than `min-replicas-to-write`
+    /// replicas that acknowledged within `min-replicas-max-lag` seconds.
+    pub min_replicas_to_write: u64,
+    pub min_replicas_max_lag: u64,
 }
 
 impl Default for Config {
@@ -163,6 +167,8 @@ impl Default for Config {
             masteruser: None,
             repl_backlog_size: 1 << 20,
             repl_ping_replica_period: 10,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             repl_timeout: 60,
             replica_read_only: true,
             replica_priority: 100,
@@ -402,6 +408,24 @@ pub static DIRECTIVES: &[Directive] = &[
         u64,
         1,
         i64::MAX as u64
+    ),
+    int_directive!(
+        "min-replicas-to-write",
+        &["min-slaves-to-write"],
+        min_replicas_to_write,
+        u64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "min-replicas-max-lag",
+        &["min-slaves-max-lag"],
+        min_replicas_max_lag,
+        u64,
+        0,
+        i32::MAX as i64,
+        true
     ),
     int_directive!(
         "repl-ping-replica-period",

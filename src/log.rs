@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 static LEVEL: AtomicU8 = AtomicU8::new(2);
+/// The role letter of log lines: `M` master, `S` replica (as Redis's `pid:S`).
+static ROLE: AtomicU8 = AtomicU8::new(b'M');
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
 const DEBUG: u8 = 0;
@@ -39,6 +41,11 @@ pub fn configure(level: &str, file: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Sets the role letter of later lines (replication: REPLICAOF host port / NO ONE).
+pub fn set_role(replica: bool) {
+    ROLE.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
+}
+
 pub fn debug(msg: &str) {
     write(DEBUG, msg)
 }
@@ -61,8 +68,9 @@ fn write(level: u8, msg: &str) {
     }
     let mark = ['.', '-', '*', '#'][level as usize];
     let line = format!(
-        "{}:M {} {mark} {msg}\n",
+        "{}:{} {} {mark} {msg}\n",
         std::process::id(),
+        ROLE.load(Ordering::Relaxed) as char,
         timestamp(crate::keyspace::unix_ms())
     );
     let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());

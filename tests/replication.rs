@@ -393,3 +393,282 @@ fn replica_applies_the_stream_whatever_its_acl_users_allow() {
         "-NOPERM User default has no permissions to run the 'set' command\r\n"
     );
 }
+
+/// A raw replica: REPLCONF + PSYNC on a plain socket, read only when the test says.
+struct RawReplica {
+    r: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl RawReplica {
+    fn connect(port: u16) -> RawReplica {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(
+            b"*5\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n",
+        )
+        .unwrap();
+        let mut r = RawReplica {
+            r: std::io::BufReader::new(s.try_clone().unwrap()),
+        };
+        // PSYNC with a reply still pending is refused, as by Redis.
+        assert_eq!(r.line(), "+OK");
+        s.write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+            .unwrap();
+        let l = r.line();
+        assert!(l.starts_with("+FULLRESYNC "), "{l}");
+        r
+    }
+
+    fn line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.r.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    }
+
+    /// The image: keepalive newlines, `$<len>`, the payload.
+    fn image(&mut self) -> Vec<u8> {
+        use std::io::Read;
+        let mut l = self.line();
+        while l.is_empty() {
+            l = self.line();
+        }
+        let len: usize = l.strip_prefix('$').unwrap().parse().unwrap();
+        let mut buf = vec![0; len];
+        self.r.read_exact(&mut buf).unwrap();
+        buf
+    }
+}
+
+#[test]
+fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
+    let dir = temp_dir("obuf-replica");
+    let log = dir.join("master.log");
+    let master = TestServer::start_in(&dir, &["--logfile", log.to_str().unwrap()]);
+    let mut m = master.raw(2);
+    // A 12 MB image, far over the 1 MB limit.
+    m.cmd(&["CONFIG", "SET", "rdbcompression", "no"]);
+    m.cmd(&["DEBUG", "POPULATE", "120", "big", "100000"]);
+    assert_eq!(
+        m.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 1mb 0 0"
+        ]),
+        "+OK\r\n"
+    );
+    let mut rep = RawReplica::connect(master.port);
+    // Nothing read yet: the image is stuck in flight, the stream held behind it.
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=send_bulk"));
+    for i in 0..100 {
+        m.cmd(&["SET", &format!("small{i}"), "x"]);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(info(&mut m, "replication", "connected_slaves"), "1");
+    let image = rep.image();
+    assert!(image.len() > 12_000_000, "{}", image.len());
+    assert!(image.starts_with(b"REDIS"));
+    // The held stream follows the image.
+    let mut seen = String::new();
+    while !seen.contains("small99") {
+        seen.push_str(&rep.line());
+        seen.push('\n');
+    }
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=online"));
+    assert_eq!(
+        info(&mut m, "stats", "client_output_buffer_limit_disconnections"),
+        "0"
+    );
+
+    // Now the replica stops reading: the stream piles up past the limit.
+    let value = "v".repeat(100_000);
+    for i in 0..400 {
+        m.cmd(&["SET", &format!("flood{i}"), &value]);
+        if info(&mut m, "replication", "connected_slaves") == "0" {
+            break;
+        }
+    }
+    wait_until(|| info(&mut m, "replication", "connected_slaves") == "0");
+    assert_eq!(
+        info(&mut m, "stats", "client_output_buffer_limit_disconnections"),
+        "1"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("scheduled to be closed ASAP for overcoming of output buffer limits."),
+        "{text}"
+    );
+    drop(rep);
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn restarted_replica_continues_with_psync() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    m.cmd(&["SELECT", "2"]);
+    m.cmd(&["SET", "a", "1"]);
+    let dir = temp_dir("repl-restart-replica");
+    let port = master.port.to_string();
+    let args = ["--appendonly", "no", "--replicaof", "127.0.0.1", &port];
+    let mut replica = TestServer::start_in(&dir, &args);
+    wait_synced(master.port, replica.port);
+    let id = info(&mut m, "replication", "master_replid");
+    // SIGTERM saves (default save points): the RDB records the master's ID, the
+    // processed offset and the stream's database.
+    replica.terminate();
+    // The master's stream goes on in db 2 without a new SELECT.
+    m.cmd(&["SET", "b", "2"]);
+    let replica = TestServer::start_in(&dir, &args);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    let mut r = replica.raw(2);
+    assert_eq!(info(&mut r, "replication", "master_replid"), id);
+    r.cmd(&["SELECT", "2"]);
+    assert_eq!(r.cmd(&["GET", "b"]), "$1\r\n2\r\n");
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn restarted_master_keeps_its_history_as_replid2() {
+    let dir = temp_dir("repl-restart-master");
+    let mut master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "a", "1"]);
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    wait_synced(master.port, replica.port);
+    let id = info(&mut m, "replication", "master_replid");
+    let off: u64 = offset(master.port).parse().unwrap();
+    master.terminate();
+    let master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    // A new ID, the old one kept as replid2 up to the saved offset.
+    assert_ne!(info(&mut m, "replication", "master_replid"), id);
+    assert_eq!(info(&mut m, "replication", "master_replid2"), id);
+    assert_eq!(
+        info(&mut m, "replication", "second_repl_offset"),
+        (off + 1).to_string()
+    );
+    assert_eq!(offset(master.port), off.to_string());
+    let mut r = replica.raw(2);
+    assert_eq!(
+        r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+        "+OK\r\n"
+    );
+    m.cmd(&["SET", "b", "2"]);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "0");
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replica_flags_log_role_min_replicas_and_wait_unblock() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    // min-replicas-to-write without good replicas: writes refused, as Redis.
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]),
+        "+OK\r\n"
+    );
+    let noreplicas = "-NOREPLICAS Not enough good replicas to write.\r\n";
+    assert_eq!(m.cmd(&["SET", "a", "1"]), noreplicas);
+    assert_eq!(m.cmd(&["GET", "a"]), "$-1\r\n");
+    assert_eq!(info(&mut m, "replication", "min_slaves_good_slaves"), "0");
+    m.cmd(&["MULTI"]);
+    assert_eq!(m.cmd(&["SET", "a", "1"]), noreplicas);
+    assert_eq!(
+        m.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    // The rule changing between queueing and EXEC: EXEC itself is refused.
+    let mut other = master.raw(2);
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    m.cmd(&["MULTI"]);
+    m.cmd(&["SET", "a", "1"]);
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    assert_eq!(
+        m.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    assert_eq!(m.cmd(&["GET", "a"]), "$-1\r\n");
+    m.cmd(&["MULTI"]);
+    m.cmd(&["GET", "a"]);
+    assert_eq!(m.cmd(&["EXEC"]), "*1\r\n$-1\r\n");
+    assert_eq!(
+        m.cmd(&["EVAL", "return redis.call('set','a','1')", "0"]),
+        "-NOREPLICAS Not enough good replicas to write. script: 67ed14c1cb086d8c2fcf91ebe13410ba087fd0f8, on @user_script:1.\r\n"
+    );
+
+    let dir = temp_dir("repl-flags");
+    let log = dir.join("replica.log");
+    let port = master.port.to_string();
+    let replica = TestServer::start_in(
+        &dir,
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--logfile",
+            log.to_str().unwrap(),
+            "--loglevel",
+            "notice",
+        ],
+    );
+    wait_until(|| link_up(replica.port));
+    wait_until(|| info(&mut m, "replication", "min_slaves_good_slaves") == "1");
+    assert_eq!(m.cmd(&["SET", "a", "1"]), "+OK\r\n");
+    wait_synced(master.port, replica.port);
+
+    // CLIENT LIST: the replica is `S` on the master, the master's link `M` on the
+    // replica, each found by TYPE.
+    let list = m.cmd(&["CLIENT", "LIST", "TYPE", "replica"]);
+    assert!(list.contains(" flags=S "), "{list}");
+    assert_eq!(list.matches("id=").count(), 1);
+    assert!(!m
+        .cmd(&["CLIENT", "LIST", "TYPE", "normal"])
+        .contains("flags=S"));
+    let mut r = replica.raw(2);
+    let list = r.cmd(&["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(list.contains(&format!(" addr=127.0.0.1:{port} ")), "{list}");
+    assert!(list.contains(" flags=M "), "{list}");
+    assert!(r.cmd(&["CLIENT", "LIST"]).contains(" flags=M "));
+
+    // Log lines of a replica carry `S`.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("MASTER <-> REPLICA sync: Finished with success"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(":S "), "{line}");
+
+    // CLIENT UNBLOCK of a WAIT answers the replicas acknowledged by now.
+    let mut w = master.raw(2);
+    w.cmd(&["SET", "b", "2"]);
+    // The replica's ACK of the write arrives within a second.
+    wait_until(|| {
+        let off = offset(master.port);
+        info(&mut m, "replication", "slave0").contains(&format!(",offset={off},"))
+    });
+    let id = w.cmd(&["CLIENT", "ID"]);
+    let id = id.trim_start_matches(':').trim_end();
+    w.send(&["WAIT", "2", "0"]);
+    wait_blocked(&master, 1);
+    assert_eq!(m.cmd(&["CLIENT", "UNBLOCK", id]), ":1\r\n");
+    assert_eq!(w.read_reply(), ":1\r\n");
+    w.send(&["WAIT", "2", "0"]);
+    wait_blocked(&master, 1);
+    assert_eq!(m.cmd(&["CLIENT", "UNBLOCK", id, "ERROR"]), ":1\r\n");
+    assert_eq!(
+        w.read_reply(),
+        "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+    );
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -536,7 +536,8 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
 
 fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
-    let mut pubsub_type: Option<bool> = None;
+    // normal, pubsub, replica, master (`replication::client_kind`).
+    let mut client_type: Option<u8> = None;
     let mut j = 2;
     while j < args.len() {
         if is(args[j], "type") && j + 1 < args.len() {
@@ -550,12 +551,15 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     String::from_utf8_lossy(t)
                 ));
             }
-            // No replication yet: a client is either normal or pubsub.
-            if is(t, "normal") || is(t, "pubsub") {
-                pubsub_type = Some(is(t, "pubsub"));
+            client_type = Some(if is(t, "normal") {
+                0
+            } else if is(t, "pubsub") {
+                1
+            } else if is(t, "master") {
+                3
             } else {
-                ids = Some(Vec::new());
-            }
+                2
+            });
             j += 2;
         } else if is(args[j], "id") && j + 1 < args.len() {
             let mut v = Vec::new();
@@ -573,9 +577,10 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let mut text = String::new();
     for (slot, c) in ctx.ex.clients() {
-        if c.embedded
+        // In-process clients are not listed, except our master's link (flags=M).
+        if (c.embedded && c.repl_role != Some('M'))
             || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
-            || pubsub_type.is_some_and(|p| p != c.is_pubsub())
+            || client_type.is_some_and(|t| t != crate::replication::client_kind(ctx.ex, slot, c))
         {
             continue;
         }

@@ -362,7 +362,8 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
     let reply = if error {
         Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
     } else {
-        b.timeout_reply
+        // WAIT answers the replicas acknowledged by now (src/replication).
+        crate::replication::master::wait_unblock_reply(ex, slot).unwrap_or(b.timeout_reply)
     };
     deliver(ex, slot, &reply);
     true

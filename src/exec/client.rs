@@ -76,6 +76,8 @@ pub struct Client {
     pub deferred: Vec<u8>,
     /// Replication offset of this client's last write (WAIT, src/replication).
     pub woff: u64,
+    /// `S` for a replica attached to us, `M` for our master's link (CLIENT LIST).
+    pub repl_role: Option<char>,
 }
 
 impl Client {
@@ -118,6 +120,7 @@ impl Client {
             executing: false,
             deferred: Vec::new(),
             woff: 0,
+            repl_role: None,
         }
     }
 
@@ -148,6 +151,9 @@ impl Client {
         let mut f = String::new();
         if self.monitor {
             f.push('O');
+        }
+        if let Some(r) = self.repl_role {
+            f.push(r);
         }
         if self.is_pubsub() {
             f.push('P');

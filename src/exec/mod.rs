@@ -395,6 +395,16 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
+        if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
+            if cmd.name == "exec" {
+                // A rejected EXEC aborts the transaction, naming the reason.
+                self.discard_transaction(slot);
+                let abort = format!("EXECABORT Transaction discarded because of: {text}");
+                return self.reject(Some(cmd), Reply::error(abort));
+            }
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), Reply::err(text));
+        }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {
             return reply;
@@ -546,16 +556,23 @@ impl Executor {
         }
     }
 
-    /// Applies `client-output-buffer-limit` (`normal`, or `pubsub` for subscribers) to a client.
-    fn check_output_limits(&mut self, slot: usize) {
-        // Subscribed clients are held to the `pubsub` class.
-        let class = if self.client(slot).is_pubsub() { 2 } else { 0 };
+    /// Applies `client-output-buffer-limit` (`normal`, `replica` for replicas, or
+    /// `pubsub` for subscribers) to a client.
+    pub(crate) fn check_output_limits(&mut self, slot: usize) {
+        // Replicas count what `replication::output_usage` says (never their image).
+        let (class, used) = match crate::replication::output_usage(self, slot) {
+            Some(used) => (1, used),
+            None => {
+                let c = self.client(slot);
+                // Subscribed clients are held to the `pubsub` class.
+                (if c.is_pubsub() { 2 } else { 0 }, c.pending_output() as u64)
+            }
+        };
         let limit = self.config.client_output_buffer_limit[class];
         let c = self.client_mut(slot);
         if limit.hard == 0 && limit.soft == 0 {
             return;
         }
-        let used = c.pending_output() as u64;
         let mut over = limit.hard > 0 && used >= limit.hard;
         if limit.soft > 0 && used >= limit.soft {
             // As Redis: the soft limit counts once it has held for more than
@@ -587,7 +604,7 @@ impl Executor {
         let walk = if self.persist.walking() { 1 } else { u64::MAX };
         (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
             .min(self.blocking.ms_until_deadline())
-            .min(self.repl.ms_until_deadline())
+            .min(crate::replication::ms_until_due(self))
             .min(walk)
     }
 

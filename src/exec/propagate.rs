@@ -107,6 +107,11 @@ impl WriteStream {
         self.buf.truncate(keep);
     }
 
+    /// The database the stream's reader has selected, if it was said.
+    pub fn db(&self) -> Option<usize> {
+        self.db
+    }
+
     /// Forgets the selected database (a new file starts).
     pub fn reset_db(&mut self) {
         self.db = None;

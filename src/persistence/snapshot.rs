@@ -120,10 +120,11 @@ pub fn temp_path_beside(dest: &Path) -> (PathBuf, PathBuf) {
     (dir, tmp)
 }
 
-/// The aux fields Redis writes at the start of a file.
-fn aux_fields(aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
+/// The aux fields Redis writes at the start of a file (with the replication ID and
+/// offset when this server has a replication history, `replication::rdb_aux`).
+fn aux_fields(ex: &Executor, aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
     let now = unix_ms();
-    vec![
+    let mut aux = vec![
         (
             "redis-ver",
             crate::commands::connection::REDIS_VERSION
@@ -136,29 +137,31 @@ fn aux_fields(aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
             "used-mem",
             crate::alloc::used_memory().to_string().into_bytes(),
         ),
-        (
-            "aof-base",
-            if aof_base {
-                b"1".to_vec()
-            } else {
-                b"0".to_vec()
-            },
-        ),
-    ]
+    ];
+    // An AOF base has none (Redis writes its preamble without them).
+    if let Some(r) = crate::replication::rdb_aux(ex).filter(|_| !aof_base) {
+        aux.push(("repl-stream-db", r.db.to_string().into_bytes()));
+        aux.push(("repl-id", r.replid.into_bytes()));
+        aux.push(("repl-offset", r.offset.to_string().into_bytes()));
+    }
+    aux.push((
+        "aof-base",
+        if aof_base {
+            b"1".to_vec()
+        } else {
+            b"0".to_vec()
+        },
+    ));
+    aux
 }
 
 /// Starts an incremental snapshot of the dataset into `dest`.
 pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::io::Result<()> {
     let mut header = Vec::new();
+    let aux = aux_fields(ex, purpose == Purpose::AofRewrite);
     let cfg = &ex.config;
     let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
-    let _ = FileWriter::start(
-        &mut header,
-        rdb::RDB_VERSION,
-        compress,
-        checksum,
-        &aux_fields(purpose == Purpose::AofRewrite),
-    );
+    let _ = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
     let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, compress, checksum)?;
     ex.persist.snap = Some(snap);
     Ok(())
@@ -167,7 +170,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
 /// Serializes every database into an RDB image, or says why it cannot.
 pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
     let cfg = &ex.config;
-    let aux = aux_fields(false);
+    let aux = aux_fields(ex, false);
     // A hash with field TTLs needs version 12; everything else is written as 10 so
     // that Redis 7.0 loads the file.
     let needs_12 = ex.ks.dbs.iter().any(|d| {
@@ -538,6 +541,11 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
                 start.elapsed().as_secs_f64()
             ));
             ex.ks.dirty = 0;
+            // Redis 7.0 restores the replication history from an RDB it starts
+            // from (not from an AOF).
+            if !ex.config.appendonly {
+                crate::replication::restore_from_rdb(ex, &info.aux);
+            }
             Ok(())
         }
         Err(e) => {

@@ -4,16 +4,23 @@
 //! the forkless copy-on-write snapshot (`persistence/cow.rs`, purpose `Replication`)
 //! of that instant, so the executor never stops to serialize the dataset. Until the
 //! image is on disk the replica is `wait_bgsave`: the stream produced meanwhile is
-//! held for it (`Peer::waiting`); then `$<len>\r\n<payload>` and the held bytes go
-//! into its output buffer and it is online. A replica arriving while such a snapshot
-//! runs joins it (same offset, a copy of the held bytes). When a BGSAVE or AOF
-//! rewrite holds the snapshot machinery, the image is serialized synchronously
-//! instead. A partial resynchronization sends `+CONTINUE <replid>` and the backlog's
-//! bytes from the requested offset.
+//! held for it (`Peer::held`). Then it is `send_bulk`: `$<len>\r\n` goes out and
+//! `pump_images` reads the file a slice at a time into its output buffer whenever
+//! that runs low (as Redis's `sendBulkToSlave`), the stream still held; after the
+//! last slice the held bytes follow and it is online. A replica arriving while such
+//! a snapshot runs joins it (same offset, a copy of the held bytes). When a BGSAVE
+//! or AOF rewrite holds the snapshot machinery, the image is serialized
+//! synchronously instead and fed the same way from memory. A partial
+//! resynchronization sends `+CONTINUE <replid>` and the backlog's bytes from the
+//! requested offset.
+//!
+//! `client-output-buffer-limit replica` counts the held stream while a replica syncs
+//! and its unwritten output once online, never the image (`output_usage`): a slow
+//! replica that falls behind on the stream is disconnected, a large image is not.
 
 use std::time::Instant;
 
-use super::{ensure_backlog, feed, Peer, PeerConf, Waiter};
+use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, Waiter};
 use crate::commands::Ctx;
 use crate::exec::Executor;
 use crate::protocol::Reply;
@@ -54,7 +61,7 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
             c.out.extend_from_slice(line.as_bytes());
             c.out.extend_from_slice(&bytes);
             ex.repl.sync_partial_ok += 1;
-            add_peer(ex, slot, id, ip, &conf, false);
+            add_peer(ex, slot, id, ip, &conf, false, PeerState::Online);
             crate::log::notice(&format!(
                 "Partial resynchronization request from {addr} accepted. Sending {} bytes of backlog starting from offset {}.",
                 bytes.len(),
@@ -87,13 +94,25 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
         ));
     }
     head.push_str(&format!("${}\r\n", image.len()));
-    let c = ex.client_mut(slot);
-    c.out.extend_from_slice(head.as_bytes());
-    c.out.extend_from_slice(&image);
+    ex.client_mut(slot).out.extend_from_slice(head.as_bytes());
     // The replica starts from the image: the next command must say its database.
     ex.stream.reset_db();
-    add_peer(ex, slot, id, ip, &conf, psync.is_none());
-    crate::log::notice(&format!("Synchronization with replica {addr} succeeded"));
+    add_peer(
+        ex,
+        slot,
+        id,
+        ip,
+        &conf,
+        psync.is_none(),
+        PeerState::SendBulk,
+    );
+    if let Some(p) = ex.repl.peers.last_mut() {
+        p.image = Some(ImageFeed {
+            left: image.len() as u64,
+            src: Box::new(std::io::Cursor::new(image)),
+        });
+    }
+    pump_images(ex);
     Reply::NoReply
 }
 
@@ -111,8 +130,17 @@ fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<u8>> {
     b.read_from(off as u64, r.offset)
 }
 
-fn add_peer(ex: &mut Executor, slot: usize, id: u64, ip: String, conf: &PeerConf, old: bool) {
+fn add_peer(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: String,
+    conf: &PeerConf,
+    old: bool,
+    state: PeerState,
+) {
     ex.mark_pending_write(slot);
+    ex.client_mut(slot).repl_role = Some('S');
     ex.repl.peers.push(Peer {
         slot,
         id,
@@ -121,8 +149,84 @@ fn add_peer(ex: &mut Executor, slot: usize, id: u64, ip: String, conf: &PeerConf
         ack_off: 0,
         ack_time: Instant::now(),
         old_protocol: old,
-        waiting: None,
+        state,
+        held: Vec::new(),
+        image: None,
     });
+}
+
+/// Below this many unwritten bytes a replica receiving its image gets the next slice.
+const IMAGE_LOW_WATER: usize = 256 * 1024;
+/// Bytes of image read per slice.
+const IMAGE_SLICE: usize = 1024 * 1024;
+
+/// Once per loop turn: replicas receiving their image whose output ran low get the
+/// next slice; after the last one the stream held for them follows and they are
+/// online.
+pub fn pump_images(ex: &mut Executor) {
+    let sending: smallvec::SmallVec<[usize; 4]> = ex
+        .repl
+        .peers
+        .iter()
+        .filter(|p| p.state == PeerState::SendBulk)
+        .map(|p| p.slot)
+        .collect();
+    for slot in sending {
+        if ex.client(slot).pending_output() >= IMAGE_LOW_WATER {
+            continue;
+        }
+        let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) else {
+            continue;
+        };
+        let Some(mut feed) = ex.repl.peers[i].image.take() else {
+            continue;
+        };
+        let want = (feed.left as usize).min(IMAGE_SLICE);
+        let c = ex.client_mut(slot);
+        let start = c.out.len();
+        c.out.resize(start + want, 0);
+        let mut got = 0;
+        let mut failed = None;
+        while got < want {
+            match feed.src.read(&mut c.out[start + got..]) {
+                Ok(0) => {
+                    failed = Some("the image file is shorter than announced".to_string());
+                    break;
+                }
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        c.out.truncate(start + got);
+        feed.left -= got as u64;
+        if let Some(why) = failed {
+            crate::log::warning(&format!(
+                "Read error sending DB to replica: {why}; closing the replica"
+            ));
+            c.close_asap = true;
+            ex.close_pending = true;
+            continue;
+        }
+        ex.mark_pending_write(slot);
+        if feed.left > 0 {
+            ex.repl.peers[i].image = Some(feed);
+            continue;
+        }
+        let p = &mut ex.repl.peers[i];
+        let held = std::mem::take(&mut p.held);
+        p.state = PeerState::Online;
+        let c = ex.client_mut(slot);
+        c.out.extend_from_slice(&held);
+        crate::log::notice(&format!(
+            "Synchronization with replica {} succeeded",
+            c.addr
+        ));
+        ex.check_output_limits(slot);
+    }
 }
 
 fn snapshot_path() -> std::path::PathBuf {
@@ -150,7 +254,8 @@ fn sync_with_snapshot(
         ex.repl
             .peers
             .iter()
-            .find_map(|p| p.waiting.clone())
+            .find(|p| p.state == PeerState::WaitBgsave)
+            .map(|p| p.held.clone())
             .unwrap_or_default()
     } else {
         if ex.persist.busy() {
@@ -171,47 +276,52 @@ fn sync_with_snapshot(
         ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
     }
     ex.stream.reset_db();
-    add_peer(ex, slot, id, ip.to_string(), conf, !psync);
+    add_peer(
+        ex,
+        slot,
+        id,
+        ip.to_string(),
+        conf,
+        !psync,
+        PeerState::WaitBgsave,
+    );
     if let Some(p) = ex.repl.peers.last_mut() {
-        p.waiting = Some(held);
+        p.held = held;
     }
     crate::log::notice("Starting BGSAVE for SYNC with target: disk");
     Some(Reply::NoReply)
 }
 
-/// The replication snapshot ended: waiting replicas get the image and the stream
-/// held for them, or are disconnected (they retry) when it failed.
+/// The replication snapshot ended: waiting replicas start receiving the image (each
+/// reads its own handle of the file, which is unlinked at once), or are disconnected
+/// (they retry) when it failed.
 pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
     let path = snapshot_path();
-    let image = result.and_then(|()| std::fs::read(&path).map_err(|e| e.to_string()));
-    let _ = std::fs::remove_file(&path);
     let waiting: Vec<usize> = ex
         .repl
         .peers
         .iter()
-        .filter(|p| p.waiting.is_some())
+        .filter(|p| p.state == PeerState::WaitBgsave)
         .map(|p| p.slot)
         .collect();
     for slot in waiting {
-        let held = ex
-            .repl
-            .peers
-            .iter_mut()
-            .find(|p| p.slot == slot)
-            .and_then(|p| p.waiting.take())
-            .unwrap_or_default();
-        match &image {
-            Ok(bytes) => {
+        let opened = result.clone().and_then(|()| {
+            let f = std::fs::File::open(&path).map_err(|e| e.to_string())?;
+            let len = f.metadata().map_err(|e| e.to_string())?.len();
+            Ok((f, len))
+        });
+        match opened {
+            Ok((file, len)) => {
                 let c = ex.client_mut(slot);
-                c.out
-                    .extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
-                c.out.extend_from_slice(bytes);
-                c.out.extend_from_slice(&held);
+                c.out.extend_from_slice(format!("${len}\r\n").as_bytes());
                 ex.mark_pending_write(slot);
-                crate::log::notice(&format!(
-                    "Synchronization with replica {} succeeded",
-                    ex.client(slot).addr
-                ));
+                if let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) {
+                    p.state = PeerState::SendBulk;
+                    p.image = Some(ImageFeed {
+                        src: Box::new(std::io::BufReader::with_capacity(64 * 1024, file)),
+                        left: len,
+                    });
+                }
             }
             Err(e) => {
                 crate::log::warning(&format!(
@@ -221,6 +331,24 @@ pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
                 ex.close_pending = true;
             }
         }
+    }
+    let _ = std::fs::remove_file(&path);
+    pump_images(ex);
+}
+
+/// Every second: a newline to replicas waiting for their snapshot, so their link
+/// does not time out (Redis does the same; replicas skip empty lines there).
+pub fn keepalive_waiting(ex: &mut Executor) {
+    let waiting: smallvec::SmallVec<[usize; 4]> = ex
+        .repl
+        .peers
+        .iter()
+        .filter(|p| p.state == PeerState::WaitBgsave)
+        .map(|p| p.slot)
+        .collect();
+    for slot in waiting {
+        ex.client_mut(slot).out.push(b'\n');
+        ex.mark_pending_write(slot);
     }
 }
 
@@ -318,6 +446,13 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     });
     ctx.ex.repl.getack_pending = true;
     reply
+}
+
+/// CLIENT UNBLOCK of a WAIT answers as its timeout would now: the number of
+/// replicas that acknowledged its write so far (not the count when it blocked).
+pub fn wait_unblock_reply(ex: &Executor, slot: usize) -> Option<Reply> {
+    let w = ex.repl.waiters.iter().find(|w| w.slot == slot)?;
+    Some(Reply::Int(ex.repl.acked(w.target)))
 }
 
 /// Answers WAITers whose replicas caught up or whose time is over.

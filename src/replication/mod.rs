@@ -43,9 +43,43 @@ pub struct Peer {
     pub ack_time: Instant,
     /// Pre-PSYNC replicas (SYNC) never ACK.
     pub old_protocol: bool,
-    /// Waiting for the snapshot of its full resynchronization: the stream produced
-    /// since the snapshot's instant is held here and follows the image.
-    pub waiting: Option<Vec<u8>>,
+    pub state: PeerState,
+    /// The stream produced while the replica is not online (its snapshot is being
+    /// taken or its image sent): it follows the image. This is what the `replica`
+    /// class of `client-output-buffer-limit` counts until the replica is online, as
+    /// Redis counts the replication buffer a syncing replica references.
+    pub held: Vec<u8>,
+    /// The image being sent (`SendBulk`), read in slices into the output buffer.
+    pub image: Option<ImageFeed>,
+}
+
+/// A replica's synchronization state (INFO's `state=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerState {
+    /// Waiting for the snapshot of its full resynchronization.
+    WaitBgsave,
+    /// Receiving the image.
+    SendBulk,
+    /// Receiving the stream.
+    Online,
+}
+
+impl PeerState {
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerState::WaitBgsave => "wait_bgsave",
+            PeerState::SendBulk => "send_bulk",
+            PeerState::Online => "online",
+        }
+    }
+}
+
+/// The RDB image of a full resynchronization, fed to the replica's output buffer a
+/// slice at a time (as Redis streams the file), so a large image neither sits whole
+/// in memory nor counts against the output-buffer limit.
+pub struct ImageFeed {
+    pub src: Box<dyn std::io::Read>,
+    pub left: u64,
 }
 
 /// What a client told us with REPLCONF before its PSYNC.
@@ -82,6 +116,7 @@ pub struct Repl {
     /// A WAIT asked for ACKs: GETACK goes out at the end of the turn.
     pub getack_pending: bool,
     last_ping: Instant,
+    last_keepalive: Instant,
     /// The link to our master when we are a replica.
     pub link: Option<replica::Link>,
     pub sync_full: u64,
@@ -91,6 +126,8 @@ pub struct Repl {
     pub registry: Option<mio::Registry>,
     /// Offset at the instant of the replication snapshot in progress.
     pub snapshot_offset: u64,
+    /// The master stream's database recorded in the RDB loaded at startup.
+    pub restored_db: Option<usize>,
 }
 
 impl Default for Repl {
@@ -107,12 +144,14 @@ impl Default for Repl {
             waiters: Vec::new(),
             getack_pending: false,
             last_ping: Instant::now(),
+            last_keepalive: Instant::now(),
             link: None,
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
             registry: None,
             snapshot_offset: 0,
+            restored_db: None,
         }
     }
 }
@@ -152,7 +191,7 @@ impl Repl {
     pub fn acked(&self, target: u64) -> i64 {
         self.peers
             .iter()
-            .filter(|p| p.waiting.is_none() && p.ack_off >= target)
+            .filter(|p| p.state == PeerState::Online && p.ack_off >= target)
             .count() as i64
     }
 }
@@ -207,16 +246,55 @@ pub fn feed_raw(ex: &mut Executor, data: &[u8]) {
 
 fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     ex.repl.push(data);
-    let mut online = Vec::new();
+    let mut online = smallvec::SmallVec::<[usize; 8]>::new();
+    let mut syncing = smallvec::SmallVec::<[usize; 8]>::new();
     for p in ex.repl.peers.iter_mut() {
-        match p.waiting.as_mut() {
-            Some(held) => held.extend_from_slice(data),
-            None => online.push(p.slot),
+        match p.state {
+            PeerState::Online => online.push(p.slot),
+            _ => {
+                p.held.extend_from_slice(data);
+                syncing.push(p.slot);
+            }
         }
     }
-    for slot in online {
+    for &slot in &online {
         ex.client_mut(slot).out.extend_from_slice(data);
         ex.mark_pending_write(slot);
+    }
+    for slot in online.into_iter().chain(syncing) {
+        ex.check_output_limits(slot);
+    }
+}
+
+/// The bytes a replica's output buffer holds for the `replica` class of
+/// `client-output-buffer-limit`: the held stream, plus the unwritten output once it
+/// is online. The image is never counted (Redis sends it from the file). None when
+/// `slot` is not a replica.
+pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
+    if ex.repl.peers.is_empty() {
+        return None;
+    }
+    let p = ex.repl.peers.iter().find(|p| p.slot == slot)?;
+    let out = match p.state {
+        PeerState::Online => ex.client(slot).pending_output(),
+        _ => 0,
+    };
+    Some((p.held.len() + out) as u64)
+}
+
+/// Milliseconds until replication work is due: WAIT deadlines, or at once when a
+/// replica receiving its image has drained its output buffer (the next slice is
+/// read at the start of the next loop turn).
+pub fn ms_until_due(ex: &Executor) -> u64 {
+    let starved = ex
+        .repl
+        .peers
+        .iter()
+        .any(|p| p.state == PeerState::SendBulk && ex.client(p.slot).pending_output() == 0);
+    if starved {
+        0
+    } else {
+        ex.repl.ms_until_deadline()
     }
 }
 
@@ -224,6 +302,78 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
 /// this offset (`Client::woff`, used by WAIT).
 pub fn write_offset(ex: &Executor) -> u64 {
     ex.repl.offset + ex.stream.position().saturating_sub(ex.repl.fed_upto)
+}
+
+/// The replication history an RDB file records (`repl-stream-db`, `repl-id`,
+/// `repl-offset` aux fields).
+pub struct RdbAux {
+    pub db: usize,
+    pub replid: String,
+    pub offset: u64,
+}
+
+/// What to record in an RDB written now, as Redis's `rdbPopulateSaveInfo`: a master
+/// with a backlog records its ID and the offset of the dataset's instant (the stream
+/// not yet fed included) with the stream's database; a replica records its master's
+/// ID, its processed offset and the database its master's stream has selected
+/// (connected or cached). None without a history.
+pub fn rdb_aux(ex: &Executor) -> Option<RdbAux> {
+    let r = &ex.repl;
+    let db = match &r.link {
+        None => {
+            r.backlog.as_ref()?;
+            ex.stream.db().unwrap_or(0)
+        }
+        Some(l) => {
+            if r.backlog.is_none() || !l.has_history() {
+                return None;
+            }
+            l.client.map_or(l.stream_db, |slot| ex.client(slot).db)
+        }
+    };
+    Some(RdbAux {
+        db,
+        replid: r.replid.clone(),
+        offset: write_offset(ex),
+    })
+}
+
+/// After loading the RDB at startup (AOF off), as Redis 7.0's `loadDataFromDisk`: a
+/// replica takes the file's ID and offset as its own, so it asks its master for
+/// `PSYNC <id> <offset+1>` and continues; a master keeps them as its previous
+/// history (`replid2`, `second_repl_offset`) with its offset rebased on them, so
+/// its former replicas continue too. Files without the fields (or with a
+/// `repl-stream-db` of -1, as old servers wrote) change nothing.
+pub fn restore_from_rdb(ex: &mut Executor, aux: &[(Vec<u8>, Vec<u8>)]) {
+    let get = |k: &str| {
+        aux.iter()
+            .find(|(key, _)| key == k.as_bytes())
+            .map(|(_, v)| v.as_slice())
+    };
+    let num = |k: &str| get(k).and_then(crate::util::numeric::parse_i64);
+    let (Some(id), Some(off), Some(db)) =
+        (get("repl-id"), num("repl-offset"), num("repl-stream-db"))
+    else {
+        return;
+    };
+    if id.len() != 40 || off < 0 || db < 0 {
+        return;
+    }
+    let id = String::from_utf8_lossy(id).into_owned();
+    let size = ex.config.repl_backlog_size as usize;
+    let r = &mut ex.repl;
+    if ex.config.replicaof.is_some() {
+        r.replid = id;
+        r.offset = off as u64;
+        r.restored_db = Some(db as usize);
+    } else {
+        r.replid2 = id;
+        r.second_offset = off + 1;
+        r.offset = off as u64;
+    }
+    r.backlog = Some(Backlog::new(size));
+    ex.stream.enabled = true;
+    r.fed_upto = ex.stream.position();
 }
 
 /// A client went away: forget it as a replica, a WAITer or a REPLCONF sender.
@@ -276,6 +426,50 @@ pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command
     ))
 }
 
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Replicas online that acknowledged within `min-replicas-max-lag` seconds.
+pub fn good_replicas(ex: &Executor) -> usize {
+    let lag = ex.config.min_replicas_max_lag;
+    ex.repl
+        .peers
+        .iter()
+        .filter(|p| p.state == PeerState::Online && p.ack_time.elapsed().as_secs() <= lag)
+        .count()
+}
+
+/// Whether writes are allowed by `min-replicas-to-write` / `min-replicas-max-lag`
+/// (either at 0 disables the rule; replicas never apply it), as Redis's
+/// `checkGoodReplicasStatus`.
+pub fn enough_good_replicas(ex: &Executor) -> bool {
+    let need = ex.config.min_replicas_to_write;
+    need == 0
+        || ex.config.min_replicas_max_lag == 0
+        || ex.repl.link.is_some()
+        || good_replicas(ex) as u64 >= need
+}
+
+/// `NOREPLICAS` for a write command (or an EXEC with writes queued) when there are
+/// not enough good replicas.
+pub fn noreplicas_error(
+    ex: &Executor,
+    slot: usize,
+    cmd: &crate::commands::Command,
+) -> Option<&'static str> {
+    if ex.config.min_replicas_to_write == 0 {
+        return None;
+    }
+    let write = cmd.is_write()
+        || (cmd.name == "exec"
+            && ex
+                .client(slot)
+                .tx
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|q| q.cmd.is_write())));
+    (write && !enough_good_replicas(ex)).then_some(NOREPLICAS)
+}
+
 /// Once per event-loop turn: WAIT deadlines and wake-ups, GETACK, pings to replicas,
 /// and the replica side's timers.
 pub fn tick(ex: &mut Executor) {
@@ -285,6 +479,11 @@ pub fn tick(ex: &mut Executor) {
         if !ex.repl.peers.is_empty() {
             feed_raw(ex, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
         }
+    }
+    master::pump_images(ex);
+    if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
+        ex.repl.last_keepalive = Instant::now();
+        master::keepalive_waiting(ex);
     }
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
     if ex.repl.last_ping.elapsed() >= period {
@@ -367,16 +566,15 @@ pub fn info(ex: &Executor, s: &mut String) {
         }
     }
     field(format!("connected_slaves:{}", r.peers.len()));
+    if ex.config.min_replicas_to_write > 0 && ex.config.min_replicas_max_lag > 0 {
+        field(format!("min_slaves_good_slaves:{}", good_replicas(ex)));
+    }
     for (i, p) in r.peers.iter().enumerate() {
         field(format!(
             "slave{i}:ip={},port={},state={},offset={},lag={}",
             p.ip,
             p.port,
-            if p.waiting.is_some() {
-                "wait_bgsave"
-            } else {
-                "online"
-            },
+            p.state.name(),
             p.ack_off,
             p.ack_time.elapsed().as_secs()
         ));

@@ -91,10 +91,14 @@ pub struct Link {
     transfer: Option<Transfer>,
     /// Processed bytes not yet forwarded (a MULTI block in progress).
     forward: Vec<u8>,
+    /// The database the master's stream had selected when the link went down (or
+    /// as an RDB recorded it): a `+CONTINUE`d stream goes on in it, as Redis's
+    /// cached master keeps its db.
+    pub stream_db: usize,
 }
 
 impl Link {
-    fn new(host: String, port: u16, cached: bool) -> Link {
+    fn new(host: String, port: u16, cached: bool, stream_db: usize) -> Link {
         let now = Instant::now();
         Link {
             host,
@@ -115,7 +119,14 @@ impl Link {
             cached,
             transfer: None,
             forward: Vec::new(),
+            stream_db,
         }
+    }
+
+    /// Whether we hold a history of this master's stream (connected, or cached for
+    /// a PSYNC continuation).
+    pub fn has_history(&self) -> bool {
+        self.cached || self.client.is_some()
     }
 
     pub fn is_up(&self) -> bool {
@@ -173,14 +184,22 @@ impl Link {
 
 /// REPLICAOF host port: follow a new master.
 pub fn start(ex: &mut Executor, host: String, port: u16) {
-    if let Some(old) = ex.repl.link.take() {
-        drop_link(ex, old);
-    }
+    // The stream's database where our history ends: the old master's, one an RDB
+    // recorded, or our own stream's as a master.
+    let stream_db = match ex.repl.link.take() {
+        Some(old) => {
+            let db = old.client.map_or(old.stream_db, |slot| ex.client(slot).db);
+            drop_link(ex, old);
+            db
+        }
+        None => ex.repl.restored_db.take().or(ex.stream.db()).unwrap_or(0),
+    };
     // Our history is what the new master may continue from (Redis's
     // replicationCacheMasterUsingMyself).
     let cached = ex.repl.backlog.is_some();
+    crate::log::set_role(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
-    ex.repl.link = Some(Link::new(host, port, cached));
+    ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
     // Our replicas must resync with the new history.
     disconnect_peers(ex);
@@ -193,6 +212,7 @@ pub fn stop(ex: &mut Executor) {
         return;
     };
     drop_link(ex, link);
+    crate::log::set_role(false);
     let r = &mut ex.repl;
     r.replid2 = std::mem::replace(&mut r.replid, super::random_id());
     r.second_offset = r.offset as i64 + 1;
@@ -250,6 +270,7 @@ fn fail(ex: &mut Executor, why: &str) {
         }
     }
     if let Some(slot) = link.client.take() {
+        link.stream_db = ex.client(slot).db;
         ex.disconnect(slot);
     }
     link.state = State::Connect;
@@ -671,6 +692,10 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     r.replid2 = "0".repeat(40);
     r.second_offset = -1;
     r.offset = t.offset;
+    if let Some(l) = r.link.as_mut() {
+        // The master's stream after an image starts with its SELECT.
+        l.stream_db = 0;
+    }
     r.backlog = Some(super::backlog::Backlog::new(
         ex.config.repl_backlog_size as usize,
     ));
@@ -690,6 +715,26 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
 /// The link is up: the master's pseudo-client applies its stream from here.
 fn connected(ex: &mut Executor) {
     let slot = ex.connect_internal("master");
+    let db = ex.repl.link.as_ref().map_or(0, |l| l.stream_db);
+    let ndbs = ex.ks.dbs.len();
+    let (addr, laddr, fd) = ex.repl.link.as_ref().map_or_else(Default::default, |l| {
+        let s = l.sock.as_ref();
+        (
+            s.and_then(|s| s.peer_addr().ok())
+                .map_or_else(|| format!("{}:{}", l.host, l.port), |a| a.to_string()),
+            s.and_then(|s| s.local_addr().ok())
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+            s.map_or(-1, |s| std::os::fd::AsRawFd::as_raw_fd(s) as i64),
+        )
+    });
+    let c = ex.client_mut(slot);
+    c.db = if db < ndbs { db } else { 0 };
+    // Listed by CLIENT LIST as Redis lists its master client.
+    c.repl_role = Some('M');
+    c.addr = addr;
+    c.laddr = laddr;
+    c.fd = fd;
     let offset = ex.repl.offset;
     let link = ex.repl.link.as_mut().expect("link");
     link.client = Some(slot);

@@ -529,6 +529,9 @@ fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<
     if let Some(Reply::Error(e)) = crate::replication::readonly_error(cc.ex, cc.slot, cmd) {
         return vm::err_table(lua, &e);
     }
+    if cmd.is_write() && !crate::replication::enough_good_replicas(cc.ex) {
+        return vm::err_table(lua, crate::replication::NOREPLICAS);
+    }
     if cmd.is_write() {
         cc.wrote = true;
     }
