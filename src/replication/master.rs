@@ -157,6 +157,16 @@ fn add_peer(
 
 /// Below this many unwritten bytes a replica receiving its image gets the next slice.
 const IMAGE_LOW_WATER: usize = 256 * 1024;
+/// The client slots of the replicas in `state`.
+fn peers_in(ex: &Executor, state: PeerState) -> smallvec::SmallVec<[usize; 4]> {
+    ex.repl
+        .peers
+        .iter()
+        .filter(|p| p.state == state)
+        .map(|p| p.slot)
+        .collect()
+}
+
 /// Bytes of image read per slice.
 const IMAGE_SLICE: usize = 1024 * 1024;
 
@@ -164,13 +174,7 @@ const IMAGE_SLICE: usize = 1024 * 1024;
 /// next slice; after the last one the stream held for them follows and they are
 /// online.
 pub fn pump_images(ex: &mut Executor) {
-    let sending: smallvec::SmallVec<[usize; 4]> = ex
-        .repl
-        .peers
-        .iter()
-        .filter(|p| p.state == PeerState::SendBulk)
-        .map(|p| p.slot)
-        .collect();
+    let sending = peers_in(ex, PeerState::SendBulk);
     for slot in sending {
         if ex.client(slot).pending_output() >= IMAGE_LOW_WATER {
             continue;
@@ -297,13 +301,7 @@ fn sync_with_snapshot(
 /// (they retry) when it failed.
 pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
     let path = snapshot_path();
-    let waiting: Vec<usize> = ex
-        .repl
-        .peers
-        .iter()
-        .filter(|p| p.state == PeerState::WaitBgsave)
-        .map(|p| p.slot)
-        .collect();
+    let waiting = peers_in(ex, PeerState::WaitBgsave);
     for slot in waiting {
         let opened = result.clone().and_then(|()| {
             let f = std::fs::File::open(&path).map_err(|e| e.to_string())?;
@@ -339,13 +337,7 @@ pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
 /// Every second: a newline to replicas waiting for their snapshot, so their link
 /// does not time out (Redis does the same; replicas skip empty lines there).
 pub fn keepalive_waiting(ex: &mut Executor) {
-    let waiting: smallvec::SmallVec<[usize; 4]> = ex
-        .repl
-        .peers
-        .iter()
-        .filter(|p| p.state == PeerState::WaitBgsave)
-        .map(|p| p.slot)
-        .collect();
+    let waiting = peers_in(ex, PeerState::WaitBgsave);
     for slot in waiting {
         ex.client_mut(slot).out.push(b'\n');
         ex.mark_pending_write(slot);
