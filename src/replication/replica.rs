@@ -91,6 +91,8 @@ pub struct Link {
     transfer: Option<Transfer>,
     /// Processed bytes not yet forwarded (a MULTI block in progress).
     forward: Vec<u8>,
+    /// What of the applied stream is fsynced in our AOF (the ACK's FACK).
+    pub fack: super::fack::Tracker,
 }
 
 impl Link {
@@ -115,6 +117,7 @@ impl Link {
             cached,
             transfer: None,
             forward: Vec::new(),
+            fack: Default::default(),
         }
     }
 
@@ -151,10 +154,23 @@ impl Link {
         }
     }
 
-    /// Queues `REPLCONF ACK <offset>` (written at the end of the event).
-    pub fn send_ack(&mut self) {
+    /// Queues `REPLCONF ACK <offset> [FACK <fsynced offset>]` (written at the end of
+    /// the event); `d` is the local AOF's state (`fack.rs`).
+    pub fn send_ack(&mut self, d: super::fack::Durability) {
         let off = self.reploff.to_string();
-        self.send(&[b"REPLCONF", b"ACK", off.as_bytes()]);
+        match self.fack.fack(d, self.reploff) {
+            Some(f) => {
+                let fs = f.to_string();
+                self.send(&[b"REPLCONF", b"ACK", off.as_bytes(), b"FACK", fs.as_bytes()]);
+                self.fack.last_sent = Some(f);
+                self.fack.wanted = f < self.reploff;
+            }
+            None => {
+                self.send(&[b"REPLCONF", b"ACK", off.as_bytes()]);
+                self.fack.last_sent = None;
+                self.fack.wanted = false;
+            }
+        }
         self.last_ack = Instant::now();
     }
 
@@ -276,8 +292,14 @@ pub fn tick(ex: &mut Executor) {
     match link.state {
         State::Connect if Instant::now() >= link.retry_at => connect(ex),
         State::Connected => {
-            if link.last_ack.elapsed() >= Duration::from_secs(1) {
-                link.send_ack();
+            let d = super::fack::Durability::of(ex);
+            let link = ex.repl.link.as_mut().expect("link");
+            // Every second, and as soon as the fsync covers more of what a GETACK
+            // asked for (WAITAOF answers promptly).
+            let fack_moved =
+                link.fack.wanted && link.fack.fack(d, link.reploff) > link.fack.last_sent;
+            if fack_moved || link.last_ack.elapsed() >= Duration::from_secs(1) {
+                link.send_ack(d);
                 flush(ex);
             }
             if ex
@@ -677,6 +699,9 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     ex.stream.enabled = true;
     r.fed_upto = ex.stream.position();
     crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
+    if let Some(l) = ex.repl.link.as_mut() {
+        l.fack.reset(t.offset);
+    }
     // The AOF must start again from the new dataset.
     if ex.aof.is_some() && crate::persistence::aof::start_rewrite(ex).is_err() {
         if let Some(a) = ex.aof.as_mut() {
@@ -690,6 +715,7 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
 /// The link is up: the master's pseudo-client applies its stream from here.
 fn connected(ex: &mut Executor) {
     let slot = ex.connect_internal("master");
+    let d = super::fack::Durability::of(ex);
     let offset = ex.repl.offset;
     let link = ex.repl.link.as_mut().expect("link");
     link.client = Some(slot);
@@ -699,7 +725,7 @@ fn connected(ex: &mut Executor) {
     link.down_since = None;
     link.state = State::Connected;
     link.parser = RequestParser::new();
-    link.send_ack();
+    link.send_ack(d);
 }
 
 /// Runs the master's commands in the read buffer.
@@ -742,7 +768,8 @@ fn apply(ex: &mut Executor) {
         };
         if getack {
             // The ACK does not count the GETACK itself, as Redis.
-            link.send_ack();
+            link.fack.checkpoint(ex.stream.position(), link.reploff);
+            link.send_ack(super::fack::Durability::of(ex));
         }
         let bytes = &link.rbuf[link.rpos..link.rpos + consumed];
         link.forward.extend_from_slice(bytes);
@@ -757,6 +784,7 @@ fn apply(ex: &mut Executor) {
         }
     }
     link.read_reploff = link.reploff + (link.forward.len() + link.rbuf.len() - link.rpos) as u64;
+    link.fack.checkpoint(ex.stream.position(), link.reploff);
     ex.ks.expire_mode = ExpireMode::Hide;
     ex.repl.link = Some(link);
     if ex.blocking.has_ready() {

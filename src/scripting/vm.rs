@@ -14,9 +14,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use mlua::{
-    chunk::ChunkMode, Function, Lua, LuaOptions, StdLib, Table, Value, Variadic,
-};
+use mlua::{chunk::ChunkMode, Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 
 use super::libs;
 
