@@ -45,6 +45,12 @@ pub static COMMANDS: &[Command] = &[command!(
 /// with NUL bytes, and a write to it would only re-check the waiters).
 const WAIT_KEY: &[u8] = b"\0\0waitaof\0\0";
 
+/// Whether `key` is the pseudo key WAITAOF clients block on (not counted in INFO's
+/// blocking keys: Redis's WAITAOF blocks on no key).
+pub fn is_wait_key(key: &[u8]) -> bool {
+    key == WAIT_KEY
+}
+
 /// How many replicas fsynced the stream up to the replication offset `offset`.
 pub fn replicas_acked(ex: &Executor, offset: u64) -> i64 {
     ex.repl.aof_acked(offset)
