@@ -20,7 +20,8 @@
 //!   the 8-byte expiry field of each key that has one. Keys and values are dataset.
 //!
 //! The dataset is what remains. RSS is the process's real resident size
-//! (`/proc/self/statm`); the allocator figures come from mimalloc (committed bytes).
+//! (`/proc/self/statm`); the allocator figures come from mimalloc (committed bytes,
+//! capped at the RSS since untouched committed pages are not resident).
 
 use crate::alloc;
 use crate::exec::Executor;
@@ -42,7 +43,7 @@ pub struct MemReport {
     pub peak: usize,
     pub startup: usize,
     pub rss: usize,
-    /// Bytes mimalloc holds from the OS.
+    /// Bytes mimalloc holds from the OS (committed, at most the RSS).
     pub allocator: usize,
     pub backlog: usize,
     pub clients_slaves: usize,
@@ -73,9 +74,11 @@ impl MemReport {
             peak: alloc::peak_memory(),
             startup: alloc::startup_memory(),
             rss: alloc::rss(),
-            allocator: alloc::allocator_committed(),
             ..Default::default()
         };
+        // Committed pages that were never touched are not resident: what mimalloc
+        // holds in memory is at most the process's RSS.
+        r.allocator = alloc::allocator_committed().min(r.rss);
         r.backlog = ex.repl.backlog.as_ref().map_or(0, |b| b.size());
         for (slot, c) in ex.clients() {
             if c.embedded {
