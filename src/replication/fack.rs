@@ -45,6 +45,8 @@ impl Durability {
     }
 }
 
+const MAX_CHECKPOINTS: usize = 4096;
+
 #[derive(Default)]
 pub struct Tracker {
     /// (write-stream position after a batch, replication offset after it).
@@ -66,7 +68,14 @@ impl Tracker {
         match self.checkpoints.back_mut() {
             // Nothing written since the last checkpoint: same position, later offset.
             Some(last) if last.0 == stream_pos => last.1 = reploff,
-            _ => self.checkpoints.push_back((stream_pos, reploff)),
+            _ => {
+                // Bounded (with `appendfsync no` the fsync never passes them): the
+                // oldest go first, which only makes the FACK more conservative.
+                if self.checkpoints.len() >= MAX_CHECKPOINTS {
+                    self.checkpoints.pop_front();
+                }
+                self.checkpoints.push_back((stream_pos, reploff));
+            }
         }
     }
 
@@ -136,6 +145,18 @@ mod tests {
         // Everything fsynced: later pings count at once.
         assert_eq!(t.fack(d(150, 150), 1128), Some(1128));
         assert!(t.checkpoints.is_empty());
+    }
+
+    #[test]
+    fn checkpoints_are_bounded() {
+        let mut t = Tracker::default();
+        for i in 1..=(MAX_CHECKPOINTS as u64 + 10) {
+            t.checkpoint(i * 10, i * 100);
+        }
+        assert_eq!(t.checkpoints.len(), MAX_CHECKPOINTS);
+        // Dropped checkpoints only delay the FACK to the next one kept.
+        assert_eq!(t.fack(d(50, 1_000_000), 0), Some(0));
+        assert_eq!(t.fack(d(200, 1_000_000), 0), Some(2000));
     }
 
     #[test]
