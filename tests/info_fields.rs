@@ -87,3 +87,237 @@ fn fields_are_unique_and_io_counters_count() {
     assert!(count(&info, "total_reads_processed") >= r0 + 6);
     assert!(count(&info, "total_writes_processed") >= w0 + 5);
 }
+
+fn field(info: &str, name: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name}"))
+        .to_string()
+}
+
+fn num(info: &str, name: &str) -> i64 {
+    field(info, name)
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("{name}")) as i64
+}
+
+/// The overhead/dataset split is computed, not constant: startup memory is below
+/// used memory, overhead + dataset = used memory, and the key table's overhead
+/// grows with keys.
+#[test]
+fn memory_overhead_and_dataset_are_real() {
+    let s = TestServer::start_with(&["--appendonly", "no"]);
+    let mut c = s.raw(2);
+    let before = c.cmd(&["INFO", "memory"]);
+    assert!(num(&before, "used_memory_startup") > 0);
+    assert!(num(&before, "used_memory_startup") <= num(&before, "used_memory"));
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "20000"]), "+OK\r\n");
+    let after = c.cmd(&["INFO", "memory"]);
+    let used = num(&after, "used_memory");
+    let overhead = num(&after, "used_memory_overhead");
+    let dataset = num(&after, "used_memory_dataset");
+    // Read at slightly different instants within one INFO: allow a little drift.
+    assert!((overhead + dataset - used).abs() < 64 << 10, "{after}");
+    // 20000 keys: at least their bucket slots and entry headers are overhead.
+    assert!(overhead - num(&before, "used_memory_overhead") >= 20000 * 13);
+    assert!(dataset > num(&before, "used_memory_dataset"));
+    let perc = field(&after, "used_memory_dataset_perc");
+    assert!(perc.ends_with('%') && perc != "100.00%", "{perc}");
+    assert!(num(&after, "mem_clients_normal") > 0);
+    assert!(num(&after, "allocator_active") > 0);
+    let rss = num(&after, "used_memory_rss");
+    let ratio: f64 = field(&after, "mem_fragmentation_ratio").parse().unwrap();
+    assert!((ratio - rss as f64 / used as f64).abs() < 0.1, "{ratio}");
+}
+
+/// Script and function caches, and the Lua VMs behind them.
+#[test]
+fn script_memory_fields() {
+    let s = TestServer::start_with(&["--appendonly", "no"]);
+    let mut c = s.raw(2);
+    let info = c.cmd(&["INFO", "memory"]);
+    assert_eq!(field(&info, "number_of_cached_scripts"), "0");
+    c.cmd(&["EVAL", "return 1", "0"]);
+    c.cmd(&["SCRIPT", "LOAD", "return 2"]);
+    let lib = "#!lua name=mylib\nredis.register_function('f1', function() return 1 end)\nredis.register_function('f2', function() return 2 end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), "$5\r\nmylib\r\n");
+    let info = c.cmd(&["INFO", "memory"]);
+    assert_eq!(field(&info, "number_of_cached_scripts"), "2");
+    assert_eq!(field(&info, "number_of_functions"), "2");
+    assert_eq!(field(&info, "number_of_libraries"), "1");
+    let eval_vm = num(&info, "used_memory_vm_eval");
+    let fn_vm = num(&info, "used_memory_vm_functions");
+    assert!(eval_vm > 0 && fn_vm > 0);
+    assert_eq!(num(&info, "used_memory_lua"), eval_vm);
+    assert_eq!(num(&info, "used_memory_vm_total"), eval_vm + fn_vm);
+    let scripts_eval = num(&info, "used_memory_scripts_eval");
+    let functions = num(&info, "used_memory_functions");
+    assert!(scripts_eval > 0 && functions as usize > lib.len());
+    assert_eq!(num(&info, "used_memory_scripts"), scripts_eval + functions);
+    c.cmd(&["SCRIPT", "FLUSH"]);
+    let info = c.cmd(&["INFO", "memory"]);
+    assert_eq!(field(&info, "number_of_cached_scripts"), "0");
+}
+
+/// Blocking keys as Redis counts them: WAITAOF blocks on no key; XREADGROUP's keys
+/// also count as "on nokey" (woken when the key is deleted).
+#[test]
+fn blocking_key_counts() {
+    let s = TestServer::start_with(&["--appendonly", "yes", "--appendfsync", "no"]);
+    let mut admin = s.raw(2);
+    admin.cmd(&["XADD", "st", "1-1", "f", "v"]);
+    admin.cmd(&["XGROUP", "CREATE", "st", "g", "$"]);
+    let mut a = s.raw(2);
+    a.send(&["BLPOP", "l1", "l2", "0"]);
+    let mut b = s.raw(2);
+    b.send(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "st",
+        ">",
+    ]);
+    let mut w = s.raw(2);
+    w.cmd(&["SET", "x", "1"]);
+    w.send(&["WAITAOF", "1", "0", "0"]);
+    wait_blocked(&s, 3);
+    let info = admin.cmd(&["INFO", "clients"]);
+    assert_eq!(field(&info, "blocked_clients"), "3");
+    assert_eq!(field(&info, "total_blocking_keys"), "3");
+    assert_eq!(field(&info, "total_blocking_keys_on_nokey"), "1");
+}
+
+/// MEMORY STATS carries Redis 7.4's keys in its order (db.N for non-empty
+/// databases), with numbers that add up; DOCTOR, MALLOC-STATS and PURGE answer as
+/// Redis built without jemalloc does.
+#[test]
+fn memory_subcommands() {
+    let s = TestServer::start_with(&["--appendonly", "no"]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["SET", "b", "2", "EX", "100"]);
+    c.cmd(&["SELECT", "3"]);
+    c.cmd(&["SET", "c", "3"]);
+    let mut r3 = s.client3();
+    let stats: Vec<(String, redis::Value)> = redis::cmd("MEMORY")
+        .arg("STATS")
+        .query::<redis::Value>(&mut r3)
+        .map(|v| match v {
+            redis::Value::Map(m) => m
+                .into_iter()
+                .map(|(k, v)| (redis::from_redis_value::<String>(k).unwrap(), v))
+                .collect(),
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+    let keys: Vec<&str> = stats.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "peak.allocated",
+            "total.allocated",
+            "startup.allocated",
+            "replication.backlog",
+            "clients.slaves",
+            "clients.normal",
+            "cluster.links",
+            "aof.buffer",
+            "lua.caches",
+            "functions.caches",
+            "db.0",
+            "db.3",
+            "overhead.db.hashtable.lut",
+            "overhead.db.hashtable.rehashing",
+            "overhead.total",
+            "db.dict.rehashing.count",
+            "keys.count",
+            "keys.bytes-per-key",
+            "dataset.bytes",
+            "dataset.percentage",
+            "peak.percentage",
+            "allocator.allocated",
+            "allocator.active",
+            "allocator.resident",
+            "allocator.muzzy",
+            "allocator-fragmentation.ratio",
+            "allocator-fragmentation.bytes",
+            "allocator-rss.ratio",
+            "allocator-rss.bytes",
+            "rss-overhead.ratio",
+            "rss-overhead.bytes",
+            "fragmentation",
+            "fragmentation.bytes",
+        ]
+    );
+    let get = |k: &str| stats.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    let int = |k: &str| match get(k) {
+        redis::Value::Int(n) => n,
+        other => panic!("{k}: {other:?}"),
+    };
+    assert_eq!(int("keys.count"), 3);
+    assert_eq!(
+        int("overhead.total") + int("dataset.bytes"),
+        int("total.allocated")
+    );
+    assert!(int("startup.allocated") > 0);
+    assert!(matches!(get("dataset.percentage"), redis::Value::Double(_)));
+    assert!(matches!(get("fragmentation"), redis::Value::Double(_)));
+    match get("db.0") {
+        redis::Value::Map(m) => {
+            let f: Vec<(String, i64)> = m
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        redis::from_redis_value::<String>(k).unwrap(),
+                        redis::from_redis_value::<i64>(v).unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(f[0].0, "overhead.hashtable.main");
+            assert!(f[0].1 > 0);
+            // One key with an expiry: its 8-byte deadline.
+            assert_eq!(f[1], ("overhead.hashtable.expires".to_string(), 8));
+        }
+        other => panic!("{other:?}"),
+    }
+    // RESP2: doubles are bulk strings.
+    let r2 = c.cmd(&["MEMORY", "STATS"]);
+    assert!(r2.starts_with("*66\r\n$14\r\npeak.allocated\r\n:"), "{r2}");
+    // A small instance: Redis's "empty" report, verbatim text in RESP3.
+    assert_eq!(
+        c.cmd(&["MEMORY", "DOCTOR"]),
+        "$268\r\nHi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n\r\n"
+    );
+    let mut c3 = s.raw(3);
+    assert!(c3
+        .cmd(&["MEMORY", "DOCTOR"])
+        .starts_with("=272\r\ntxt:Hi Sam"));
+    assert_eq!(
+        c.cmd(&["MEMORY", "MALLOC-STATS"]),
+        "$45\r\nStats not supported for the current allocator\r\n"
+    );
+    assert_eq!(c.cmd(&["MEMORY", "PURGE"]), "+OK\r\n");
+}
+
+/// BGREWRITEAOF records how long it took; none in progress reads -1.
+#[test]
+fn aof_rewrite_times() {
+    let s = TestServer::start_with(&["--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert_eq!(field(&info, "aof_current_rewrite_time_sec"), "-1");
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["BGREWRITEAOF"]);
+    wait_until(|| {
+        let info = c.cmd(&["INFO", "persistence"]);
+        field(&info, "aof_rewrite_in_progress") == "0" && field(&info, "aof_rewrites") != "0"
+    });
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert_eq!(field(&info, "aof_last_rewrite_time_sec"), "0");
+    assert_eq!(field(&info, "aof_current_rewrite_time_sec"), "-1");
+}

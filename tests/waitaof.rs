@@ -122,3 +122,103 @@ fn no_fsync_times_out_and_aof_off_releases_with_error() {
     );
     assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
 }
+
+fn info_field(c: &mut RawConn, section: &str, field: &str) -> String {
+    let text = c.cmd(&["INFO", section]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.to_string()))
+        .unwrap_or_default()
+}
+
+/// A Cinnabar replica of `master` with the given `appendonly`, synchronized and (when
+/// its AOF is on) with the AOF rewrite after the full resync finished.
+fn replica_of(master: &TestServer, appendonly: &str) -> TestServer {
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--appendonly",
+        appendonly,
+    ]);
+    let mut r = replica.raw(2);
+    let mut m = master.raw(2);
+    wait_until(|| {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+            && info_field(&mut m, "replication", "slave0").contains("state=online")
+            && info_field(&mut r, "persistence", "aof_rewrite_in_progress") == "0"
+            && info_field(&mut r, "persistence", "aof_rewrite_scheduled") == "0"
+    });
+    replica
+}
+
+/// The replica's AOF fsyncs what it applied and says so with `REPLCONF ACK … FACK`;
+/// the master counts it. Local (the master's AOF) and replica together too.
+#[test]
+fn replica_with_aof_acknowledges_its_fsync() {
+    let master = TestServer::start_with(&["--appendonly", "no"]);
+    let _replica = replica_of(&master, "yes");
+    let mut c = master.raw(2);
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["WAITAOF", "0", "1", "3000"]), "*2\r\n:0\r\n:1\r\n");
+    // Nothing written since: answered at once.
+    assert_eq!(c.cmd(&["WAITAOF", "0", "1", "0"]), "*2\r\n:0\r\n:1\r\n");
+    // More than there are replicas: the timeout answers with the count.
+    assert_eq!(c.cmd(&["WAITAOF", "0", "2", "300"]), "*2\r\n:0\r\n:1\r\n");
+    // RESP3 reply type: an array as well.
+    let mut c3 = master.raw(3);
+    c3.cmd(&["LPUSH", "l", "a"]);
+    assert_eq!(c3.cmd(&["WAITAOF", "0", "1", "3000"]), "*2\r\n:0\r\n:1\r\n");
+
+    // The master's own AOF and the replica's.
+    let master2 = TestServer::start_with(&["--appendonly", "yes", "--appendfsync", "everysec"]);
+    let replica2 = replica_of(&master2, "yes");
+    let mut c = master2.raw(2);
+    for i in 0..20 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    assert_eq!(c.cmd(&["WAITAOF", "1", "1", "5000"]), "*2\r\n:1\r\n:1\r\n");
+    // On the replica WAITAOF is refused, as in Redis.
+    assert_eq!(
+        replica2.raw(2).cmd(&["WAITAOF", "0", "0", "0"]),
+        "-ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.\r\n"
+    );
+}
+
+/// A replica without AOF sends no FACK: it never counts, the timeout answers.
+#[test]
+fn replica_without_aof_never_counts() {
+    let master = TestServer::start_with(&["--appendonly", "no"]);
+    let _replica = replica_of(&master, "no");
+    let mut c = master.raw(2);
+    c.cmd(&["SET", "k", "v"]);
+    // WAIT (the replication ACK) counts it; WAITAOF does not.
+    assert_eq!(c.cmd(&["WAIT", "1", "3000"]), ":1\r\n");
+    let start = Instant::now();
+    assert_eq!(c.cmd(&["WAITAOF", "0", "1", "500"]), NONE_ACKED);
+    assert!(start.elapsed() >= Duration::from_millis(400));
+    // A blocked WAITAOF is released by CLIENT UNBLOCK with the current counts.
+    c.send(&["WAITAOF", "0", "1", "0"]);
+    wait_blocked(&master, 1);
+    let mut admin = master.raw(2);
+    let id = c_id(&mut admin);
+    assert_eq!(admin.cmd(&["CLIENT", "UNBLOCK", &id]), ":1\r\n");
+    assert_eq!(c.read_reply(), NONE_ACKED);
+}
+
+/// The id of the client that is blocked (the one that is not `admin`).
+fn c_id(admin: &mut RawConn) -> String {
+    let me = admin.cmd(&["CLIENT", "ID"]);
+    let me = me.trim_start_matches(':').trim_end();
+    let list = admin.cmd(&["CLIENT", "LIST"]);
+    list.lines()
+        .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .find(|id| {
+            *id != me
+                && list
+                    .lines()
+                    .any(|l| l.contains(&format!("id={id} ")) && l.contains("cmd=waitaof"))
+        })
+        .expect("blocked client")
+        .to_string()
+}

@@ -1,9 +1,11 @@
 //! INFO fields Redis 7 reports that have no separate machinery here: appended to
 //! their sections so the field set matches redis-server's (dashboards and exporters
-//! look fields up by name). Real values where the server has them (AOF buffer,
+//! look fields up by name). Real values where the server has them (the memory
+//! report's overhead/dataset split, script caches and Lua VMs, AOF rewrite times,
 //! main-thread CPU, network kbps, reply counters); zeros for features that do not
-//! exist in this server (active defrag, I/O threads, modules, client eviction) and
-//! for replication counters until replication fills them in.
+//! exist in this server (active defrag, I/O threads, modules, client eviction,
+//! jemalloc's muzzy pages) and for replication counters until replication fills
+//! them in.
 
 use std::fmt::Write as _;
 
@@ -32,60 +34,80 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             f("gcc_version:0.0.0".into());
         }
         "memory" => {
-            let used = crate::alloc::used_memory();
-            let rss = crate::alloc::rss();
-            f(format!("used_memory_startup:{}", 0));
-            f(format!("used_memory_overhead:{}", 0));
-            f(format!("used_memory_dataset:{used}"));
-            f("used_memory_dataset_perc:100.00%".into());
-            f(format!("allocator_allocated:{used}"));
-            f(format!("allocator_active:{used}"));
-            f(format!("allocator_resident:{rss}"));
-            f("allocator_frag_ratio:1.00".into());
-            f("allocator_frag_bytes:0".into());
-            f(format!(
-                "allocator_rss_ratio:{:.2}",
-                rss as f64 / used.max(1) as f64
-            ));
-            f(format!("allocator_rss_bytes:{}", rss as i64 - used as i64));
-            f("rss_overhead_ratio:1.00".into());
-            f("rss_overhead_bytes:0".into());
-            f(format!(
-                "mem_fragmentation_bytes:{}",
-                rss as i64 - used as i64
-            ));
+            // Real figures from the memory report (`memory_report.rs` says how the
+            // overhead is counted).
+            let m = super::memory_report::MemReport::new(ex);
+            let human = crate::alloc::human_bytes;
+            f(format!("used_memory_startup:{}", m.startup));
+            f(format!("used_memory_overhead:{}", m.overhead));
+            f(format!("used_memory_dataset:{}", m.dataset));
+            f(format!("used_memory_dataset_perc:{:.2}%", m.dataset_perc()));
+            f(format!("allocator_allocated:{}", m.used));
+            f(format!("allocator_active:{}", m.allocator));
+            f(format!("allocator_resident:{}", m.allocator));
+            f("allocator_muzzy:0".into());
+            let (frag, frag_bytes) = m.allocator_frag();
+            f(format!("allocator_frag_ratio:{frag:.2}"));
+            f(format!("allocator_frag_bytes:{frag_bytes}"));
+            // mimalloc's committed pages are what it holds resident (no separate
+            // active/resident split as jemalloc has).
+            f("allocator_rss_ratio:1.00".into());
+            f("allocator_rss_bytes:0".into());
+            let (rss_over, rss_over_bytes) = m.rss_overhead();
+            f(format!("rss_overhead_ratio:{rss_over:.2}"));
+            f(format!("rss_overhead_bytes:{rss_over_bytes}"));
+            f(format!("mem_fragmentation_bytes:{}", m.total_frag().1));
             f("mem_not_counted_for_evict:0".into());
-            f("mem_replication_backlog:0".into());
-            f("mem_total_replication_buffers:0".into());
-            f("mem_clients_slaves:0".into());
-            let clients: usize = ex.clients().map(|(_, c)| c.pending_output() + c.qbuf + c.qbuf_free).sum();
-            f(format!("mem_clients_normal:{clients}"));
+            f(format!("mem_replication_backlog:{}", m.backlog));
+            f(format!(
+                "mem_total_replication_buffers:{}",
+                m.backlog + m.clients_slaves
+            ));
+            f(format!("mem_clients_slaves:{}", m.clients_slaves));
+            f(format!("mem_clients_normal:{}", m.clients_normal));
             f("mem_cluster_links:0".into());
-            f(format!("mem_aof_buffer:{}", ex.stream.buf.len()));
-            for k in [
-                "used_memory_lua",
-                "used_memory_vm_eval",
-                "used_memory_scripts_eval",
-                "used_memory_vm_functions",
-                "used_memory_vm_total",
-                "used_memory_functions",
-                "used_memory_scripts",
-            ] {
-                f(format!("{k}:0"));
-            }
-            f("used_memory_lua_human:0B".into());
-            f("used_memory_vm_total_human:0B".into());
-            f("used_memory_scripts_human:0B".into());
-            f("number_of_cached_scripts:0".into());
-            f("number_of_functions:0".into());
-            f("number_of_libraries:0".into());
+            f(format!("mem_aof_buffer:{}", m.aof_buffer));
+            f(format!(
+                "mem_overhead_db_hashtable_rehashing:{}",
+                m.rehashing
+            ));
+            let vm_total = m.vm_eval + m.vm_functions;
+            let scripts = m.eval_caches + m.functions_caches;
+            f(format!("used_memory_lua:{}", m.vm_eval));
+            f(format!("used_memory_vm_eval:{}", m.vm_eval));
+            f(format!("used_memory_lua_human:{}", human(m.vm_eval)));
+            f(format!("used_memory_scripts_eval:{}", m.eval_caches));
+            f(format!("number_of_cached_scripts:{}", m.scripts));
+            f(format!("number_of_functions:{}", m.functions));
+            f(format!("number_of_libraries:{}", m.libraries));
+            f(format!("used_memory_vm_functions:{}", m.vm_functions));
+            f(format!("used_memory_vm_total:{vm_total}"));
+            f(format!("used_memory_vm_total_human:{}", human(vm_total)));
+            f(format!("used_memory_functions:{}", m.functions_caches));
+            f(format!("used_memory_scripts:{scripts}"));
+            f(format!("used_memory_scripts_human:{}", human(scripts)));
             f("active_defrag_running:0".into());
         }
         "persistence" => {
+            // The copy-on-write size of a forkless rewrite: the bytes of keys copied
+            // because they were written while the base was being walked (Redis
+            // measures the pages its fork child duplicated).
+            f(format!(
+                "aof_last_cow_size:{}",
+                ex.persist.aof_last_cow_size
+            ));
+            f(format!(
+                "aof_last_rewrite_time_sec:{}",
+                ex.persist.aof_last_rewrite_secs
+            ));
+            let current = ex
+                .persist
+                .snap
+                .as_ref()
+                .filter(|s| s.purpose == crate::persistence::cow::Purpose::AofRewrite)
+                .map_or(-1, |s| s.started.elapsed().as_secs() as i64);
+            f(format!("aof_current_rewrite_time_sec:{current}"));
             for k in [
-                "aof_last_cow_size:0",
-                "aof_last_rewrite_time_sec:-1",
-                "aof_current_rewrite_time_sec:-1",
                 "aof_rewrites_consecutive_failures:0",
                 "module_fork_in_progress:0",
                 "module_fork_last_cow_size:0",
@@ -127,8 +149,14 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             ] {
                 f(k.into());
             }
-            f(format!("total_reads_processed:{}", st.total_reads_processed));
-            f(format!("total_writes_processed:{}", st.total_writes_processed));
+            f(format!(
+                "total_reads_processed:{}",
+                st.total_reads_processed
+            ));
+            f(format!(
+                "total_writes_processed:{}",
+                st.total_writes_processed
+            ));
         }
         "cpu" => {
             let (user, sys) = thread_cpu();

@@ -22,6 +22,7 @@ pub mod keyflags;
 pub mod keys;
 pub mod latency;
 pub mod lists;
+pub mod memory_report;
 pub mod monitor;
 pub mod persistence;
 pub mod pubsub;

@@ -362,8 +362,11 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             );
             field!("clients_in_timeout_table:0");
             field!("total_watched_keys:{}", ex.watch.total_keys());
-            field!("total_blocking_keys:{}", ex.blocking.blocking_keys());
-            field!("total_blocking_keys_on_nokey:0");
+            let (blocking_keys, on_nokey) = ex
+                .blocking
+                .key_counts(crate::commands::waitaof::is_wait_key);
+            field!("total_blocking_keys:{blocking_keys}");
+            field!("total_blocking_keys_on_nokey:{on_nokey}");
         }
         "memory" => {
             let used = used_memory();
@@ -889,35 +892,75 @@ fn memory_usage(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
 }
 
+/// MEMORY STATS: Redis 7.4's keys, in its order, from the memory report.
 fn memory_stats(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let used = used_memory() as i64;
-    let keys = ctx.ex.ks.key_count() as i64;
+    let m = crate::commands::memory_report::MemReport::new(ctx.ex);
+    let int = |v: usize| Reply::Int(v as i64);
     let kv = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
-    Reply::Map(vec![
-        kv("peak.allocated", Reply::Int(peak_memory() as i64)),
-        kv("total.allocated", Reply::Int(used)),
-        kv("keys.count", Reply::Int(keys)),
-        kv(
-            "keys.bytes-per-key",
-            Reply::Int(if keys > 0 { used / keys } else { 0 }),
-        ),
-        kv("dataset.bytes", Reply::Int(used)),
-        kv("rss-bytes", Reply::Int(rss() as i64)),
-    ])
+    let mut out = vec![
+        kv("peak.allocated", int(m.peak)),
+        kv("total.allocated", int(m.used)),
+        kv("startup.allocated", int(m.startup)),
+        kv("replication.backlog", int(m.backlog)),
+        kv("clients.slaves", int(m.clients_slaves)),
+        kv("clients.normal", int(m.clients_normal)),
+        kv("cluster.links", int(0)),
+        kv("aof.buffer", int(m.aof_buffer)),
+        kv("lua.caches", int(m.eval_caches)),
+        kv("functions.caches", int(m.functions_caches)),
+    ];
+    for d in &m.dbs {
+        out.push(kv(
+            &format!("db.{}", d.id),
+            Reply::Map(vec![
+                kv("overhead.hashtable.main", int(d.main)),
+                kv("overhead.hashtable.expires", int(d.expires)),
+            ]),
+        ));
+    }
+    let (afrag, afrag_bytes) = m.allocator_frag();
+    let (rss_over, rss_over_bytes) = m.rss_overhead();
+    let (frag, frag_bytes) = m.total_frag();
+    out.extend([
+        kv("overhead.db.hashtable.lut", int(m.lut)),
+        kv("overhead.db.hashtable.rehashing", int(m.rehashing)),
+        kv("overhead.total", int(m.overhead)),
+        kv("db.dict.rehashing.count", int(m.rehashing_count)),
+        kv("keys.count", int(m.keys)),
+        kv("keys.bytes-per-key", int(m.bytes_per_key())),
+        kv("dataset.bytes", int(m.dataset)),
+        kv("dataset.percentage", Reply::Double(m.dataset_perc())),
+        kv("peak.percentage", Reply::Double(m.peak_perc())),
+        kv("allocator.allocated", int(m.used)),
+        kv("allocator.active", int(m.allocator)),
+        kv("allocator.resident", int(m.allocator)),
+        kv("allocator.muzzy", int(0)),
+        kv("allocator-fragmentation.ratio", Reply::Double(afrag)),
+        kv("allocator-fragmentation.bytes", Reply::Int(afrag_bytes)),
+        kv("allocator-rss.ratio", Reply::Double(1.0)),
+        kv("allocator-rss.bytes", int(0)),
+        kv("rss-overhead.ratio", Reply::Double(rss_over)),
+        kv("rss-overhead.bytes", Reply::Int(rss_over_bytes)),
+        kv("fragmentation", Reply::Double(frag)),
+        kv("fragmentation.bytes", Reply::Int(frag_bytes)),
+    ]);
+    Reply::Map(out)
 }
 
-fn memory_doctor(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    Reply::Verbatim("txt", b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.".to_vec())
+fn memory_doctor(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let report = crate::commands::memory_report::MemReport::new(ctx.ex).doctor();
+    Reply::Verbatim("txt", report.into_bytes())
 }
 
+/// Redis built without jemalloc answers this (mimalloc's own report goes to
+/// stderr only).
 fn memory_malloc_stats(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    Reply::Verbatim(
-        "txt",
-        format!("mimalloc: {} bytes allocated\n", used_memory()).into_bytes(),
-    )
+    Reply::bulk(b"Stats not supported for the current allocator")
 }
 
+/// Returns mimalloc's free pages to the OS.
 fn memory_purge(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    crate::alloc::purge();
     Reply::ok()
 }
 

@@ -12,8 +12,14 @@
 //! (`fsync_progress`), and the blocked WAITAOF is re-run: it answers once satisfied
 //! (or with the error when AOF was turned off meanwhile), otherwise it keeps its
 //! place and refreshes its timeout reply with the current counts.
-//! Replica acknowledgements come from `replicas_acked`, the one place replication
-//! fills in.
+//!
+//! Replicas count as Redis 7.2+ counts them: each replica acknowledges with
+//! `REPLCONF ACK <offset> FACK <aof offset>`, the FACK being the replication offset
+//! its own AOF has fsynced (`replication/fack.rs`); the master keeps the highest per
+//! replica (`Peer::aof_off`) and counts those that reached the client's `woff` (the
+//! replication offset of its last write). A blocking WAITAOF asks the replicas for
+//! an ACK (`REPLCONF GETACK *`, as WAIT does), and every ACK re-checks the waiters
+//! (`replicas_progress`). WAITAOF on a replica is an error, as in Redis.
 
 use crate::command;
 use crate::commands::flags::*;
@@ -39,10 +45,20 @@ pub static COMMANDS: &[Command] = &[command!(
 /// with NUL bytes, and a write to it would only re-check the waiters).
 const WAIT_KEY: &[u8] = b"\0\0waitaof\0\0";
 
-/// How many replicas acknowledged (fsynced) the stream up to `offset`.
-/// No replication yet: none.
-pub fn replicas_acked(_ex: &Executor, _offset: u64) -> i64 {
-    0
+/// Whether `key` is the pseudo key WAITAOF clients block on (not counted in INFO's
+/// blocking keys: Redis's WAITAOF blocks on no key).
+pub fn is_wait_key(key: &[u8]) -> bool {
+    key == WAIT_KEY
+}
+
+/// How many replicas fsynced the stream up to the replication offset `offset`.
+pub fn replicas_acked(ex: &Executor, offset: u64) -> i64 {
+    ex.repl.aof_acked(offset)
+}
+
+/// A replica's ACK arrived: blocked WAITAOF clients are re-checked.
+pub fn replicas_progress(ex: &mut Executor) {
+    fsync_progress(ex);
 }
 
 /// Called when the fsynced position advanced, or AOF was turned on or off: blocked
@@ -77,23 +93,36 @@ fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if timeout < 0 {
         return Reply::err("ERR timeout is negative");
     }
+    if ctx.ex.repl.is_replica() {
+        return Reply::err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
+    }
     if numlocal > 0 && ctx.ex.aof.is_none() {
         return Reply::err(
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
         );
     }
-    let woff = ctx.ex.client(ctx.client).aof_woff;
-    let acklocal = crate::persistence::aof::fsynced_offset(ctx.ex).is_some_and(|f| f >= woff);
-    let ackreplicas = replicas_acked(ctx.ex, woff);
+    let slot = ctx.client;
+    let aof_woff = ctx.ex.client(slot).aof_woff;
+    let acklocal = crate::persistence::aof::fsynced_offset(ctx.ex).is_some_and(|f| f >= aof_woff);
+    let ackreplicas = if numreplicas > 0 || !ctx.ex.repl.peers.is_empty() {
+        // Exact offsets: what the stream holds goes to the replicas first (as WAIT).
+        crate::replication::feed(ctx.ex);
+        replicas_acked(ctx.ex, ctx.ex.client(slot).woff)
+    } else {
+        0
+    };
     let reply = Reply::Array(vec![Reply::Int(acklocal as i64), Reply::Int(ackreplicas)]);
     if (ackreplicas >= numreplicas && acklocal as i64 >= numlocal) || ctx.ex.blocking.deny_blocking
     {
         return reply;
     }
-    let slot = ctx.client;
     if ctx.ex.blocking.is_blocked(slot) {
         // Re-checked and still waiting: keep the place, refresh the timeout reply.
         ctx.ex.blocking.set_timeout_reply(slot, reply.clone());
+    } else if ackreplicas < numreplicas {
+        // Replicas are asked for an ACK at the end of the turn (once: a re-check
+        // after their ACK must not ask again, or the two would ping-pong).
+        ctx.ex.repl.getack_pending = true;
     }
     // 0 waits forever (and so does a timeout past the clock's range).
     let deadline = (timeout > 0)

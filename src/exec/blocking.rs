@@ -101,6 +101,27 @@ impl Blocking {
         self.waiters.len()
     }
 
+    /// INFO `total_blocking_keys` and `total_blocking_keys_on_nokey` (keys with a
+    /// waiter also woken when the key is deleted, XREADGROUP), not counting the
+    /// keys `internal` names (pseudo keys such as WAITAOF's).
+    pub fn key_counts(&self, internal: impl Fn(&[u8]) -> bool) -> (usize, usize) {
+        let mut total = 0;
+        let mut nokey = 0;
+        for ((_, key), queue) in &self.waiters {
+            if internal(key) {
+                continue;
+            }
+            total += 1;
+            if queue
+                .iter()
+                .any(|s| self.clients.get(s).is_some_and(|b| b.wake_on_any_change))
+            {
+                nokey += 1;
+            }
+        }
+        (total, nokey)
+    }
+
     /// Called for every modified key: queues it if someone waits on it.
     #[inline]
     pub fn signal(&mut self, db: usize, key: &[u8]) {

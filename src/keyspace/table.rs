@@ -189,6 +189,16 @@ impl KeyTable {
         self.rehash_idx.is_some()
     }
 
+    /// Bucket slots of the array being emptied by a resize in progress (0 when
+    /// none): MEMORY STATS `overhead.db.hashtable.rehashing`.
+    pub fn rehashing_buckets(&self) -> usize {
+        if self.rehash_idx.is_some() {
+            self.tables[0].len()
+        } else {
+            0
+        }
+    }
+
     fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }

@@ -134,6 +134,7 @@ impl Server {
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
+        crate::alloc::mark_startup();
         crate::acl::load_at_startup(&mut ex).map_err(io::Error::other)?;
         crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
         let net = Rc::new(RefCell::new(Net {

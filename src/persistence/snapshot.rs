@@ -43,6 +43,8 @@ pub struct Persist {
     /// Bytes copied on write by the last BGSAVE / AOF rewrite (INFO).
     pub last_cow_size: u64,
     pub aof_last_cow_size: u64,
+    /// Seconds the last AOF rewrite took (-1: none yet).
+    pub aof_last_rewrite_secs: i64,
     /// SHUTDOWN already did the final save: the loop must not redo it.
     pub shutdown_prepared: bool,
     pub loading: bool,
@@ -65,6 +67,7 @@ impl Default for Persist {
             manual: false,
             last_cow_size: 0,
             aof_last_cow_size: 0,
+            aof_last_rewrite_secs: -1,
             shutdown_prepared: false,
             loading: false,
             last_load_keys: 0,
@@ -329,6 +332,7 @@ fn finished(ex: &mut Executor, snap: Snapshot, outcome: Outcome) {
         }
         Purpose::AofRewrite => {
             ex.persist.aof_last_cow_size = cow;
+            ex.persist.aof_last_rewrite_secs = snap.started.elapsed().as_secs() as i64;
             let result = match outcome {
                 Outcome::Done(n) => Ok(n),
                 Outcome::Failed(e) => Err(e),

@@ -147,6 +147,7 @@ fn add_peer(
         ip,
         port: conf.port,
         ack_off: 0,
+        aof_off: 0,
         ack_time: Instant::now(),
         old_protocol: old,
         state,
@@ -372,23 +373,17 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             } else if is(val, "eof") {
                 c.capa_eof = true;
             }
-        } else if is(opt, "ack") || is(opt, "fack") {
-            // From an online replica: record, never reply.
-            if is(opt, "ack") {
-                if let Some(off) = crate::util::numeric::parse_i64(val) {
-                    if let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) {
-                        p.ack_off = p.ack_off.max(off.max(0) as u64);
-                        p.ack_time = Instant::now();
-                    }
-                }
-                serve_waiters(ex);
-            }
+        } else if is(opt, "ack") {
+            // From an online replica: `ACK <offset> [FACK <aof offset>]` (7.2+),
+            // recorded, never answered.
+            record_ack(ex, slot, val, args.get(i + 2..i + 4));
             return Reply::NoReply;
         } else if is(opt, "getack") {
             // Only a replica's master asks this; it gets `REPLCONF ACK`.
+            let d = super::fack::Durability::of(ex);
             if let Some(l) = ex.repl.link.as_mut() {
                 if l.client == Some(slot) {
-                    l.send_ack();
+                    l.send_ack(d);
                 }
             }
             return Reply::NoReply;
@@ -403,6 +398,30 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         i += 2;
     }
     Reply::ok()
+}
+
+/// `REPLCONF ACK <off> [FACK <aof off>]` from a replica: offsets only move forward;
+/// WAIT and WAITAOF waiters are re-checked.
+fn record_ack(ex: &mut Executor, slot: usize, off: &[u8], fack: Option<&[&[u8]]>) {
+    let parse = |v: &[u8]| crate::util::numeric::parse_i64(v).map(|o| o.max(0) as u64);
+    let Some(off) = parse(off) else { return };
+    let fack = match fack {
+        Some([name, v]) if name.eq_ignore_ascii_case(b"fack") => match parse(v) {
+            Some(f) => Some(f),
+            None => return,
+        },
+        _ => None,
+    };
+    let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) else {
+        return;
+    };
+    p.ack_off = p.ack_off.max(off);
+    if let Some(f) = fack {
+        p.aof_off = p.aof_off.max(f);
+    }
+    p.ack_time = Instant::now();
+    serve_waiters(ex);
+    crate::commands::waitaof::replicas_progress(ex);
 }
 
 /// WAIT numreplicas timeout

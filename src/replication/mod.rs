@@ -22,6 +22,7 @@
 //! routes the master link's socket events to `replica::on_event`.
 
 pub mod backlog;
+pub mod fack;
 pub mod master;
 pub mod replica;
 
@@ -40,6 +41,8 @@ pub struct Peer {
     pub port: u16,
     /// Offset it acknowledged last (REPLCONF ACK), and when.
     pub ack_off: u64,
+    /// Offset it reported fsynced in its AOF (`REPLCONF ACK … FACK`, WAITAOF).
+    pub aof_off: u64,
     pub ack_time: Instant,
     /// Pre-PSYNC replicas (SYNC) never ACK.
     pub old_protocol: bool,
@@ -192,6 +195,14 @@ impl Repl {
         self.peers
             .iter()
             .filter(|p| p.state == PeerState::Online && p.ack_off >= target)
+            .count() as i64
+    }
+
+    /// Replicas whose AOF fsynced offset (FACK) reached `target` (WAITAOF).
+    pub fn aof_acked(&self, target: u64) -> i64 {
+        self.peers
+            .iter()
+            .filter(|p| p.state == PeerState::Online && p.aof_off >= target)
             .count() as i64
     }
 }

@@ -95,6 +95,8 @@ pub struct Link {
     /// as an RDB recorded it): a `+CONTINUE`d stream goes on in it, as Redis's
     /// cached master keeps its db.
     pub stream_db: usize,
+    /// What of the applied stream is fsynced in our AOF (the ACK's FACK).
+    pub fack: super::fack::Tracker,
 }
 
 impl Link {
@@ -120,6 +122,7 @@ impl Link {
             transfer: None,
             forward: Vec::new(),
             stream_db,
+            fack: Default::default(),
         }
     }
 
@@ -162,10 +165,23 @@ impl Link {
         }
     }
 
-    /// Queues `REPLCONF ACK <offset>` (written at the end of the event).
-    pub fn send_ack(&mut self) {
+    /// Queues `REPLCONF ACK <offset> [FACK <fsynced offset>]` (written at the end of
+    /// the event); `d` is the local AOF's state (`fack.rs`).
+    pub fn send_ack(&mut self, d: super::fack::Durability) {
         let off = self.reploff.to_string();
-        self.send(&[b"REPLCONF", b"ACK", off.as_bytes()]);
+        match self.fack.fack(d, self.reploff) {
+            Some(f) => {
+                let fs = f.to_string();
+                self.send(&[b"REPLCONF", b"ACK", off.as_bytes(), b"FACK", fs.as_bytes()]);
+                self.fack.last_sent = Some(f);
+                self.fack.wanted = f < self.reploff;
+            }
+            None => {
+                self.send(&[b"REPLCONF", b"ACK", off.as_bytes()]);
+                self.fack.last_sent = None;
+                self.fack.wanted = false;
+            }
+        }
         self.last_ack = Instant::now();
     }
 
@@ -297,8 +313,14 @@ pub fn tick(ex: &mut Executor) {
     match link.state {
         State::Connect if Instant::now() >= link.retry_at => connect(ex),
         State::Connected => {
-            if link.last_ack.elapsed() >= Duration::from_secs(1) {
-                link.send_ack();
+            let d = super::fack::Durability::of(ex);
+            let link = ex.repl.link.as_mut().expect("link");
+            // Every second, and as soon as the fsync covers more of what a GETACK
+            // asked for (WAITAOF answers promptly).
+            let fack_moved =
+                link.fack.wanted && link.fack.fack(d, link.reploff) > link.fack.last_sent;
+            if fack_moved || link.last_ack.elapsed() >= Duration::from_secs(1) {
+                link.send_ack(d);
                 flush(ex);
             }
             if ex
@@ -702,6 +724,9 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     ex.stream.enabled = true;
     r.fed_upto = ex.stream.position();
     crate::log::notice("MASTER <-> REPLICA sync: Finished with success");
+    if let Some(l) = ex.repl.link.as_mut() {
+        l.fack.reset(t.offset);
+    }
     // The AOF must start again from the new dataset.
     if ex.aof.is_some() && crate::persistence::aof::start_rewrite(ex).is_err() {
         if let Some(a) = ex.aof.as_mut() {
@@ -735,6 +760,7 @@ fn connected(ex: &mut Executor) {
     c.addr = addr;
     c.laddr = laddr;
     c.fd = fd;
+    let d = super::fack::Durability::of(ex);
     let offset = ex.repl.offset;
     let link = ex.repl.link.as_mut().expect("link");
     link.client = Some(slot);
@@ -744,7 +770,7 @@ fn connected(ex: &mut Executor) {
     link.down_since = None;
     link.state = State::Connected;
     link.parser = RequestParser::new();
-    link.send_ack();
+    link.send_ack(d);
 }
 
 /// Runs the master's commands in the read buffer.
@@ -787,7 +813,8 @@ fn apply(ex: &mut Executor) {
         };
         if getack {
             // The ACK does not count the GETACK itself, as Redis.
-            link.send_ack();
+            link.fack.checkpoint(ex.stream.position(), link.reploff);
+            link.send_ack(super::fack::Durability::of(ex));
         }
         let bytes = &link.rbuf[link.rpos..link.rpos + consumed];
         link.forward.extend_from_slice(bytes);
@@ -802,6 +829,7 @@ fn apply(ex: &mut Executor) {
         }
     }
     link.read_reploff = link.reploff + (link.forward.len() + link.rbuf.len() - link.rpos) as u64;
+    link.fack.checkpoint(ex.stream.position(), link.reploff);
     ex.ks.expire_mode = ExpireMode::Hide;
     ex.repl.link = Some(link);
     if ex.blocking.has_ready() {
