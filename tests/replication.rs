@@ -379,7 +379,10 @@ fn replica_applies_the_stream_whatever_its_acl_users_allow() {
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
     wait_synced(master.port, replica.port);
     let mut r = replica.raw(2);
-    assert_eq!(r.cmd(&["ACL", "SETUSER", "default", "-set", "-del"]), "+OK\r\n");
+    assert_eq!(
+        r.cmd(&["ACL", "SETUSER", "default", "-set", "-del"]),
+        "+OK\r\n"
+    );
     let mut m = master.raw(2);
     m.cmd(&["SET", "after", "acl"]);
     m.cmd(&["DEL", "nothing"]);

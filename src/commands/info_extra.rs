@@ -127,8 +127,14 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             ] {
                 f(k.into());
             }
-            f(format!("total_reads_processed:{}", st.total_reads_processed));
-            f(format!("total_writes_processed:{}", st.total_writes_processed));
+            f(format!(
+                "total_reads_processed:{}",
+                st.total_reads_processed
+            ));
+            f(format!(
+                "total_writes_processed:{}",
+                st.total_writes_processed
+            ));
         }
         "cpu" => {
             let (user, sys) = thread_cpu();

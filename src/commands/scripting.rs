@@ -154,7 +154,14 @@ fn eval_with(
         command: args,
         functions: None,
     };
-    scripting::run(ctx.ex, ctx.client, lua_slot, &engine.eval, &script.func, &spec)
+    scripting::run(
+        ctx.ex,
+        ctx.client,
+        lua_slot,
+        &engine.eval,
+        &script.key,
+        &spec,
+    )
 }
 
 fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
