@@ -168,6 +168,13 @@ pub fn run_script<G>(
             Outcome::Error(error_reply(l, -1, spec.name))
         };
         ffi::lua_settop(l, base);
+        drop(_unlimited);
+        // Lua 5.1 has no emergency collection: after a script near the limit (a
+        // `string.rep` bomb), its garbage would make every later allocation fail,
+        // compiling included, until the incremental GC caught up. Collect now.
+        if vm.lua.used_memory() > vm::MEMORY_LIMIT / 2 {
+            let _ = vm.lua.gc_collect();
+        }
         out
     }
 }
@@ -635,6 +642,66 @@ fn format_number(n: f64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reply pushed into a VM as `redis.call` does, then read back as a script's
+    /// result (for a RESP3 caller).
+    fn roundtrip(vm: &vm::Vm, r: &Reply, resp: u8) -> Reply {
+        let l = vm.state;
+        // SAFETY: the limit is lifted (nothing raises), the stack is checked and
+        // restored; as in `run_script`.
+        unsafe {
+            let _unlimited = vm::Unlimited::new(&vm.lua);
+            assert!(ffi::lua_checkstack(l, 4) != 0);
+            let top = ffi::lua_gettop(l);
+            push_reply(l, r, resp);
+            assert_eq!(ffi::lua_gettop(l), top + 1);
+            let out = to_reply(l, -1, 3, resp, 0);
+            ffi::lua_settop(l, top);
+            out
+        }
+    }
+
+    #[test]
+    fn replies_through_the_stack() {
+        use Reply::*;
+        let vm = vm::Vm::new().unwrap();
+        let bulk = |s: &str| Bulk(s.as_bytes().to_vec());
+        let nested = Array(vec![
+            Int(1),
+            Array(vec![bulk("a\0b"), Array(vec![Int(-2)])]),
+        ]);
+        let map = Map(vec![(bulk("k"), Int(1))]);
+        let set = Set(vec![bulk("m")]);
+        #[rustfmt::skip]
+        let rows: Vec<(Reply, Reply, Reply)> = vec![
+            // reply, as seen after a RESP2 script, after a RESP3 script
+            (Reply::ok(), Reply::ok(), Reply::ok()),
+            (Reply::err("ERR x"), Reply::err("ERR x"), Reply::err("ERR x")),
+            (Int(i64::MIN), Int(i64::MIN), Int(i64::MIN)),
+            (bulk("a\0b"), bulk("a\0b"), bulk("a\0b")),
+            (bulk(""), bulk(""), bulk("")),
+            (Null, Null, Null),
+            (NullArray, Null, Null),
+            (nested.clone(), nested.clone(), nested),
+            (Array(vec![bulk("a"), Null, bulk("b")]), Array(vec![bulk("a"), Null, bulk("b")]), Array(vec![bulk("a")])),
+            (map.clone(), Array(vec![bulk("k"), Int(1)]), map),
+            (Map(vec![(Null, Int(1))]), Array(vec![Null, Int(1)]), Map(vec![])),
+            (set.clone(), Array(vec![bulk("m")]), set),
+            (Double(1.5), bulk("1.5"), Double(1.5)),
+            (HumanDouble(1.5), Bulk(format_human_f64(1.5).into_bytes()), Double(1.5)),
+            (Bool(true), Int(1), Bool(true)),
+            (Bool(false), Int(0), Bool(false)),
+            (BigNumber(b"123".to_vec()), bulk("123"), BigNumber(b"123".to_vec())),
+            (Verbatim("mkd", b"# t".to_vec()), bulk("# t"), Verbatim("mkd", b"# t".to_vec())),
+            (Push(vec![Int(1)]), Array(vec![Int(1)]), Array(vec![Int(1)])),
+            (Multi(vec![Int(1)]), Array(vec![Int(1)]), Array(vec![Int(1)])),
+            (NoReply, Null, Null),
+        ];
+        for (r, two, three) in rows {
+            assert_eq!(roundtrip(&vm, &r, 2), two, "{r:?} RESP2");
+            assert_eq!(roundtrip(&vm, &r, 3), three, "{r:?} RESP3");
+        }
+    }
 
     #[test]
     fn numbers_as_arguments() {
