@@ -212,7 +212,6 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
     if ro && !no_writes {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
-    let func = def.func.clone();
     let spec = RunSpec {
         name: &name,
         read_only: ro || no_writes,
@@ -222,7 +221,7 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         command: args,
         functions: Some(fns),
     };
-    scripting::run(ctx.ex, ctx.client, lua_slot, &fns.vm, &func, &spec)
+    scripting::run(ctx.ex, ctx.client, lua_slot, &fns.vm, &def.key, &spec)
 }
 
 fn with_functions<R>(ctx: &mut Ctx, f: impl FnOnce(&mut Functions) -> R) -> R {

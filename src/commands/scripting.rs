@@ -159,7 +159,7 @@ fn eval_with(
         ctx.client,
         lua_slot,
         &engine.eval,
-        &script.func,
+        &script.key,
         &spec,
     )
 }

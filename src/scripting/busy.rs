@@ -37,9 +37,10 @@ pub fn step_mark_ptr() -> *const u8 {
     &STEP_MARK
 }
 
-/// Whether a `redis.pcall` call is the watchdog's step rather than a script's call.
-pub fn is_step_call(args: &[Value]) -> bool {
-    matches!(args, [Value::LightUserData(p)] if std::ptr::eq(p.0 as *const u8, &STEP_MARK))
+/// Whether `redis.pcall`'s single light-userdata argument is the watchdog's step mark
+/// rather than a script's call.
+pub fn is_step_ptr(p: *mut c_void) -> bool {
+    std::ptr::eq(p as *const u8, &STEP_MARK)
 }
 
 /// The error a killed script's caller gets (with Redis's `script: …, on …` suffix).
@@ -127,7 +128,7 @@ fn check(lua: &Lua, wd: &Rc<Watchdog>, redis: &Table) -> mlua::Result<VmState> {
             if wd.is_eval.get() { "SCRIPT KILL" } else { "FUNCTION KILL" }
         ));
     }
-    // The run's `redis.pcall`, called with the step mark (see `is_step_call`).
+    // The run's `redis.pcall`, called with the step mark (see `is_step_ptr`).
     let killed = match redis.raw_get::<Option<Function>>("pcall")? {
         Some(f) => f.call::<bool>(step_mark())?,
         None => false,

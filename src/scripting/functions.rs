@@ -24,7 +24,8 @@ use crate::protocol::Reply;
 /// One registered function.
 pub struct FunctionDef {
     pub name: String,
-    pub func: Function,
+    /// The callback in the VM's registry, where the raw run path finds it (raw.rs).
+    pub key: mlua::RegistryKey,
     pub flags: u32,
     pub description: Option<Vec<u8>>,
 }
@@ -97,7 +98,11 @@ pub fn parse_metadata(code: &[u8]) -> Result<String, Reply> {
 
 /// `redis.register_function`'s arguments: positional `(name, callback)` or one table
 /// of named arguments.
-fn read_registration(args: MultiValue) -> Result<FunctionDef, &'static str> {
+fn read_registration(lua: &mlua::Lua, args: MultiValue) -> Result<FunctionDef, &'static str> {
+    let key = |f: &Function| {
+        lua.create_registry_value(f)
+            .map_err(|_| "ERR not enough memory")
+    };
     let name_of = |v: &Value| vm::to_bytes(v).map(|b| String::from_utf8_lossy(&b).into_owned());
     match args.len() {
         2 => {
@@ -108,7 +113,7 @@ fn read_registration(args: MultiValue) -> Result<FunctionDef, &'static str> {
             };
             Ok(FunctionDef {
                 name,
-                func: f.clone(),
+                key: key(f)?,
                 flags: 0,
                 description: None,
             })
@@ -165,7 +170,7 @@ fn read_registration(args: MultiValue) -> Result<FunctionDef, &'static str> {
             Ok(FunctionDef {
                 name: name
                     .ok_or("ERR redis.register_function must get a function name argument")?,
-                func: func.ok_or("ERR redis.register_function must get a callback argument")?,
+                key: key(&func.ok_or("ERR redis.register_function must get a callback argument")?)?,
                 flags,
                 description,
             })
@@ -179,8 +184,8 @@ impl Functions {
         let vm = Vm::new()?;
         let pending: Rc<RefCell<Vec<FunctionDef>>> = Rc::new(RefCell::new(Vec::new()));
         let p = pending.clone();
-        let register = vm.lua.create_function(move |_, args: MultiValue| {
-            let def = match read_registration(args) {
+        let register = vm.lua.create_function(move |lua, args: MultiValue| {
+            let def = match read_registration(lua, args) {
                 Ok(d) => d,
                 Err(e) => return Err(vm::raise(e)),
             };
@@ -235,7 +240,7 @@ impl Functions {
                 Ok(mlua::VmState::Continue)
             },
         );
-        let run = vm::run_protected(&self.vm, &chunk, None);
+        let run = vm::run_protected(&self.vm, &chunk);
         // Back to the busy-script watchdog the load hook replaced.
         self.vm.lua.remove_hook();
         let _ = super::busy::install(

@@ -18,6 +18,7 @@ pub mod busy;
 pub mod convert;
 pub mod functions;
 pub mod libs;
+pub mod raw;
 pub mod vm;
 
 use std::cell::{Cell, RefCell};
@@ -25,7 +26,7 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use mlua::{Function, Lua, Value, Variadic};
+use mlua::{Function, Lua};
 
 use crate::commands::{self, flags, Command};
 use crate::exec::Executor;
@@ -68,6 +69,8 @@ pub fn lowercase_sha<'b>(arg: &[u8], buf: &'b mut [u8; 40]) -> Option<&'b str> {
 pub struct Script {
     pub body: Vec<u8>,
     pub func: Function,
+    /// `func` in the VM's registry, where the raw run path finds it (raw.rs).
+    pub key: mlua::RegistryKey,
     pub flags: u32,
 }
 
@@ -193,11 +196,17 @@ impl Engine {
             .eval
             .compile(&body[start..], "@user_script")
             .map_err(|m| Reply::error(format!("ERR Error compiling script (new function): {m}")))?;
+        let key = self
+            .eval
+            .lua
+            .create_registry_value(&func)
+            .map_err(|_| Reply::err("ERR not enough memory"))?;
         self.scripts.insert(
             sha.clone(),
             Script {
                 body: body.to_vec(),
                 func,
+                key,
                 flags: fl,
             },
         );
@@ -237,6 +246,11 @@ pub struct RunSpec<'a> {
 /// The context of `redis.call` during one run.
 struct CallCtx<'a> {
     ex: &'a mut Executor,
+    /// The script's VM (to lift its memory limit while replies are pushed).
+    lua: &'a Lua,
+    /// Numbers given to `redis.call`, formatted (raw.rs); kept in the VM's slot
+    /// between runs.
+    scratch: Vec<u8>,
     slot: usize,
     read_only: bool,
     resp: std::rc::Rc<std::cell::Cell<u8>>,
@@ -256,22 +270,25 @@ struct CallCtx<'a> {
 /// run publishes its context here for exactly its own length (`SlotGuard`); outside a
 /// run the slot is empty and the functions raise an error.
 #[derive(Default)]
-pub struct CallSlot(Cell<Option<NonNull<RefCell<CallCtx<'static>>>>>);
+pub struct CallSlot {
+    ctx: Cell<Option<NonNull<RefCell<CallCtx<'static>>>>>,
+    /// A panic caught inside `redis.call`, resumed once the script's `lua_pcall`
+    /// has returned (a panic cannot unwind through Lua's C frames).
+    panic: Cell<Option<Box<dyn std::any::Any + Send>>>,
+    /// The number-formatting buffer of `redis.call`, reused across runs.
+    scratch: Cell<Vec<u8>>,
+}
 
 impl CallSlot {
-    fn with<R>(&self, f: impl FnOnce(&RefCell<CallCtx<'_>>) -> mlua::Result<R>) -> mlua::Result<R> {
-        match self.0.get() {
-            // SAFETY: the pointer is set only by `run_body`, to its local `RefCell`,
-            // through a `SlotGuard` declared after that `RefCell` and so dropped
-            // before it (also on unwinding): while the pointer is in the slot the
-            // `RefCell` is alive and not moved. `run_body` itself only touches the
-            // context through this shared reference, and the `RefCell` checks every
-            // mutable borrow at run time, as the scoped functions did.
-            Some(p) => f(unsafe { p.as_ref() }),
-            None => Err(vm::raise(
-                "ERR redis.call and redis.pcall are only available while a script runs",
-            )),
-        }
+    /// Runs `f` on the run in progress; `None` outside a run.
+    fn with<R>(&self, f: impl FnOnce(&RefCell<CallCtx<'_>>) -> R) -> Option<R> {
+        // SAFETY: the pointer is set only by `run_body`, to its local `RefCell`,
+        // through a `SlotGuard` declared after that `RefCell` and so dropped
+        // before it (also on unwinding): while the pointer is in the slot the
+        // `RefCell` is alive and not moved. `run_body` itself does not touch the
+        // context while the script runs, and the `RefCell` checks every mutable
+        // borrow at run time.
+        self.ctx.get().map(|p| f(unsafe { p.as_ref() }))
     }
 }
 
@@ -285,43 +302,26 @@ impl<'s> SlotGuard<'s> {
     fn set(slot: &'s CallSlot, cc: &RefCell<CallCtx<'_>>) -> SlotGuard<'s> {
         // The lifetime is erased here and bounded by the guard instead (see `with`).
         let p = NonNull::from(cc).cast::<RefCell<CallCtx<'static>>>();
-        let prev = slot.0.replace(Some(p));
+        let prev = slot.ctx.replace(Some(p));
         SlotGuard { slot, prev }
     }
 }
 
 impl Drop for SlotGuard<'_> {
     fn drop(&mut self) {
-        self.slot.0.set(self.prev);
+        self.slot.ctx.set(self.prev);
     }
 }
 
-/// Creates a VM's `redis.call` and `redis.pcall` in its real `redis` table.
+/// Creates a VM's `redis.call` and `redis.pcall` in its real `redis` table: C
+/// functions (raw.rs) whose upvalue points at the VM's `CallSlot`. The Lua state keeps
+/// a reference to the slot (app data), so the pointer is valid for as long as the
+/// functions can be called.
 pub fn install_call_hooks(lua: &Lua, redis: &mlua::Table, slot: &Rc<CallSlot>) -> mlua::Result<()> {
-    let s = slot.clone();
-    let call = lua.create_function(move |lua, args: Variadic<Value>| {
-        s.with(|cc| vm::raising(lua_call(lua, &mut cc.borrow_mut(), args)))
-    })?;
-    let s = slot.clone();
-    let pcall = lua.create_function(move |lua, args: Variadic<Value>| {
-        // The watchdog hook's step reaches the run through `redis.pcall` too (a script
-        // that ends in time pays nothing for busy mode); see busy::is_step_call.
-        if busy::is_step_call(&args) {
-            return match s.0.get() {
-                None => Ok(Value::Boolean(false)),
-                Some(_) => s.with(|cc| {
-                    let killed = match cc.try_borrow_mut() {
-                        Ok(mut cc) => cc.busy_step(),
-                        Err(_) => false,
-                    };
-                    Ok(Value::Boolean(killed))
-                }),
-            };
-        }
-        s.with(|cc| Ok(lua_call(lua, &mut cc.borrow_mut(), args)?.1))
-    })?;
-    redis.raw_set("call", call)?;
-    redis.raw_set("pcall", pcall)?;
+    lua.set_app_data(slot.clone());
+    let p = Rc::as_ptr(slot);
+    redis.raw_set("call", raw::call_function(lua, p, raw::redis_call)?)?;
+    redis.raw_set("pcall", raw::call_function(lua, p, raw::redis_pcall)?)?;
     Ok(())
 }
 
@@ -355,13 +355,14 @@ impl CallCtx<'_> {
     }
 }
 
-/// Runs `f` in `vm` for client `caller`, returning the reply for the caller.
+/// Runs the function registered under `func` in `vm` for client `caller`, returning
+/// the reply for the caller.
 pub fn run(
     ex: &mut Executor,
     caller: usize,
     lua_slot: usize,
     vm: &Vm,
-    f: &Function,
+    func: &mlua::RegistryKey,
     spec: &RunSpec,
 ) -> Reply {
     vm.resp.set(2);
@@ -374,7 +375,7 @@ pub fn run(
     let deny_before = std::mem::replace(&mut ex.blocking.deny_blocking, true);
     vm.watchdog
         .arm(ex.config.busy_reply_threshold, !spec.as_args);
-    let reply = run_body(ex, caller, caller_proto, lua_slot, vm, f, spec);
+    let reply = run_body(ex, caller, caller_proto, lua_slot, vm, func, spec);
     vm.watchdog.disarm(&vm.lua, &vm.redis);
     ex.busy = None;
     ex.blocking.deny_blocking = deny_before;
@@ -387,31 +388,9 @@ fn run_body(
     caller_proto: u8,
     lua_slot: usize,
     vm: &Vm,
-    f: &Function,
+    func: &mlua::RegistryKey,
     spec: &RunSpec,
 ) -> Reply {
-    let lua = &vm.lua;
-    let make_list = |items: &[&[u8]]| -> mlua::Result<mlua::Table> {
-        let t = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, a) in items.iter().enumerate() {
-            t.raw_set(i + 1, lua.create_string(a)?)?;
-        }
-        Ok(t)
-    };
-    let args = {
-        let _unlimited = vm::Unlimited::new(lua);
-        let (keys, argv) = match (make_list(spec.keys), make_list(spec.argv)) {
-            (Ok(k), Ok(a)) => (k, a),
-            _ => return Reply::err("ERR not enough memory"),
-        };
-        if spec.as_args {
-            Some((Value::Table(keys), Value::Table(argv)))
-        } else {
-            let _ = vm.real_g.raw_set("KEYS", keys);
-            let _ = vm.real_g.raw_set("ARGV", argv);
-            None
-        }
-    };
     let stream_pos = ex.stream.position();
     let started = vm
         .watchdog
@@ -419,6 +398,8 @@ fn run_body(
         .unwrap_or_else(std::time::Instant::now);
     let cc = RefCell::new(CallCtx {
         ex,
+        lua: &vm.lua,
+        scratch: vm.calls.scratch.take(),
         slot: lua_slot,
         read_only: spec.read_only,
         resp: vm.resp.clone(),
@@ -428,54 +409,24 @@ fn run_body(
         spec,
         started,
     });
-    let result = {
-        let _published = SlotGuard::set(&vm.calls, &cc);
-        vm::run_protected(vm, f, args)
-    };
-    drop(cc);
-    match result {
-        Ok(v) => convert::lua_to_reply(&v, caller_proto, vm.resp.get()),
-        Err(e) => script_error(&e, spec.name),
-    }
-}
-/// Formats a script's error as Redis does: `<err> script: <name>, on <source>:<line>.`
-fn script_error(e: &Value, name: &str) -> Reply {
-    match e {
-        Value::Table(t) => {
-            let msg: Option<mlua::LuaString> = t.raw_get("err").ok();
-            let Some(msg) = msg else {
-                return Reply::err("ERR unknown error");
-            };
-            let msg = String::from_utf8_lossy(&msg.as_bytes()).into_owned();
-            let source: Option<String> = t.raw_get("source").ok();
-            let line: Option<i64> = t.raw_get("line").ok();
-            match (source, line) {
-                (Some(s), Some(l)) => Reply::error(format!("{msg} script: {name}, on {s}:{l}.")),
-                _ => Reply::error(msg),
-            }
-        }
-        Value::String(s) => {
-            // Errors the handler never saw (out of memory inside xpcall).
-            let m = String::from_utf8_lossy(&s.as_bytes()).into_owned();
-            if m.starts_with("ERR ") {
-                Reply::error(m)
-            } else {
-                Reply::error(format!("ERR {m}"))
-            }
-        }
-        _ => Reply::err("ERR unknown error"),
+    let outcome = raw::run_script(vm, func.id(), spec, caller_proto, || {
+        SlotGuard::set(&vm.calls, &cc)
+    });
+    vm.calls.scratch.set(cc.into_inner().scratch);
+    match outcome {
+        raw::Outcome::Value(r) | raw::Outcome::Error(r) => r,
     }
 }
 
 /// Resolves a command (and subcommand) for a script call.
-fn resolve(argv: &[Vec<u8>]) -> Result<&'static Command, &'static str> {
+fn resolve(argv: &[&[u8]]) -> Result<&'static Command, &'static str> {
     const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    let mut cmd = commands::lookup(&argv[0]).ok_or(UNKNOWN)?;
+    let mut cmd = commands::lookup(argv[0]).ok_or(UNKNOWN)?;
     if !cmd.subcommands.is_empty() && (argv.len() >= 2 || cmd.arity != -1) {
         if argv.len() < 2 {
             return Err("ERR Wrong number of args calling Redis command from script");
         }
-        cmd = commands::lookup_subcommand(cmd, &argv[1]).ok_or(UNKNOWN)?;
+        cmd = commands::lookup_subcommand(cmd, argv[1]).ok_or(UNKNOWN)?;
     }
     if !commands::arity_ok(cmd.arity, argv.len()) {
         return Err("ERR Wrong number of args calling Redis command from script");
@@ -483,67 +434,40 @@ fn resolve(argv: &[Vec<u8>]) -> Result<&'static Command, &'static str> {
     Ok(cmd)
 }
 
-/// `redis.call` / `redis.pcall`: `(true, reply)` or `(false, error table)`.
-fn lua_call(lua: &Lua, cc: &mut CallCtx, args: Variadic<Value>) -> mlua::Result<(bool, Value)> {
-    if args.is_empty() {
-        return vm::err_table(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
-    }
-    let mut argv: Vec<Vec<u8>> = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        let b = match a {
-            Value::String(s) => s.as_bytes().to_vec(),
-            Value::Integer(n) => n.to_string().into_bytes(),
-            Value::Number(n) => crate::util::numeric::format_f64(*n).into_bytes(),
-            _ => {
-                return vm::err_table(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                )
-            }
+impl CallCtx<'_> {
+    /// What `redis.call` / `redis.pcall` do once the arguments are bytes: the checks a
+    /// script's command goes through, then the command. Refusals are error replies.
+    fn call_command(&mut self, argv: &[&[u8]]) -> Reply {
+        let cmd = match resolve(argv) {
+            Ok(c) => c,
+            Err(e) => return Reply::err(e),
         };
-        argv.push(b);
-    }
-    let cmd = match resolve(&argv) {
-        Ok(c) => c,
-        Err(e) => return vm::err_table(lua, e),
-    };
-    if cmd.flags & flags::NOSCRIPT != 0 {
-        return vm::err_table(lua, "ERR This Redis command is not allowed from script");
-    }
-    // Checked against the user of the client that runs the script (src/acl).
-    if !cc.ex.client(cc.caller).acl_free {
-        let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
-        if let Err(msg) = cc.ex.acl_check_script(cc.caller, cmd, &refs) {
-            return vm::err_table(lua, &msg);
+        if cmd.flags & flags::NOSCRIPT != 0 {
+            return Reply::err("ERR This Redis command is not allowed from script");
         }
+        // Checked against the user of the client that runs the script (src/acl).
+        if !self.ex.client(self.caller).acl_free {
+            if let Err(msg) = self.ex.acl_check_script(self.caller, cmd, argv) {
+                return Reply::error(msg);
+            }
+        }
+        if cmd.is_write() && self.read_only {
+            return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if let Some(e @ Reply::Error(_)) =
+            crate::replication::readonly_error(self.ex, self.slot, cmd)
+        {
+            return e;
+        }
+        if cmd.is_write() && !crate::replication::enough_good_replicas(self.ex) {
+            return Reply::err(crate::replication::NOREPLICAS);
+        }
+        if cmd.is_write() {
+            self.wrote = true;
+        }
+        self.ex.client_mut(self.slot).proto = self.resp.get();
+        self.ex.call(self.slot, cmd, argv)
     }
-    if cmd.is_write() && cc.read_only {
-        return vm::err_table(
-            lua,
-            "ERR Write commands are not allowed from read-only scripts.",
-        );
-    }
-    if let Some(Reply::Error(e)) = crate::replication::readonly_error(cc.ex, cc.slot, cmd) {
-        return vm::err_table(lua, &e);
-    }
-    if cmd.is_write() && !crate::replication::enough_good_replicas(cc.ex) {
-        return vm::err_table(lua, crate::replication::NOREPLICAS);
-    }
-    if cmd.is_write() {
-        cc.wrote = true;
-    }
-    let resp = cc.resp.get();
-    cc.ex.client_mut(cc.slot).proto = resp;
-    let refs: Vec<&[u8]> = argv.iter().map(|a| a.as_slice()).collect();
-    let reply = cc.ex.call(cc.slot, cmd, &refs);
-    let _unlimited = vm::Unlimited::new(lua);
-    if let Reply::Error(e) = &reply {
-        return vm::err_table(lua, e);
-    }
-    Ok((true, convert::reply_to_lua(lua, &reply, resp)?))
 }
 
 #[cfg(test)]
@@ -556,13 +480,26 @@ mod tests {
     #[test]
     fn call_hooks_without_a_run() {
         let vm = Vm::new().unwrap();
-        assert!(vm.calls.0.get().is_none());
-        let call: Function = vm.redis.raw_get("call").unwrap();
-        let e = call.call::<Value>("ping").unwrap_err().to_string();
-        assert!(e.contains("only available while a script runs"), "{e}");
+        assert!(vm.calls.ctx.get().is_none());
+        let f = vm
+            .lua
+            .load(
+                "local r = ... \
+                 local ok1, e1 = pcall(r.call, 'ping') \
+                 local ok2, e2 = pcall(r.pcall, 'ping') \
+                 return {ok1, e1.err, ok2, e2.err}",
+            )
+            .into_function()
+            .unwrap();
+        let (ok1, e1, ok2, e2): (bool, String, bool, String) = f
+            .call::<mlua::Table>(vm.redis.clone())
+            .and_then(|t| Ok((t.get(1)?, t.get(2)?, t.get(3)?, t.get(4)?)))
+            .unwrap();
+        assert!(!ok1 && !ok2);
+        assert!(e1.contains("only available while a script runs"), "{e1}");
+        assert_eq!(e1, e2);
         let pcall: Function = vm.redis.raw_get("pcall").unwrap();
-        assert!(pcall.call::<Value>("ping").is_err());
-        let step = Value::LightUserData(mlua::LightUserData(
+        let step = mlua::Value::LightUserData(mlua::LightUserData(
             busy::step_mark_ptr() as *mut std::ffi::c_void
         ));
         assert!(!pcall.call::<bool>(step).unwrap());

@@ -1,6 +1,6 @@
 -- Builds Redis's script sandbox on top of a fresh Lua 5.1 state (see mod.rs).
 -- Runs once per VM with the real globals; returns the protected view scripts see,
--- the runners and the protect function.
+-- the runner (for library loading; scripts run from raw.rs) and the protect function.
 local real_g = ...
 local error, tostring, type, setmetatable, rawset, rawget = error, tostring, type, setmetatable, rawset, rawget
 local next, pairs, ipairs, loadstring, xpcall, select = next, pairs, ipairs, loadstring, xpcall, select
@@ -111,7 +111,6 @@ redis.breakpoint = function() return false end
 redis.debug = function() end
 
 local function run(f, h) return xpcall(f, h) end
-local function run_with(f, h, a, b) return xpcall(function() return f(a, b) end, h) end
 
 -- Every library table becomes a readonly view.
 for _, name in ipairs({"string", "table", "math", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
@@ -122,4 +121,4 @@ if sm then sm.__index = real_g.string end
 local globals = protect_globals(real_g)
 real_g._G = globals
 guard_real_globals(real_g)
-return globals, run, run_with, protect
+return globals, run, protect

@@ -35,12 +35,15 @@ pub struct Vm {
     pub redis: Table,
     /// `function(f, handler)`: xpcall without arguments (EVAL).
     pub run: Function,
-    /// `function(f, handler, a, b)`: xpcall of `f(a, b)` (FCALL).
-    pub run_with: Function,
     /// Makes a readonly view of a table.
     pub protect: Function,
     /// The error handler that turns any error into Redis's error table.
     pub handler: Function,
+    /// The handler's registry reference (`handler_key.id()`), for raw.rs.
+    pub handler_ref: std::ffi::c_int,
+    pub handler_key: mlua::RegistryKey,
+    /// The VM's main thread, for the raw C API path (raw.rs); valid while `lua` is.
+    pub state: *mut mlua::ffi::lua_State,
     /// The RESP version scripts asked for with `redis.setresp`.
     pub resp: Rc<Cell<u8>>,
     /// `math.random`'s generator, reseeded with 0 at each script start.
@@ -106,11 +109,13 @@ impl Vm {
         install_static_hooks(&lua, &redis, resp.clone())?;
         let calls = Rc::new(super::CallSlot::default());
         super::install_call_hooks(&lua, &redis, &calls)?;
-        let (globals, run, run_with, protect): (Table, Function, Function, Function) = lua
+        let (globals, run, protect): (Table, Function, Function) = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=redis_init")
             .call(real_g.clone())?;
         let handler = error_handler(&lua, &real_g)?;
+        let handler_key = lua.create_registry_value(&handler)?;
+        let state = super::raw::main_state(&lua)?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
         let watchdog = Rc::new(super::busy::Watchdog::default());
         super::busy::install(
@@ -127,9 +132,11 @@ impl Vm {
             real_g,
             globals,
             run,
-            run_with,
             protect,
             handler,
+            handler_ref: handler_key.id(),
+            handler_key,
+            state,
             resp,
             rng,
         })
@@ -477,13 +484,9 @@ fn error_handler(lua: &Lua, real_g: &Table) -> mlua::Result<Function> {
 }
 
 /// Runs a compiled function under the error handler: `Ok(value)` or `Err(error table
-/// or message)`.
-pub fn run_protected(vm: &Vm, f: &Function, args: Option<(Value, Value)>) -> Result<Value, Value> {
-    // By reference and into a tuple: no handle copies, no result list per run.
-    let res: mlua::Result<(Value, Value)> = match args {
-        None => vm.run.call((f, &vm.handler)),
-        Some((a, b)) => vm.run_with.call((f, &vm.handler, a, b)),
-    };
+/// or message)`. (Library loading; scripts run through raw.rs.)
+pub fn run_protected(vm: &Vm, f: &Function) -> Result<Value, Value> {
+    let res: mlua::Result<(Value, Value)> = vm.run.call((f, &vm.handler));
     match res {
         Ok((ok, v)) => {
             let ok = matches!(ok, Value::Boolean(true));
