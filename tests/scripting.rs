@@ -902,3 +902,22 @@ fn cmsgpack_and_struct() {
         assert_same_as_redis(&s, &r, &refs);
     }
 }
+
+/// Redis 7's command time snapshot: the commands a script runs all see the time the
+/// script started, so a key cannot expire between two of them (TIME is still real).
+#[test]
+fn script_time_is_frozen_for_expiry() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let script = "redis.call('set', KEYS[1], 'v', 'px', 2) \
+        local t0 = redis.call('time') local t = t0 \
+        repeat t = redis.call('time') \
+        until (tonumber(t[1]) - tonumber(t0[1])) * 1000000 + tonumber(t[2]) - tonumber(t0[2]) > 20000 \
+        return {redis.call('get', KEYS[1]), redis.call('exists', KEYS[1]), redis.call('pttl', KEYS[1])}";
+    assert_eq!(
+        c.cmd(&["EVAL", script, "1", "fk"]),
+        "*3\r\n$1\r\nv\r\n:1\r\n:2\r\n"
+    );
+    // Outside the script, time moved on.
+    assert_eq!(c.cmd(&["EXISTS", "fk"]), ":0\r\n");
+}

@@ -307,3 +307,17 @@ fn blocking_commands_and_transactions() {
     assert_eq!(waiter.read_reply(), "*2\r\n$1\r\nq\r\n$1\r\nb\r\n");
     assert_eq!(c.cmd(&["EXISTS", "q"]), ":0\r\n");
 }
+
+/// EXEC's commands all see the time EXEC started (Redis 7's command time snapshot).
+#[test]
+fn exec_time_is_frozen_for_expiry() {
+    let s = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = s.raw(2);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "mk", "v", "PX", "2"]);
+    c.cmd(&["DEBUG", "SLEEP", "0.02"]);
+    c.cmd(&["GET", "mk"]);
+    c.cmd(&["PTTL", "mk"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*4\r\n+OK\r\n+OK\r\n$1\r\nv\r\n:2\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "mk"]), ":0\r\n");
+}

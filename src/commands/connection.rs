@@ -584,7 +584,11 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         {
             continue;
         }
-        text.push_str(&client_line(c, ctx.ex.blocking.is_blocked(slot), c.qbuf_free));
+        text.push_str(&client_line(
+            c,
+            ctx.ex.blocking.is_blocked(slot),
+            c.qbuf_free,
+        ));
         text.push('\n');
     }
     Reply::Verbatim("txt", text.into_bytes())

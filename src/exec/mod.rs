@@ -138,6 +138,11 @@ pub struct Executor {
     /// The script running past `busy-reply-threshold`, and the network layer that
     /// serves other clients meanwhile (busy.rs).
     pub busy: Option<busy::BusyScript>,
+    /// Commands running inside this one (EXEC's queue, a script's calls) and the
+    /// time they all see: Redis 7's command time snapshot, so a key cannot expire
+    /// between two commands of one transaction or script.
+    call_nesting: u32,
+    time_snapshot_ms: i64,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
@@ -189,6 +194,8 @@ impl Executor {
             stream: Default::default(),
             aof: None,
             busy: None,
+            call_nesting: 0,
+            time_snapshot_ms: 0,
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
@@ -416,8 +423,15 @@ impl Executor {
     /// after-command work (notifications, expired-key events).
     pub fn call(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) -> Reply {
         // One wall-clock read gives both the command's `now_ms` and its start time.
+        // Nested calls see the outermost command's time (`time_snapshot_ms`).
         let start_us = crate::keyspace::unix_us();
-        let now_ms = start_us / 1000;
+        let now_ms = if self.call_nesting == 0 {
+            self.time_snapshot_ms = start_us / 1000;
+            self.time_snapshot_ms
+        } else {
+            self.time_snapshot_ms
+        };
+        self.call_nesting += 1;
         let db = self.client(slot).db;
         let mark = self.stream_begin();
         let stream_pos = self.stream.position();
@@ -431,6 +445,7 @@ impl Executor {
             };
             (cmd.handler)(&mut ctx, args)
         };
+        self.call_nesting -= 1;
         self.stream_end(mark, cmd, args, &reply, db, now_ms);
         let pos = self.stream.position();
         if pos != stream_pos {
