@@ -641,6 +641,7 @@ fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     let list = r.cmd(&["CLIENT", "LIST", "TYPE", "master"]);
     assert!(list.contains(&format!(" addr=127.0.0.1:{port} ")), "{list}");
     assert!(list.contains(" flags=M "), "{list}");
+    assert!(list.contains(" user=(superuser) "), "{list}");
     assert!(r.cmd(&["CLIENT", "LIST"]).contains(" flags=M "));
 
     // Log lines of a replica carry `S`.

@@ -757,6 +757,8 @@ fn connected(ex: &mut Executor) {
     c.db = if db < ndbs { db } else { 0 };
     // Listed by CLIENT LIST as Redis lists its master client.
     c.repl_role = Some('M');
+    // No user's client: Redis's master client has no user and lists as "(superuser)".
+    c.user = "(superuser)".into();
     c.addr = addr;
     c.laddr = laddr;
     c.fd = fd;
