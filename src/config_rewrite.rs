@@ -32,21 +32,8 @@ const QUOTED: &[&str] = &[
 
 /// `"..."` with Redis's escapes (sdscatrepr).
 fn repr(v: &str) -> String {
-    let mut s = String::from("\"");
-    for b in v.bytes() {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            0x07 => s.push_str("\\a"),
-            0x08 => s.push_str("\\b"),
-            0x20..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
+    let mut s = String::new();
+    crate::util::repr(&mut s, v.as_bytes());
     s
 }
 

@@ -8,25 +8,6 @@ use crate::protocol::Reply;
 
 use super::Executor;
 
-/// Appends an argument quoted as Redis's `sdscatrepr` does.
-fn repr(out: &mut String, a: &[u8]) {
-    out.push('"');
-    for &b in a {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            7 => out.push_str("\\a"),
-            8 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
-}
-
 /// Which arguments are replaced by `(redacted)`.
 fn redacted(cmd: &Command, args: &[&[u8]], i: usize) -> bool {
     match cmd.name {
@@ -73,24 +54,12 @@ impl Executor {
             if redacted(cmd, args, i) {
                 line.push_str("\"(redacted)\"");
             } else {
-                repr(&mut line, a);
+                crate::util::repr(&mut line, a);
             }
         }
         let msg = Reply::Status(line.into());
         for m in self.monitors.clone() {
             self.push_to(m, &msg);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repr_escapes_like_sdscatrepr() {
-        let mut s = String::new();
-        repr(&mut s, b"a\"b\\c\n\x01\xff ");
-        assert_eq!(s, r#""a\"b\\c\n\x01\xff ""#);
     }
 }

@@ -86,26 +86,18 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
         Ok(b) => b,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
-    let mut head = String::new();
-    if psync.is_some() {
-        head.push_str(&format!(
-            "+FULLRESYNC {} {}\r\n",
-            ex.repl.replid, ex.repl.offset
-        ));
-    }
-    head.push_str(&format!("${}\r\n", image.len()));
-    ex.client_mut(slot).out.extend_from_slice(head.as_bytes());
-    // The replica starts from the image: the next command must say its database.
-    ex.stream.reset_db();
-    add_peer(
+    let offset = ex.repl.offset;
+    start_full_sync(
         ex,
         slot,
         id,
         ip,
         &conf,
-        psync.is_none(),
+        psync.is_some().then_some(offset),
         PeerState::SendBulk,
     );
+    let head = format!("${}\r\n", image.len());
+    ex.client_mut(slot).out.extend_from_slice(head.as_bytes());
     if let Some(p) = ex.repl.peers.last_mut() {
         p.image = Some(ImageFeed {
             left: image.len() as u64,
@@ -128,6 +120,26 @@ fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     b.read_from(off as u64, r.offset)
+}
+
+/// Registers a replica starting a full sync: `+FULLRESYNC <replid> <offset>` for PSYNC
+/// (`fullresync_at`; plain SYNC gets none and never ACKs), and the next streamed
+/// command says its database, since the replica starts from the image.
+fn start_full_sync(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: String,
+    conf: &PeerConf,
+    fullresync_at: Option<u64>,
+    state: PeerState,
+) {
+    if let Some(offset) = fullresync_at {
+        let line = format!("+FULLRESYNC {} {offset}\r\n", ex.repl.replid);
+        ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
+    }
+    ex.stream.reset_db();
+    add_peer(ex, slot, id, ip, conf, fullresync_at.is_none(), state);
 }
 
 fn add_peer(
@@ -273,21 +285,14 @@ fn sync_with_snapshot(
         ex.repl.snapshot_offset = ex.repl.offset;
         Vec::new()
     };
-    if psync {
-        let line = format!(
-            "+FULLRESYNC {} {}\r\n",
-            ex.repl.replid, ex.repl.snapshot_offset
-        );
-        ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
-    }
-    ex.stream.reset_db();
-    add_peer(
+    let offset = ex.repl.snapshot_offset;
+    start_full_sync(
         ex,
         slot,
         id,
         ip.to_string(),
         conf,
-        !psync,
+        psync.then_some(offset),
         PeerState::WaitBgsave,
     );
     if let Some(p) = ex.repl.peers.last_mut() {

@@ -1,4 +1,5 @@
-//! Small pure helpers shared across layers: Redis's number rules and glob matching.
+//! Small pure helpers shared across layers: Redis's number rules, glob matching and
+//! quoting.
 
 pub mod glob;
 pub mod numeric;
@@ -10,3 +11,35 @@ pub mod numeric;
 pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 /// The set counterpart of [`FastMap`].
 pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
+/// Appends `a` quoted as Redis's `sdscatrepr` does (MONITOR lines, CONFIG REWRITE values).
+pub fn repr(out: &mut String, a: &[u8]) {
+    use std::fmt::Write;
+    out.push('"');
+    for &b in a {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            7 => out.push_str("\\a"),
+            8 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn repr_escapes_like_sdscatrepr() {
+        let mut s = String::new();
+        super::repr(&mut s, b"a\"b\\c\n\x01\xff \x07\x08\t\r");
+        assert_eq!(s, r#""a\"b\\c\n\x01\xff \a\b\t\r""#);
+    }
+}
