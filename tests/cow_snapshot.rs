@@ -311,3 +311,109 @@ fn aof_rewrite_uses_the_incremental_snapshot() {
     drop(s2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every type and encoding, 7.4 hash field TTLs included (listpackex and hashtable),
+/// so the writer meets a hash that needs RDB version 12.
+fn populate_all_encodings(c: &mut Connection) {
+    let big: Vec<String> = (0..300).map(|i| format!("member-{i}")).collect();
+    cmd(c, &["SET", "int", "12345"]);
+    cmd(c, &["SET", "emb", "short"]);
+    cmd(c, &["SET", "raw", &"x".repeat(100)]);
+    cmd(c, &["RPUSH", "list-small", "a", "b"]);
+    cmd(c, &["SADD", "set-int", "1", "2", "3"]);
+    cmd(c, &["SADD", "set-small", "a", "b"]);
+    cmd(c, &["ZADD", "zset-small", "1", "a", "2", "b"]);
+    cmd(c, &["HSET", "hash-small", "f", "v"]);
+    cmd(c, &["HSET", "hash-ttl-small", "f1", "v1", "f2", "v2"]);
+    cmd(
+        c,
+        &["HEXPIRE", "hash-ttl-small", "100000", "FIELDS", "1", "f1"],
+    );
+    cmd(c, &["XADD", "stream", "1-1", "f", "v"]);
+    cmd(c, &["XGROUP", "CREATE", "stream", "g", "0"]);
+    for (i, m) in big.iter().enumerate() {
+        let score = i.to_string();
+        cmd(c, &["RPUSH", "list-big", m]);
+        cmd(c, &["SADD", "set-big", m]);
+        cmd(c, &["ZADD", "zset-big", &score, m]);
+        cmd(c, &["HSET", "hash-big", m, &score]);
+        cmd(c, &["HSET", "hash-ttl-big", m, &score]);
+    }
+    cmd(
+        c,
+        &[
+            "HPEXPIRE",
+            "hash-ttl-big",
+            "90000000",
+            "FIELDS",
+            "2",
+            "member-1",
+            "member-7",
+        ],
+    );
+}
+
+/// Field TTLs of the hashes that have them, for comparing images.
+fn field_ttls(c: &mut Connection) -> Vec<redis::Value> {
+    let a = cmd(
+        c,
+        &["HPEXPIRETIME", "hash-ttl-small", "FIELDS", "2", "f1", "f2"],
+    );
+    let b = cmd(
+        c,
+        &[
+            "HPEXPIRETIME",
+            "hash-ttl-big",
+            "FIELDS",
+            "3",
+            "member-1",
+            "member-7",
+            "member-2",
+        ],
+    );
+    vec![a, b]
+}
+
+#[test]
+fn snapshots_aof_rewrite_and_full_sync_keep_field_ttls() {
+    let dir = temp_dir("cow-fields");
+    let mut s = TestServer::start_in(&dir, ARGS);
+    let mut c = s.client();
+    populate_all_encodings(&mut c);
+    let expected = (image(&mut c), field_ttls(&mut c));
+
+    // BGSAVE, then a restart from the RDB.
+    let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(r, "Background saving started");
+    wait_until(|| info_field(&mut c, "rdb_bgsave_in_progress") == "0");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    s.kill9();
+    let mut s = restart(&mut s, &dir);
+    let mut c = s.client();
+    assert_eq!((image(&mut c), field_ttls(&mut c)), expected);
+
+    // An AOF rewrite's base, then a restart from the AOF.
+    cmd(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
+    wait_until(|| info_field(&mut c, "aof_rewrite_in_progress") == "0");
+    let r: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    assert_eq!(r, "Background append only file rewriting started");
+    wait_until(|| info_field(&mut c, "aof_rewrite_in_progress") == "0");
+    assert_eq!(info_field(&mut c, "aof_last_bgrewrite_status"), "ok");
+    s.kill9();
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    let mut c = s.client();
+    assert_eq!((image(&mut c), field_ttls(&mut c)), expected);
+
+    // A full sync.
+    let port = s.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.client();
+    wait_until(|| {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    assert_eq!((image(&mut r), field_ttls(&mut r)), expected);
+    drop(replica);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

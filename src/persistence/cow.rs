@@ -228,7 +228,15 @@ fn writer(rx: Receiver<Msg>, shared: Arc<Shared>, spec: FileSpec) -> std::io::Re
 }
 
 fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::Result<u64> {
-    let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(&spec.tmp)?);
+    // Read access too: a file that met a hash with field TTLs is read back to patch its
+    // version and checksum at the end.
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&spec.tmp)?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, handle);
     let mut crc = rdb::crc64_digest();
     let mut total = 0u64;
     let mut emit = |file: &mut std::io::BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
