@@ -238,3 +238,38 @@ fn streamed_pipeline_keeps_the_query_buffer_small() {
     let size = field("qbuf=") + field("qbuf-free=");
     assert!(size <= 256 * 1024, "query buffer grew to {size} bytes");
 }
+
+/// A client that sends part of a command and closes must be noticed even when its data
+/// and its FIN arrive together (one readiness edge for both), or such clients pile up
+/// until `maxclients` locks everyone out.
+#[test]
+fn half_commands_then_close_leave_no_client_behind() {
+    let s = TestServer::start_with(&["--maxclients", "20"]);
+    let mut admin = s.raw(2);
+    for round in 0..3 {
+        // While the server sleeps, each client's bytes and FIN queue up together.
+        let mut sleeper = s.raw(2);
+        sleeper.send(&["DEBUG", "SLEEP", "0.3"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        for i in 0..25 {
+            let Ok(mut c) = TcpStream::connect(("127.0.0.1", s.port)) else {
+                continue;
+            };
+            let partial: &[u8] = match i % 3 {
+                0 => b"*2\r\n$3\r\nGET",
+                1 => b"*2\r\n$3\r\nGET\r\n$5\r\nab",
+                _ => b"PING\r\n*1\r\n",
+            };
+            let _ = c.write_all(partial);
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        assert_eq!(sleeper.read_reply(), "+OK\r\n", "round {round}");
+        drop(sleeper);
+        wait_until(|| {
+            let list = admin.cmd(&["CLIENT", "LIST"]);
+            list.matches("id=").count() == 1
+        });
+    }
+    let mut fresh = s.raw(2);
+    assert_eq!(fresh.cmd(&["PING"]), "+PONG\r\n");
+}

@@ -66,11 +66,17 @@ impl Net {
                     Token(slot) => {
                         if !matches!(self.conns.get(slot), Some(Some(_))) {
                             if slot == caller {
+                                if ev.is_read_closed() || ev.is_error() {
+                                    self.caller_peer_closed = true;
+                                }
                                 // The main loop reads and writes it after the script.
                                 self.pending_reads.push(slot);
                                 ex.mark_pending_write(slot);
                             }
                             continue;
+                        }
+                        if ev.is_read_closed() || ev.is_error() {
+                            self.mark_peer_closed(slot);
                         }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             self.busy_read(ex, slot);

@@ -47,6 +47,9 @@ struct Conn {
     /// registering would have the kernel queue a readiness event on every ACK that
     /// frees send-buffer space, a cost every request paid in system time.
     wants_write: bool,
+    /// The peer's FIN was reported: a short read no longer means the socket is drained,
+    /// since the end of stream is still to be read and no new edge will announce it.
+    peer_closed: bool,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -60,6 +63,8 @@ struct Net {
     signals: mio::net::UnixStream,
     /// Connections with unread input left over from the last turn's budget.
     pending_reads: Vec<usize>,
+    /// The running command's connection saw its peer close during a busy script's round.
+    caller_peer_closed: bool,
     /// Connections whose next command is held back (CLIENT PAUSE).
     held: Vec<usize>,
     /// Event buffer of the busy-script rounds, and the start of the busy script whose
@@ -143,6 +148,7 @@ impl Server {
             conns: Vec::new(),
             signals,
             pending_reads: Vec::new(),
+            caller_peer_closed: false,
             held: Vec::new(),
             busy_events: Events::with_capacity(256),
             busy_swept: None,
@@ -198,6 +204,9 @@ impl Server {
                         .borrow_mut()
                         .accept(&mut self.ex, t - LISTENER_BASE),
                     Token(slot) => {
+                        if ev.is_read_closed() || ev.is_error() {
+                            self.net.borrow_mut().mark_peer_closed(slot);
+                        }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             self.read_and_process(slot);
                         }
@@ -297,6 +306,8 @@ impl Server {
         let Some(mut conn) = taken else { return };
         let held = run_commands(&mut self.ex, slot, &mut conn);
         let mut net = self.net.borrow_mut();
+        // A FIN reported while a busy script's round served others.
+        conn.peer_closed |= std::mem::take(&mut net.caller_peer_closed);
         net.conns[slot] = Some(conn);
         if held {
             net.held.push(slot);
@@ -438,8 +449,15 @@ impl Net {
                 parser: RequestParser::new(),
                 inline: Vec::new(),
                 wants_write: false,
+                peer_closed: false,
             });
             crate::log::verbose(&format!("Accepted {peer}"));
+        }
+    }
+
+    fn mark_peer_closed(&mut self, slot: usize) {
+        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+            conn.peer_closed = true;
         }
     }
 
@@ -491,7 +509,7 @@ impl Net {
                         self.close(ex, slot);
                         return None;
                     }
-                    return Some((n, n < asked));
+                    return Some((n, n < asked && !conn.peer_closed));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
