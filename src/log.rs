@@ -42,6 +42,15 @@ pub fn configure(level: &str, file: &str) -> std::io::Result<()> {
 }
 
 /// Sets the role letter of later lines (replication: REPLICAOF host port / NO ONE).
+/// Panics go to the log with where they happened and a backtrace, so one that a command
+/// survives (the executor turns it into an error reply) still leaves a trace.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let bt = std::backtrace::Backtrace::force_capture();
+        warning(&format!("Internal error (panic): {info}\n{bt}"));
+    }));
+}
+
 pub fn set_role(replica: bool) {
     ROLE.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
 }

@@ -43,6 +43,7 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
+    cinnabar::log::install_panic_hook();
     if let Err(e) = std::env::set_current_dir(&config.dir) {
         eprintln!("Can't chdir to '{}': {e}", config.dir.display());
         std::process::exit(1);

@@ -51,6 +51,17 @@ impl<'a> Ctx<'a> {
         &mut self.ex.ks
     }
 
+    /// Bytes a reply may still take before the client's output-buffer hard limit.
+    pub fn reply_room(&self) -> usize {
+        self.ex.reply_room(self.client)
+    }
+
+    /// Closes the client as its output-buffer limit does (a reply could not fit).
+    pub fn output_limit_reached(&mut self) -> Reply {
+        self.ex.close_for_output_limit(self.client);
+        Reply::NoReply
+    }
+
     pub fn proto(&self) -> u8 {
         self.ex.client(self.client).proto
     }
@@ -147,4 +158,24 @@ impl<'a> Ctx<'a> {
     pub fn max_bulk_len(&self) -> usize {
         self.ex.config.proto_max_bulk_len as usize
     }
+}
+
+/// Collects up to `count` picks for a reply that may repeat elements (negative counts
+/// of SRANDMEMBER, HRANDFIELD, ZRANDMEMBER). `pick` gives an element and its
+/// approximate encoded size. Like Redis, which stops adding once the client is marked
+/// to close, building stops (`None`) when the reply would need more than `room` bytes
+/// (`Ctx::reply_room`); the caller then answers `Ctx::output_limit_reached`.
+pub fn repeated_picks<T>(
+    count: u64,
+    mut room: usize,
+    mut pick: impl FnMut() -> Option<(T, usize)>,
+) -> Option<Vec<T>> {
+    // Grown as elements come, never reserved from the count.
+    let mut out = Vec::with_capacity(count.min(1024) as usize);
+    for _ in 0..count {
+        let Some((item, size)) = pick() else { break };
+        room = room.checked_sub(size)?;
+        out.push(item);
+    }
+    Some(out)
 }

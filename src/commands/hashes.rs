@@ -7,7 +7,7 @@
 //! Active expiry is `active_expire_fields`, called from the executor's cron.
 
 use crate::command;
-use crate::commands::ctx::notify;
+use crate::commands::ctx::{notify, repeated_picks};
 use crate::commands::flags::*;
 use crate::commands::keys::parse_cursor;
 use crate::commands::{arg_i64, errors, is, wrong_arity, Command, Ctx};
@@ -450,15 +450,23 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return Reply::err("ERR value is out of range");
     }
     let proto = ctx.proto();
+    let room = ctx.reply_room();
     let h = match peek_hash(ctx, args[1], &[]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(h)) => h,
     };
     let pairs: Vec<(Vec<u8>, Vec<u8>)> = if count < 0 {
-        (0..count.unsigned_abs())
-            .map(|_| h.random().expect("non-empty hash"))
-            .collect()
+        let picks = repeated_picks(count.unsigned_abs(), room, || {
+            h.random().map(|(k, v)| {
+                let size = k.len() + 16 + if with_values { v.len() + 16 } else { 0 };
+                ((k, v), size)
+            })
+        });
+        match picks {
+            Some(p) => p,
+            None => return ctx.output_limit_reached(),
+        }
     } else {
         h.random_distinct(count as usize)
     };

@@ -774,6 +774,8 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "COMMAND-PANIC",
+                "    Panic inside this command, to test that only the command fails.",
             ],
         );
     }
@@ -785,6 +787,10 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e6)));
         }
         return Reply::ok();
+    }
+    if is(sub, "command-panic") && args.len() == 2 {
+        // Tests the executor's guard: a command's panic costs that command only.
+        panic!("DEBUG COMMAND-PANIC");
     }
     if is(sub, "populate") && (3..=5).contains(&args.len()) {
         return debug_populate(ctx, args);

@@ -7,7 +7,7 @@
 //! empty intset member by member, so they end in the encoding Redis would pick.
 
 use crate::command;
-use crate::commands::ctx::notify;
+use crate::commands::ctx::{notify, repeated_picks};
 use crate::commands::flags::*;
 use crate::commands::hashes::{parse_rand_count, parse_scan_opts, scan_reply};
 use crate::commands::keys::parse_cursor;
@@ -241,15 +241,23 @@ fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
+    let room = ctx.reply_room();
     let s = match read_set(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(s)) => s,
     };
     let picked: Vec<Vec<u8>> = if count < 0 {
-        (0..count.unsigned_abs())
-            .map(|_| s.random().expect("non-empty set"))
-            .collect()
+        let picks = repeated_picks(count.unsigned_abs(), room, || {
+            s.random().map(|m| {
+                let size = m.len() + 16;
+                (m, size)
+            })
+        });
+        match picks {
+            Some(p) => p,
+            None => return ctx.output_limit_reached(),
+        }
     } else {
         s.random_distinct(count as usize)
     };

@@ -16,7 +16,7 @@
 //! The sorted-set internals (encodings, rank index) live in `types::zset`.
 
 use crate::command;
-use crate::commands::ctx::notify;
+use crate::commands::ctx::{notify, repeated_picks};
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
@@ -958,6 +958,7 @@ fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return Reply::err("ERR value is out of range");
     }
     let proto = ctx.proto();
+    let room = ctx.reply_room();
     let z = match read_zset(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
@@ -966,9 +967,16 @@ fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let len = z.len();
     let items: Vec<(Vec<u8>, f64)> = if l < 0 {
         // Repetitions allowed: independent picks.
-        (0..l.unsigned_abs())
-            .filter_map(|_| z.at_rank(fastrand::usize(..len)))
-            .collect()
+        let picks = repeated_picks(l.unsigned_abs(), room, || {
+            z.at_rank(fastrand::usize(..len)).map(|(m, s)| {
+                let size = m.len() + if withscores { 48 } else { 16 };
+                ((m, s), size)
+            })
+        });
+        match picks {
+            Some(p) => p,
+            None => return ctx.output_limit_reached(),
+        }
     } else if l as u64 >= len as u64 {
         let mut all = Vec::with_capacity(len);
         z.for_each(|m, s| all.push((m.to_vec(), s)));

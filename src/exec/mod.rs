@@ -443,7 +443,14 @@ impl Executor {
                 now_ms,
                 cmd,
             };
-            (cmd.handler)(&mut ctx, args)
+            // A bug in one command must cost that command, never the process and every
+            // other client's data: the panic becomes an error reply (and a log line).
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (cmd.handler)(&mut ctx, args)
+            })) {
+                Ok(reply) => reply,
+                Err(payload) => command_panicked(cmd, args, payload.as_ref()),
+            }
         };
         self.call_nesting -= 1;
         self.stream_end(mark, cmd, args, &reply, db, now_ms);
@@ -600,15 +607,39 @@ impl Executor {
         } else {
             c.soft_limit_since = None;
         }
-        if over && !c.close_asap {
-            c.close_asap = true;
-            crate::log::warning(&format!(
-                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                c.id, c.addr
-            ));
-            self.close_pending = true;
-            self.stats.client_outbuf_limit_disconnections += 1;
+        if over {
+            self.close_for_output_limit(slot);
         }
+    }
+
+    /// Bytes a reply being built for `slot` may still take before the client's
+    /// output-buffer hard limit would close it; `usize::MAX` without a hard limit.
+    pub(crate) fn reply_room(&self, slot: usize) -> usize {
+        let c = self.client(slot);
+        if c.embedded {
+            // Scripts' and the master link's pseudo-clients have no buffer limit.
+            return usize::MAX;
+        }
+        let class = if c.is_pubsub() { 2 } else { 0 };
+        match self.config.client_output_buffer_limit[class].hard {
+            0 => usize::MAX,
+            hard => (hard as usize).saturating_sub(c.pending_output()),
+        }
+    }
+
+    /// Schedules a client past its output-buffer limit to be closed, as Redis does.
+    pub(crate) fn close_for_output_limit(&mut self, slot: usize) {
+        let c = self.client_mut(slot);
+        if c.close_asap {
+            return;
+        }
+        c.close_asap = true;
+        crate::log::warning(&format!(
+            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            c.id, c.addr
+        ));
+        self.close_pending = true;
+        self.stats.client_outbuf_limit_disconnections += 1;
     }
 
     // ----- timers ------------------------------------------------------------------
@@ -783,5 +814,30 @@ fn unknown_command(args: &[&[u8]]) -> Reply {
     let name: String = String::from_utf8_lossy(args[0]).chars().take(128).collect();
     Reply::error(format!(
         "ERR unknown command '{name}', with args beginning with: {listed}"
+    ))
+}
+
+/// The reply and log entry for a command whose handler panicked (the panic hook has
+/// already logged where). The command's effects up to the panic stay, as they would
+/// after an error part-way through a Redis command.
+fn command_panicked(cmd: &Command, args: &[&[u8]], payload: &(dyn std::any::Any + Send)) -> Reply {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let shown: Vec<String> = args
+        .iter()
+        .take(8)
+        .map(|a| String::from_utf8_lossy(&a[..a.len().min(64)]).into_owned())
+        .collect();
+    crate::log::warning(&format!(
+        "Internal error running command '{}' ({}): {what}",
+        cmd.name,
+        shown.join(" ")
+    ));
+    Reply::error(format!(
+        "ERR Internal error running command '{}', the command was aborted (see the server log)",
+        cmd.name
     ))
 }
