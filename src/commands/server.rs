@@ -590,6 +590,20 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             );
         }
     }
+    if ctx.ex.config.maxclients > previous.maxclients {
+        let wanted = ctx.ex.config.maxclients;
+        match crate::util::fdlimit::adjust(wanted) {
+            Ok(n) if n == wanted => {}
+            Ok(n) => {
+                ctx.ex.config = previous;
+                return Reply::error(format!("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {n}"));
+            }
+            Err(_) => {
+                ctx.ex.config = previous;
+                return Reply::err("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients");
+            }
+        }
+    }
     ctx.ex.apply_config();
     Reply::ok()
 }

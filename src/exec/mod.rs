@@ -92,7 +92,8 @@ pub struct Executor {
     /// ACL users and log (src/acl).
     pub acl: crate::acl::Acl,
     pub ks: Keyspace,
-    clients: Vec<Option<Client>>,
+    /// Boxed, so a slot costs 8 bytes once its client is gone.
+    clients: Vec<Option<Box<Client>>>,
     free_slots: Vec<usize>,
     client_count: usize,
     next_client_id: u64,
@@ -230,11 +231,11 @@ impl Executor {
     fn insert_client(&mut self, c: Client) -> usize {
         match self.free_slots.pop() {
             Some(slot) => {
-                self.clients[slot] = Some(c);
+                self.clients[slot] = Some(Box::new(c));
                 slot
             }
             None => {
-                self.clients.push(Some(c));
+                self.clients.push(Some(Box::new(c)));
                 self.clients.len() - 1
             }
         }
@@ -271,14 +272,14 @@ impl Executor {
         self.clients
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+            .filter_map(|(i, c)| c.as_deref().map(|c| (i, c)))
     }
 
     pub fn clients_mut(&mut self) -> impl Iterator<Item = (usize, &mut Client)> {
         self.clients
             .iter_mut()
             .enumerate()
-            .filter_map(|(i, c)| c.as_mut().map(|c| (i, c)))
+            .filter_map(|(i, c)| c.as_deref_mut().map(|c| (i, c)))
     }
 
     /// Marks a client as having output to flush.

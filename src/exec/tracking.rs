@@ -244,7 +244,7 @@ impl Executor {
     fn client_by_id_slot(&self, id: u64, slot: usize) -> Option<&super::Client> {
         self.clients
             .get(slot)
-            .and_then(|c| c.as_ref())
+            .and_then(|c| c.as_deref())
             .filter(|c| c.id == id)
     }
 

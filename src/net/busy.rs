@@ -121,7 +121,9 @@ impl Net {
             let Some(Some(conn)) = self.conns.get_mut(slot) else {
                 return;
             };
-            if run_commands(ex, slot, conn) {
+            let held = run_commands(ex, slot, conn);
+            conn.settle_rbuf(&mut self.spare_rbuf, ex.client_mut(slot));
+            if held {
                 self.held.push(slot);
             }
             if drained {

@@ -36,8 +36,11 @@ const LISTENER_BASE: usize = usize::MAX - 64;
 
 struct Conn {
     stream: TcpStream,
-    /// Read buffer: bytes `start..end` are received but not yet consumed.
+    /// Read buffer: bytes `start..end` are received but not yet consumed. Empty while
+    /// nothing is pending: reads then borrow the loop's shared buffer (`Net::spare_rbuf`).
     rbuf: Vec<u8>,
+    /// `rbuf` is the shared buffer, borrowed for this read (see `settle_rbuf`).
+    rbuf_borrowed: bool,
     start: usize,
     end: usize,
     parser: RequestParser,
@@ -59,10 +62,14 @@ struct Conn {
 struct Net {
     poll: Poll,
     listeners: Vec<TcpListener>,
-    conns: Vec<Option<Conn>>,
+    /// Boxed, so a slot costs 8 bytes once its connection is gone.
+    conns: Vec<Option<Box<Conn>>>,
     signals: mio::net::UnixStream,
     /// Connections with unread input left over from the last turn's budget.
     pending_reads: Vec<usize>,
+    /// The shared read buffer (Redis 7.4's reusable query buffer): an idle connection
+    /// owns no read buffer, so thousands of idle clients cost no 64 KB each.
+    spare_rbuf: Vec<u8>,
     /// The running command's connection saw its peer close during a busy script's round.
     caller_peer_closed: bool,
     /// Connections whose next command is held back (CLIENT PAUSE).
@@ -95,7 +102,9 @@ fn bind_addr(entry: &str, port: u16) -> Option<(SocketAddr, bool)> {
 
 impl Server {
     /// Binds the configured addresses and prepares the loop.
-    pub fn bind(config: Config) -> io::Result<Server> {
+    pub fn bind(mut config: Config) -> io::Result<Server> {
+        config.maxclients =
+            crate::util::fdlimit::adjust(config.maxclients).map_err(io::Error::other)?;
         let poll = Poll::new()?;
         let mut listeners = Vec::new();
         for entry in &config.bind {
@@ -148,6 +157,7 @@ impl Server {
             conns: Vec::new(),
             signals,
             pending_reads: Vec::new(),
+            spare_rbuf: Vec::new(),
             caller_peer_closed: false,
             held: Vec::new(),
             busy_events: Events::with_capacity(256),
@@ -306,6 +316,7 @@ impl Server {
         let Some(mut conn) = taken else { return };
         let held = run_commands(&mut self.ex, slot, &mut conn);
         let mut net = self.net.borrow_mut();
+        conn.settle_rbuf(&mut net.spare_rbuf, self.ex.client_mut(slot));
         // A FIN reported while a busy script's round served others.
         conn.peer_closed |= std::mem::take(&mut net.caller_peer_closed);
         net.conns[slot] = Some(conn);
@@ -380,10 +391,35 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
             }
         }
     }
-    let c = ex.client_mut(slot);
-    c.qbuf = conn.end - conn.start;
-    c.qbuf_free = conn.rbuf.len() - conn.end;
     held
+}
+
+impl Conn {
+    /// After a read's commands ran: a fully consumed buffer goes back (to be the shared
+    /// one if there is none, else freed); the tail of a partial command read into the
+    /// shared buffer moves to a buffer of its own, of the tail's size.
+    fn settle_rbuf(&mut self, spare: &mut Vec<u8>, c: &mut crate::exec::Client) {
+        let pending = self.end - self.start;
+        if pending == 0 {
+            self.start = 0;
+            self.end = 0;
+            let buf = std::mem::take(&mut self.rbuf);
+            if spare.is_empty() && buf.len() <= READ_CHUNK * 2 {
+                *spare = buf;
+            }
+        } else if self.rbuf_borrowed {
+            let own = self.rbuf[self.start..self.end].to_vec();
+            let shared = std::mem::replace(&mut self.rbuf, own);
+            self.start = 0;
+            self.end = pending;
+            if spare.is_empty() && shared.len() <= READ_CHUNK * 2 {
+                *spare = shared;
+            }
+        }
+        self.rbuf_borrowed = false;
+        c.qbuf = pending;
+        c.qbuf_free = self.rbuf.len() - self.end;
+    }
 }
 
 impl Net {
@@ -441,16 +477,17 @@ impl Net {
             if self.conns.len() <= slot {
                 self.conns.resize_with(slot + 1, || None);
             }
-            self.conns[slot] = Some(Conn {
+            self.conns[slot] = Some(Box::new(Conn {
                 stream,
                 rbuf: Vec::new(),
+                rbuf_borrowed: false,
                 start: 0,
                 end: 0,
                 parser: RequestParser::new(),
                 inline: Vec::new(),
                 wants_write: false,
                 peer_closed: false,
-            });
+            }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
     }
@@ -472,6 +509,10 @@ impl Net {
         let qbuf_limit = ex.config.client_query_buffer_limit as usize;
         loop {
             let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
+            if conn.rbuf.is_empty() {
+                conn.rbuf = std::mem::take(&mut self.spare_rbuf);
+                conn.rbuf_borrowed = true;
+            }
             // Grow only by what is about to be read, never by an announced size.
             let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
             let room = READ_CHUNK.max(want.saturating_sub(conn.end - conn.start));
@@ -606,6 +647,9 @@ impl Net {
     fn close(&mut self, ex: &mut Executor, slot: usize) {
         if let Some(mut conn) = self.conns.get_mut(slot).and_then(|c| c.take()) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
+            if conn.rbuf_borrowed && self.spare_rbuf.is_empty() {
+                self.spare_rbuf = std::mem::take(&mut conn.rbuf);
+            }
             ex.disconnect(slot);
         }
     }

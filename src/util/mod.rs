@@ -1,6 +1,7 @@
 //! Small pure helpers shared across layers: Redis's number rules, glob matching and
 //! quoting.
 
+pub mod fdlimit;
 pub mod glob;
 pub mod numeric;
 

@@ -153,6 +153,11 @@ impl TestServer {
         None
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process with SIGKILL (a crash) and waits for it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
