@@ -14,6 +14,11 @@
 //! resynchronization sends `+CONTINUE <replid>` and the backlog's bytes from the
 //! requested offset.
 //!
+//! `REPLCONF rdb-filter-only functions` (redis-cli --functions-rdb) gets an image of
+//! its own with the libraries and no keys, sent with the EOF marker as Redis sends
+//! filtered images; `REPLCONF rdb-only 1` replicas get no stream and are closed once
+//! their image is out.
+//!
 //! `client-output-buffer-limit replica` counts the held stream while a replica syncs
 //! and its unwritten output once online, never the image (`output_usage`): a slow
 //! replica that falls behind on the stream is disconnected, a large image is not.
