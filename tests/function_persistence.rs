@@ -483,3 +483,29 @@ fn a_file_whose_library_cannot_be_created_is_refused_at_startup() {
     assert!(TestServer::try_start_in(&dir, &["--save", "", "--appendonly", "no"]).is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_version_12_file_with_libraries_loads_them() {
+    // Redis 7.4 writes RDB version 12; its libraries are the same opcode 245 records.
+    let s = TestServer::start_with(&["--save", "", "--appendonly", "no"]);
+    let mut c = s.raw(2);
+    load_both(&mut c);
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["SAVE"]), "+OK\r\n");
+    let mut file = std::fs::read(s.dir.join("dump.rdb")).unwrap();
+    drop(c);
+    drop(s);
+    assert_eq!(&file[..9], b"REDIS0010");
+    file[5..9].copy_from_slice(b"0012");
+    let n = file.len();
+    file[n - 8..].copy_from_slice(&[0; 8]);
+    let dir = temp_dir("fn-v12");
+    std::fs::write(dir.join("dump.rdb"), &file).unwrap();
+    let t = TestServer::start_in(&dir, &["--save", "", "--appendonly", "no"]);
+    let mut tc = t.raw(2);
+    assert_eq!(libraries(&mut tc), expected_both());
+    assert_eq!(tc.cmd(&["GET", "k"]), "$1\r\nv\r\n");
+    drop(tc);
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+}
