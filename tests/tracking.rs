@@ -210,3 +210,86 @@ fn monitor_line_format() {
         "{line}"
     );
 }
+
+/// MONITOR lines of `commands` run on a fresh connection, with the timestamp and the
+/// client's address masked: `[db addr]` becomes `[db client]`, `[db lua]` stays.
+fn monitor_transcript(port: u16, commands: &[&[&str]]) -> Vec<String> {
+    let mut m = RawConn::connect(port, 2);
+    assert_eq!(m.cmd(&["MONITOR"]), "+OK\r\n");
+    let mut w = RawConn::connect(port, 2);
+    for args in commands {
+        w.cmd(args);
+    }
+    w.cmd(&["ECHO", "end"]);
+    let mut lines = Vec::new();
+    loop {
+        let l = m.read_reply();
+        let rest = l.split_once(' ').unwrap().1;
+        let (db, rest) = rest.split_once(' ').unwrap();
+        let (who, args) = rest.split_once("] ").unwrap();
+        let who = if who == "lua" { "lua" } else { "client" };
+        let line = format!("{db} {who}] {}", args.trim_end());
+        if args.starts_with("\"ECHO\" \"end\"") {
+            return lines;
+        }
+        lines.push(line);
+    }
+}
+
+#[test]
+fn monitor_shows_scripting_commands_before_the_commands_they_run() {
+    let lib = "#!lua name=mlib\nredis.register_function('mf', function(keys, args) return redis.call('incr', keys[1]) end)";
+    let ro = "return redis.call('get', KEYS[1])";
+    let sha = "4e6d8fc8bb01276962cce5371fa795a7763657ae";
+    let commands: &[&[&str]] = &[
+        &[
+            "EVAL",
+            "return redis.call('set', KEYS[1], ARGV[1])",
+            "1",
+            "k",
+            "v",
+        ],
+        &["SCRIPT", "LOAD", ro],
+        &["EVALSHA", sha, "1", "k"],
+        &["EVALSHA_RO", sha, "1", "k"],
+        &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+        &["EVAL", "return 1", "-1"],
+        &["FUNCTION", "LOAD", lib],
+        &["FCALL", "mf", "1", "n"],
+        &["FCALL", "nosuch", "0"],
+        &["SELECT", "2"],
+        &["MULTI"],
+        &["EVAL_RO", ro, "1", "k"],
+        &["FCALL", "mf", "1", "n"],
+        &["EXEC"],
+    ];
+    let s = TestServer::start();
+    let ours = monitor_transcript(s.port, commands);
+    let want = [
+        "[0 client] \"EVAL\" \"return redis.call('set', KEYS[1], ARGV[1])\" \"1\" \"k\" \"v\"",
+        "[0 lua] \"set\" \"k\" \"v\"",
+        "[0 client] \"SCRIPT\" \"LOAD\" \"return redis.call('get', KEYS[1])\"",
+        "[0 client] \"EVALSHA\" \"4e6d8fc8bb01276962cce5371fa795a7763657ae\" \"1\" \"k\"",
+        "[0 lua] \"get\" \"k\"",
+        "[0 client] \"EVALSHA_RO\" \"4e6d8fc8bb01276962cce5371fa795a7763657ae\" \"1\" \"k\"",
+        "[0 lua] \"get\" \"k\"",
+        "[0 client] \"EVALSHA\" \"ffffffffffffffffffffffffffffffffffffffff\" \"0\"",
+        "[0 client] \"EVAL\" \"return 1\" \"-1\"",
+        "[0 client] \"FUNCTION\" \"LOAD\" \"#!lua name=mlib\\nredis.register_function('mf', function(keys, args) return redis.call('incr', keys[1]) end)\"",
+        "[0 client] \"FCALL\" \"mf\" \"1\" \"n\"",
+        "[0 lua] \"incr\" \"n\"",
+        "[0 client] \"FCALL\" \"nosuch\" \"0\"",
+        "[2 client] \"SELECT\" \"2\"",
+        "[2 client] \"MULTI\"",
+        "[2 client] \"EVAL_RO\" \"return redis.call('get', KEYS[1])\" \"1\" \"k\"",
+        "[2 lua] \"get\" \"k\"",
+        "[2 client] \"FCALL\" \"mf\" \"1\" \"n\"",
+        "[2 lua] \"incr\" \"n\"",
+        "[2 client] \"EXEC\"",
+    ];
+    assert_eq!(ours, want);
+    if redis_server_available() {
+        let r = RedisServer::start();
+        assert_eq!(monitor_transcript(r.port, commands), want);
+    }
+}

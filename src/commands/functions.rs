@@ -172,11 +172,8 @@ static FUNCTION_SUBS: &[Command] = &[
     ),
 ];
 
-/// The functions part of the engine, created on first use.
 fn functions(engine: &mut Engine) -> &mut Functions {
-    engine
-        .functions
-        .get_or_insert_with(|| Box::new(Functions::new().expect("Lua VM initialisation")))
+    engine.functions_mut()
 }
 
 fn fcall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -188,6 +185,8 @@ fn fcall_ro(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: &[&[u8]], ro: bool) -> Reply {
+    // The function's own commands must follow it on MONITOR (the row is skip_monitor).
+    ctx.ex.feed_monitors_always(ctx.client, ctx.cmd, args);
     let mut engine = Engine::take(ctx.ex);
     let reply = fcall_with(ctx, &mut engine, args, ro);
     Engine::put_back(ctx.ex, engine);
@@ -270,9 +269,7 @@ fn function_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     {
         return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    if let Some(e) = ctx.ex.scripting.as_mut() {
-        e.functions = None;
-    }
+    scripting::functions::flush_libraries(ctx.ex);
     ctx.ex.ks.dirty += 1;
     Reply::ok()
 }
@@ -436,11 +433,9 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 
 fn function_dump(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     let mut out = Vec::new();
-    if let Some(f) = ctx.ex.scripting.as_ref().and_then(|e| e.functions.as_ref()) {
-        for lib in f.libraries.values() {
-            out.push(OPCODE_FUNCTION2);
-            put_string(&mut out, &lib.code);
-        }
+    for code in scripting::functions::library_codes(ctx.ex) {
+        out.push(OPCODE_FUNCTION2);
+        put_string(&mut out, &code);
     }
     out.extend_from_slice(&DUMP_RDB_VERSION.to_le_bytes());
     let crc = crc64(&out);

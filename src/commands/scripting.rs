@@ -109,6 +109,8 @@ pub fn parse_numkeys(args: &[&[u8]]) -> Result<usize, Reply> {
 const NOSCRIPT_ERR: Reply = Reply::err("NOSCRIPT No matching script. Please use EVAL.");
 
 fn eval_generic(ctx: &mut Ctx, args: &[&[u8]], by_sha: bool, ro: bool) -> Reply {
+    // The script's own commands must follow it on MONITOR (the row is skip_monitor).
+    ctx.ex.feed_monitors_always(ctx.client, ctx.cmd, args);
     let numkeys = match parse_numkeys(args) {
         Ok(n) => n,
         Err(e) => return e,

@@ -831,7 +831,25 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return Reply::ok();
     }
     if is(sub, "reload") {
-        return match crate::persistence::snapshot::debug_reload(ctx.ex) {
+        let mut opts = crate::persistence::snapshot::ReloadOptions {
+            save: true,
+            flush: true,
+            merge: false,
+        };
+        for opt in &args[2..] {
+            if is(opt, "merge") {
+                opts.merge = true;
+            } else if is(opt, "noflush") {
+                opts.flush = false;
+            } else if is(opt, "nosave") {
+                opts.save = false;
+            } else {
+                return Reply::err(
+                    "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                );
+            }
+        }
+        return match crate::persistence::snapshot::debug_reload(ctx.ex, opts) {
             Ok(()) => Reply::ok(),
             Err(e) => Reply::error(format!("ERR {e}")),
         };

@@ -2,6 +2,9 @@
 //! line, `+<unix secs>.<usecs> [<db> <addr>] "arg" ...`, after it ran (so commands
 //! inside EXEC appear one by one, followed by EXEC). Admin commands and commands
 //! flagged skip_monitor are not shown; AUTH and HELLO credentials are redacted.
+//! EVAL, EVALSHA, FCALL and their read-only forms are skip_monitor because their
+//! handlers feed themselves before running, as Redis 7 does: the calling command
+//! comes first, then the `[<db> lua]` lines of the commands the script runs.
 
 use crate::commands::{flags, Command};
 use crate::protocol::Reply;
@@ -36,6 +39,15 @@ impl Executor {
     /// Sends one executed command to the monitors.
     pub(crate) fn feed_monitors(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) {
         if cmd.flags & (flags::ADMIN | flags::SKIP_MONITOR) != 0 {
+            return;
+        }
+        self.feed_monitors_always(slot, cmd, args);
+    }
+
+    /// Sends a command to the monitors whatever its flags: scripting commands call
+    /// this before their script runs (Redis's evalCommand / fcallCommandGeneric).
+    pub fn feed_monitors_always(&mut self, slot: usize, cmd: &'static Command, args: &[&[u8]]) {
+        if self.monitors.is_empty() {
             return;
         }
         let now = std::time::SystemTime::now()

@@ -164,7 +164,9 @@ impl Executor {
             }
             return;
         }
-        if self.ks.dirty == mark.dirty && !forced {
+        // Only a rise counts: SAVE, SHUTDOWN SAVE and DEBUG RELOAD reset `dirty` to 0
+        // and must not be replayed (Redis's call() clamps the difference at 0).
+        if self.ks.dirty <= mark.dirty && !forced {
             return;
         }
         if let Some(cmds) = over {

@@ -350,7 +350,7 @@ fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Resul
                 "Reading RDB base file on AOF loading... ({})",
                 part.name
             ));
-            super::snapshot::load_bytes(ex, &buf).map_err(|e| {
+            super::snapshot::load_bytes(ex, &buf, false).map_err(|e| {
                 format!(
                     "Bad file format reading the append only file {}: {e}",
                     part.name
@@ -401,6 +401,7 @@ pub fn load_with_retry(ex: &mut Executor) -> Result<bool, String> {
     match load(ex) {
         Err(e) if e == RELOAD => {
             ex.ks.flush_all(false);
+            crate::scripting::functions::flush_libraries(ex);
             load(ex)
         }
         r => r,

@@ -108,6 +108,9 @@ pub enum Error {
     Version(u16),
     /// The CRC64 footer does not match the content.
     Checksum { expected: u64, actual: u64 },
+    /// A FUNCTION library in the file could not be created (it exists already, its
+    /// code fails...): Redis's "Failed loading library" with its reason.
+    Library(String),
 }
 
 impl fmt::Display for Error {
@@ -120,6 +123,7 @@ impl fmt::Display for Error {
             Error::Corrupt(m) => write!(f, "Corrupt RDB content: {m}"),
             Error::Unsupported(m) => write!(f, "Unsupported RDB content: {m}"),
             Error::Version(v) => write!(f, "Can't handle RDB format version {v}"),
+            Error::Library(m) => write!(f, "Failed loading library, {m}"),
             Error::Checksum { expected, actual } => write!(
                 f,
                 "Wrong RDB checksum expected: ({expected:x}) got: ({actual:x}). Aborting now."
@@ -470,6 +474,15 @@ impl FileWriter {
         if self.checksum {
             self.crc.update(bytes);
         }
+    }
+
+    /// One FUNCTION library (`RDB_OPCODE_FUNCTION2` and its code as an RDB string):
+    /// Redis writes them after the aux fields, before any database.
+    pub fn library(&mut self, out: &mut Vec<u8>, code: &[u8]) {
+        let start = out.len();
+        out.push(OP_FUNCTION2);
+        write_string(out, code, self.compress);
+        self.feed(&out[start..]);
     }
 
     pub fn select_db(&mut self, out: &mut Vec<u8>, db: usize, keys: usize, expires: usize) {
@@ -1242,7 +1255,7 @@ fn for_each_zipmap(b: &[u8], mut f: impl FnMut(&[u8], &[u8])) -> Result<(), Erro
 pub struct FileInfo {
     pub version: u16,
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
-    /// FUNCTION libraries' source code (this server has no FUNCTION support yet).
+    /// FUNCTION libraries' source code, in file order.
     pub functions: Vec<Vec<u8>>,
 }
 

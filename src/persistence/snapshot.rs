@@ -158,44 +158,76 @@ fn aux_fields(ex: &Executor, aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
     aux
 }
 
-/// Starts an incremental snapshot of the dataset into `dest`.
+/// What an image holds: everything, or a part (`REPLCONF rdb-filter-only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageParts {
+    pub keys: bool,
+    pub functions: bool,
+}
+
+impl ImageParts {
+    pub const ALL: ImageParts = ImageParts {
+        keys: true,
+        functions: true,
+    };
+}
+
+/// Starts an incremental snapshot of the dataset into `dest`. The header holds the
+/// aux fields and the FUNCTION libraries of this instant, as Redis writes them before
+/// the databases.
 pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::io::Result<()> {
     let mut header = Vec::new();
     let aux = aux_fields(ex, purpose == Purpose::AofRewrite);
     let cfg = &ex.config;
     let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
-    let _ = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
+    let mut w = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
+    for code in crate::scripting::functions::library_codes(ex) {
+        w.library(&mut header, &code);
+    }
     let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, compress, checksum)?;
     ex.persist.snap = Some(snap);
     Ok(())
 }
 
-/// Serializes every database into an RDB image, or says why it cannot.
+/// Serializes the libraries and every database into an RDB image, or says why it
+/// cannot.
 pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
+    serialize_parts(ex, ImageParts::ALL)
+}
+
+/// Serializes the `parts` of the dataset into an RDB image.
+pub fn serialize_parts(ex: &Executor, parts: ImageParts) -> Result<Vec<u8>, String> {
     let cfg = &ex.config;
     let aux = aux_fields(ex, false);
     // A hash with field TTLs needs version 12; everything else is written as 10 so
     // that Redis 7.0 loads the file.
-    let needs_12 = ex.ks.dbs.iter().any(|d| {
-        let mut any = false;
-        let mut cursor = 0;
-        loop {
-            cursor = d.table.scan(cursor, |e| {
-                if let crate::keyspace::ValueRef::Obj(crate::keyspace::ObjRef::Hash(h)) = e.value()
-                {
-                    any |= h.has_field_ttls();
+    let needs_12 = parts.keys
+        && ex.ks.dbs.iter().any(|d| {
+            let mut any = false;
+            let mut cursor = 0;
+            loop {
+                cursor = d.table.scan(cursor, |e| {
+                    if let crate::keyspace::ValueRef::Obj(crate::keyspace::ObjRef::Hash(h)) =
+                        e.value()
+                    {
+                        any |= h.has_field_ttls();
+                    }
+                });
+                if cursor == 0 || any {
+                    return any;
                 }
-            });
-            if cursor == 0 || any {
-                return any;
             }
-        }
-    });
+        });
     let version = if needs_12 { 12 } else { rdb::RDB_VERSION };
     let mut out = Vec::new();
     let mut w = FileWriter::start(&mut out, version, cfg.rdbcompression, cfg.rdbchecksum, &aux);
+    if parts.functions {
+        for code in crate::scripting::functions::library_codes(ex) {
+            w.library(&mut out, &code);
+        }
+    }
     for (i, d) in ex.ks.dbs.iter().enumerate() {
-        if d.table.is_empty() {
+        if !parts.keys || d.table.is_empty() {
             continue;
         }
         w.select_db(&mut out, i, d.table.len(), d.volatile);
@@ -479,8 +511,16 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
     true
 }
 
-/// Loads an RDB image into the (empty or flushed) keyspace. Expired keys are skipped.
-pub fn load_bytes(ex: &mut Executor, bytes: &[u8]) -> Result<rdb::FileInfo, rdb::Error> {
+/// Loads an RDB image: its FUNCTION libraries, then its keys (expired ones are
+/// skipped). The file is decoded and verified first, so a bad file changes nothing.
+/// Without `merge` a library or key that exists already is an error, as in Redis
+/// (callers empty the dataset first); with it (DEBUG RELOAD MERGE) the file's
+/// replace them.
+pub fn load_bytes(
+    ex: &mut Executor,
+    bytes: &[u8],
+    merge: bool,
+) -> Result<rdb::FileInfo, rdb::Error> {
     let lim = Limits::from_config(&ex.config);
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
@@ -492,6 +532,22 @@ pub fn load_bytes(ex: &mut Executor, bytes: &[u8]) -> Result<rdb::FileInfo, rdb:
             k.db
         )));
     }
+    if !merge && ex.ks.key_count() > 0 {
+        if let Some(k) = loaded
+            .iter()
+            .find(|k| ex.ks.dbs[k.db].table.get(&k.key).is_some())
+        {
+            return Err(rdb::Error::Corrupt(format!(
+                "RDB has duplicated key '{}' in DB {}",
+                String::from_utf8_lossy(&k.key),
+                k.db
+            )));
+        }
+    }
+    // Libraries come first in the file, as in Redis: one that fails stops the load
+    // before any key.
+    crate::scripting::functions::load_libraries(ex, &info.functions, merge)
+        .map_err(rdb::Error::Library)?;
     let (mut keys, mut expired) = (0u64, 0u64);
     for k in loaded {
         if k.expire_ms.is_some_and(|t| t <= now) {
@@ -504,12 +560,6 @@ pub fn load_bytes(ex: &mut Executor, bytes: &[u8]) -> Result<rdb::FileInfo, rdb:
     }
     ex.persist.last_load_keys = keys;
     ex.persist.last_load_expired = expired;
-    if !info.functions.is_empty() {
-        crate::log::warning(&format!(
-            "The RDB file holds {} FUNCTION libraries; this server has no FUNCTION support and did not load them.",
-            info.functions.len()
-        ));
-    }
     Ok(info)
 }
 
@@ -524,7 +574,7 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     };
     let start = Instant::now();
     ex.persist.loading = true;
-    let r = load_bytes(ex, &bytes);
+    let r = load_bytes(ex, &bytes, false);
     ex.persist.loading = false;
     match r {
         Ok(info) => {
@@ -563,14 +613,32 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     }
 }
 
-/// DEBUG RELOAD: save, empty the keyspace, load the file back.
-pub fn debug_reload(ex: &mut Executor) -> Result<(), String> {
+/// DEBUG RELOAD's options (Redis's): NOSAVE loads the file on disk as it is,
+/// NOFLUSH keeps the dataset (keys and libraries), MERGE lets the file's replace
+/// what exists.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReloadOptions {
+    pub save: bool,
+    pub flush: bool,
+    pub merge: bool,
+}
+
+/// DEBUG RELOAD: save, empty the dataset (keys and libraries), load the file back.
+pub fn debug_reload(ex: &mut Executor, opts: ReloadOptions) -> Result<(), String> {
     finish(ex);
-    save(ex).map_err(|_| "Error trying to save the DB".to_string())?;
-    let bytes = std::fs::read(rdb_path(ex)).map_err(|e| e.to_string())?;
-    ex.signal_flushed_db(None);
-    ex.ks.flush_all(false);
-    load_bytes(ex, &bytes).map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
+    if opts.save {
+        save(ex).map_err(|_| "Error trying to save the DB".to_string())?;
+    }
+    let bytes = std::fs::read(rdb_path(ex))
+        .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
+    if opts.flush {
+        ex.signal_flushed_db(None);
+        ex.ks.flush_all(false);
+        crate::scripting::functions::flush_libraries(ex);
+    }
+    load_bytes(ex, &bytes, opts.merge)
+        .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
+    crate::log::notice("DB reloaded by DEBUG RELOAD");
     ex.ks.dirty = 0;
     Ok(())
 }

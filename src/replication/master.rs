@@ -14,6 +14,11 @@
 //! resynchronization sends `+CONTINUE <replid>` and the backlog's bytes from the
 //! requested offset.
 //!
+//! `REPLCONF rdb-filter-only functions` (redis-cli --functions-rdb) gets an image of
+//! its own with the libraries and no keys, sent with the EOF marker as Redis sends
+//! filtered images; `REPLCONF rdb-only 1` replicas get no stream and are closed once
+//! their image is out.
+//!
 //! `client-output-buffer-limit replica` counts the held stream while a replica syncs
 //! and its unwritten output once online, never the image (`output_usage`): a slow
 //! replica that falls behind on the stream is disconnected, a large image is not.
@@ -23,6 +28,7 @@ use std::time::Instant;
 use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, Waiter};
 use crate::commands::Ctx;
 use crate::exec::Executor;
+use crate::persistence::snapshot::ImageParts;
 use crate::protocol::Reply;
 
 /// PSYNC replid offset, or SYNC (`psync` is None).
@@ -42,6 +48,15 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
         return Reply::err("ERR SYNC and PSYNC are invalid with pending output");
     }
     let id = ex.client(slot).id;
+    let filtered = ex
+        .repl
+        .confs
+        .get(&id)
+        .is_some_and(|c| c.rdb_filter.is_some_and(|p| p != ImageParts::ALL));
+    if filtered && !ex.repl.confs.get(&id).is_some_and(|c| c.capa_eof) {
+        // Redis sends filtered images over the socket only, with the EOF marker.
+        return Reply::err("ERR Filtered replica requires EOF capability");
+    }
     let conf = ex.repl.confs.remove(&id).unwrap_or_default();
     let addr = ex.client(slot).addr.clone();
     let ip = conf.ip.clone().unwrap_or_else(|| {
@@ -50,6 +65,15 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
             .unwrap_or(addr.clone())
     });
     feed(ex);
+    if let Some(parts) = conf.rdb_filter.filter(|_| filtered) {
+        crate::log::notice(&format!(
+            "Replica {ip}:{} asks for synchronization",
+            conf.port
+        ));
+        ensure_backlog(ex);
+        ex.repl.sync_full += 1;
+        return send_filtered_image(ex, slot, id, ip, &conf, psync.is_some(), parts);
+    }
     if let Some((replid, off)) = psync {
         if let Some(bytes) = try_partial(ex, replid, off) {
             let line = if conf.capa_psync2 {
@@ -98,6 +122,53 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
     );
     let head = format!("${}\r\n", image.len());
     ex.client_mut(slot).out.extend_from_slice(head.as_bytes());
+    if let Some(p) = ex.repl.peers.last_mut() {
+        p.image = Some(ImageFeed {
+            left: image.len() as u64,
+            src: Box::new(std::io::Cursor::new(image)),
+        });
+    }
+    pump_images(ex);
+    Reply::NoReply
+}
+
+/// A filtered image (`REPLCONF rdb-filter-only`, e.g. redis-cli --functions-rdb): its
+/// own, serialized at once (it is small: the libraries), sent as Redis sends images to
+/// replica sockets, `$EOF:<40 random chars>`, the image, the same 40 characters. The
+/// replica never shares another's image, nor lends it its own.
+fn send_filtered_image(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: String,
+    conf: &PeerConf,
+    psync: bool,
+    parts: ImageParts,
+) -> Reply {
+    let mut image = match crate::persistence::snapshot::serialize_parts(ex, parts) {
+        Ok(b) => b,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    crate::log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
+    let offset = ex.repl.offset;
+    start_full_sync(
+        ex,
+        slot,
+        id,
+        ip,
+        conf,
+        psync.then_some(offset),
+        PeerState::SendBulk,
+    );
+    const MARK_CHARS: &[u8] = b"0123456789abcdef";
+    let mark: Vec<u8> = (0..40)
+        .map(|_| MARK_CHARS[fastrand::usize(..MARK_CHARS.len())])
+        .collect();
+    let c = ex.client_mut(slot);
+    c.out.extend_from_slice(b"$EOF:");
+    c.out.extend_from_slice(&mark);
+    c.out.extend_from_slice(b"\r\n");
+    image.extend_from_slice(&mark);
     if let Some(p) = ex.repl.peers.last_mut() {
         p.image = Some(ImageFeed {
             left: image.len() as u64,
@@ -165,6 +236,7 @@ fn add_peer(
         state,
         held: Vec::new(),
         image: None,
+        rdb_only: conf.rdb_only,
     });
 }
 
@@ -235,6 +307,17 @@ pub fn pump_images(ex: &mut Executor) {
         }
         let p = &mut ex.repl.peers[i];
         let held = std::mem::take(&mut p.held);
+        if p.rdb_only {
+            // It asked for the image only: no stream, and closed once it has it.
+            let c = ex.client_mut(slot);
+            c.close_after_reply = true;
+            crate::log::notice(&format!(
+                "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
+                c.addr
+            ));
+            ex.close_pending = true;
+            continue;
+        }
         p.state = PeerState::Online;
         let c = ex.client_mut(slot);
         c.out.extend_from_slice(&held);
@@ -392,8 +475,34 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 }
             }
             return Reply::NoReply;
-        } else if is(opt, "rdb-only") || is(opt, "rdb-filter-only") {
-            // Accepted for compatibility (redis-cli --rdb); the stream is still sent.
+        } else if is(opt, "rdb-only") {
+            let Some(v) = crate::util::numeric::parse_i64(val) else {
+                return crate::commands::errors::NOT_INTEGER;
+            };
+            if !(0..=1).contains(&v) {
+                return Reply::err("ERR value is out of range, value must between 0 and 1");
+            }
+            ex.repl.confs.entry(id).or_default().rdb_only = v == 1;
+        } else if is(opt, "rdb-filter-only") {
+            // "Include" filters: nothing but what is named (only "functions" exists).
+            let Some(filters) = crate::protocol::parser::split_args(val) else {
+                return Reply::err("ERR Missing rdb-filter-only values");
+            };
+            let mut parts = ImageParts {
+                keys: false,
+                functions: false,
+            };
+            for f in &filters {
+                if f.eq_ignore_ascii_case(b"functions") {
+                    parts.functions = true;
+                } else {
+                    return Reply::error(format!(
+                        "ERR Unsupported rdb-filter-only option: {}",
+                        String::from_utf8_lossy(f)
+                    ));
+                }
+            }
+            ex.repl.confs.entry(id).or_default().rdb_filter = Some(parts);
         } else {
             return Reply::error(format!(
                 "ERR Unrecognized REPLCONF option: {}",

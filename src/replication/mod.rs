@@ -54,6 +54,8 @@ pub struct Peer {
     pub held: Vec<u8>,
     /// The image being sent (`SendBulk`), read in slices into the output buffer.
     pub image: Option<ImageFeed>,
+    /// Asked for the image only (`REPLCONF rdb-only 1`): closed once it is sent.
+    pub rdb_only: bool,
 }
 
 /// A replica's synchronization state (INFO's `state=`).
@@ -92,6 +94,10 @@ pub struct PeerConf {
     pub ip: Option<String>,
     pub capa_psync2: bool,
     pub capa_eof: bool,
+    /// `REPLCONF rdb-only 1` (redis-cli --rdb): the image and no stream, then closed.
+    pub rdb_only: bool,
+    /// `REPLCONF rdb-filter-only <filters>`: the parts the image holds (None: all).
+    pub rdb_filter: Option<crate::persistence::snapshot::ImageParts>,
 }
 
 /// A client blocked in WAIT.

@@ -695,9 +695,11 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     crate::persistence::snapshot::kill_bgsave(ex);
     ex.signal_flushed_db(None);
     ex.ks.flush_all(true);
+    // The replica ends with exactly the master's libraries (Redis's emptyData).
+    crate::scripting::functions::flush_libraries(ex);
     crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
     ex.persist.loading = true;
-    let r = crate::persistence::snapshot::load_bytes(ex, &t.data);
+    let r = crate::persistence::snapshot::load_bytes(ex, &t.data, false);
     ex.persist.loading = false;
     if let Err(e) = r {
         fail(

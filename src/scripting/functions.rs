@@ -19,6 +19,7 @@ use std::rc::Rc;
 use mlua::{Function, MultiValue, Value};
 
 use super::{sflags, vm, Vm};
+use crate::exec::Executor;
 use crate::protocol::Reply;
 
 /// One registered function.
@@ -309,4 +310,53 @@ impl Functions {
     pub fn function_count(&self) -> usize {
         self.index.len()
     }
+}
+
+impl super::Engine {
+    /// The functions part of the engine, created on first use.
+    pub fn functions_mut(&mut self) -> &mut Functions {
+        self.functions
+            .get_or_insert_with(|| Box::new(Functions::new().expect("Lua VM initialisation")))
+    }
+}
+
+/// The libraries' source code in name order: what RDB files hold (Redis's
+/// `rdbSaveFunctions` writes each as opcode 245 and an RDB string).
+pub fn library_codes(ex: &Executor) -> Vec<Vec<u8>> {
+    ex.scripting
+        .as_ref()
+        .and_then(|e| e.functions.as_ref())
+        .map(|f| f.libraries.values().map(|l| l.code.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Deletes every library: FUNCTION FLUSH, and what emptying the whole dataset does
+/// before a full sync or DEBUG RELOAD loads an image (Redis's `emptyData`).
+pub fn flush_libraries(ex: &mut Executor) {
+    if let Some(e) = ex.scripting.as_mut() {
+        e.functions = None;
+    }
+}
+
+/// Creates libraries read from an RDB file, in file order (Redis's
+/// `rdbFunctionLoad`): one that exists already is an error unless `replace` (DEBUG
+/// RELOAD MERGE). The error is Redis's text without its `ERR ` prefix.
+pub fn load_libraries(ex: &mut Executor, codes: &[Vec<u8>], replace: bool) -> Result<(), String> {
+    if codes.is_empty() {
+        return Ok(());
+    }
+    let mut engine = super::Engine::take(ex);
+    let mut result = Ok(());
+    for code in codes {
+        if let Err(e) = engine.functions_mut().load(code, replace) {
+            let msg = match e {
+                Reply::Error(m) => m.strip_prefix("ERR ").unwrap_or(&m).to_string(),
+                _ => "Failed creating the library".to_string(),
+            };
+            result = Err(msg);
+            break;
+        }
+    }
+    super::Engine::put_back(ex, engine);
+    result
 }
