@@ -10,7 +10,7 @@
 
 use crate::command;
 use crate::commands::flags::*;
-use crate::commands::scripting::parse_numkeys;
+use crate::commands::scripting::{parse_numkeys, with_engine};
 use crate::commands::{Command, Ctx, KeySpec};
 use crate::protocol::Reply;
 use crate::scripting::functions::Functions;
@@ -187,10 +187,7 @@ fn fcall_ro(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 fn fcall_generic(ctx: &mut Ctx, args: &[&[u8]], ro: bool) -> Reply {
     // The function's own commands must follow it on MONITOR (the row is skip_monitor).
     ctx.ex.feed_monitors_always(ctx.client, ctx.cmd, args);
-    let mut engine = Engine::take(ctx.ex);
-    let reply = fcall_with(ctx, &mut engine, args, ro);
-    Engine::put_back(ctx.ex, engine);
-    reply
+    with_engine(ctx, |ctx, engine| fcall_with(ctx, engine, args, ro))
 }
 
 fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> Reply {
@@ -224,10 +221,7 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
 }
 
 fn with_functions<R>(ctx: &mut Ctx, f: impl FnOnce(&mut Functions) -> R) -> R {
-    let mut engine = Engine::take(ctx.ex);
-    let r = f(functions(&mut engine));
-    Engine::put_back(ctx.ex, engine);
-    r
+    with_engine(ctx, |_, engine| f(functions(engine)))
 }
 
 fn function_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -564,15 +558,15 @@ fn function_restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return e;
         }
     }
-    let mut engine = Engine::take(ctx.ex);
-    let reply = restore_join(
-        &mut engine,
-        fresh,
-        codes,
-        policy == Policy::Flush,
-        policy == Policy::Replace,
-    );
-    Engine::put_back(ctx.ex, engine);
+    let reply = with_engine(ctx, |_, engine| {
+        restore_join(
+            engine,
+            fresh,
+            codes,
+            policy == Policy::Flush,
+            policy == Policy::Replace,
+        )
+    });
     if matches!(reply, Reply::Status(_)) {
         ctx.ex.ks.dirty += 1;
     }

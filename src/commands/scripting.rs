@@ -115,10 +115,20 @@ fn eval_generic(ctx: &mut Ctx, args: &[&[u8]], by_sha: bool, ro: bool) -> Reply 
         Ok(n) => n,
         Err(e) => return e,
     };
+    with_engine(ctx, |ctx, engine| {
+        eval_with(ctx, engine, args, numkeys, by_sha, ro)
+    })
+}
+
+/// Runs `f` with the scripting engine taken out of the executor (so `redis.call` can
+/// borrow the executor), putting it back even if `f` panics: the executor turns the
+/// panic into an error reply, and the engine's script cache and FUNCTION libraries
+/// must outlive it.
+pub(crate) fn with_engine<R>(ctx: &mut Ctx, f: impl FnOnce(&mut Ctx, &mut Engine) -> R) -> R {
     let mut engine = Engine::take(ctx.ex);
-    let reply = eval_with(ctx, &mut engine, args, numkeys, by_sha, ro);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx, &mut engine)));
     Engine::put_back(ctx.ex, engine);
-    reply
+    r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 fn eval_with(
@@ -167,9 +177,7 @@ fn eval_with(
 }
 
 fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let mut engine = Engine::take(ctx.ex);
-    let r = engine.load_script(args[2]);
-    Engine::put_back(ctx.ex, engine);
+    let r = with_engine(ctx, |_, engine| engine.load_script(args[2]));
     match r {
         Ok(sha) => Reply::Bulk(sha.into_bytes()),
         Err(e) => e,
