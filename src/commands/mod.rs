@@ -12,6 +12,7 @@ pub mod acl;
 pub mod bitmaps;
 pub mod connection;
 pub mod ctx;
+pub mod digest;
 pub mod functions;
 pub mod geo;
 pub mod hashes;

@@ -788,6 +788,10 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "DIGEST",
+                "    Output a hex signature representing the current DB content.",
+                "DIGEST-VALUE <key> [<key> ...]",
+                "    Output a hex signature of the values of all the specified keys.",
                 "COMMAND-PANIC",
                 "    Panic inside this command, to test that only the command fails.",
             ],
@@ -801,6 +805,25 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e6)));
         }
         return Reply::ok();
+    }
+    if is(sub, "digest") && args.len() == 2 {
+        let d = crate::commands::digest::dataset_digest(&ctx.ex.ks);
+        return Reply::Status(crate::commands::digest::hex(&d).into());
+    }
+    if is(sub, "digest-value") {
+        // Like Redis, logically expired keys not yet deleted still count.
+        let db = &ctx.ex.ks.dbs[ctx.db].table;
+        let digests = args[2..]
+            .iter()
+            .map(|k| {
+                let mut d = [0u8; 20];
+                if let Some(e) = db.get(k) {
+                    crate::commands::digest::value_digest(&mut d, e.value(), e.expire().is_some());
+                }
+                Reply::Status(crate::commands::digest::hex(&d).into())
+            })
+            .collect();
+        return Reply::Array(digests);
     }
     if is(sub, "command-panic") && args.len() == 2 {
         // Tests the executor's guard: a command's panic costs that command only.

@@ -1,0 +1,79 @@
+//! DEBUG DIGEST and DEBUG DIGEST-VALUE: equal datasets give equal digests (after COPY,
+//! DEBUG RELOAD, on a replica), any change gives another, an empty dataset is zeros.
+
+mod common;
+
+use common::*;
+
+fn populate(c: &mut RawConn) {
+    c.cmd(&["SET", "s", "text"]);
+    c.cmd(&["SET", "n", "42", "EX", "1000"]);
+    c.cmd(&["RPUSH", "l", "a", "b", "c"]);
+    c.cmd(&["SADD", "set", "x", "y", "1"]);
+    c.cmd(&["ZADD", "z", "1.5", "a", "2", "b"]);
+    c.cmd(&["HSET", "h", "f", "v", "g", "w"]);
+    c.cmd(&["HEXPIRE", "h", "1000", "FIELDS", "1", "g"]);
+    c.cmd(&["XADD", "x", "1-1", "f", "v"]);
+}
+
+#[test]
+fn digests_follow_the_data() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["DEBUG", "DIGEST"]),
+        "+0000000000000000000000000000000000000000\r\n"
+    );
+    populate(&mut c);
+    let full = c.cmd(&["DEBUG", "DIGEST"]);
+    assert_ne!(full, "+0000000000000000000000000000000000000000\r\n");
+    for key in ["s", "n", "l", "set", "z", "h", "x"] {
+        let copy = format!("{key}-copy");
+        assert_eq!(c.cmd(&["COPY", key, &copy]), ":1\r\n");
+        let both = c.cmd(&["DEBUG", "DIGEST-VALUE", key, &copy]);
+        let lines: Vec<&str> = both.split("\r\n").collect();
+        assert_eq!(lines[1], lines[2], "{key}");
+        c.cmd(&["DEL", &copy]);
+    }
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), full);
+    // Order matters for lists, not for sets; a TTL matters.
+    c.cmd(&["RPUSH", "l2", "c", "b", "a"]);
+    c.cmd(&["SADD", "set2", "1", "y", "x"]);
+    c.cmd(&["SET", "s2", "text", "EX", "100"]);
+    let d = c.cmd(&[
+        "DEBUG",
+        "DIGEST-VALUE",
+        "l",
+        "l2",
+        "set",
+        "set2",
+        "s",
+        "s2",
+        "missing",
+    ]);
+    let v: Vec<&str> = d.split("\r\n").collect();
+    assert_eq!(v[0], "*7");
+    assert_ne!(v[1], v[2]);
+    assert_eq!(v[3], v[4]);
+    assert_ne!(v[5], v[6]);
+    assert_eq!(v[7], "+0000000000000000000000000000000000000000");
+    c.cmd(&["DEL", "l2", "set2", "s2"]);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), full);
+    c.cmd(&["HSET", "h", "f", "changed"]);
+    assert_ne!(c.cmd(&["DEBUG", "DIGEST"]), full);
+}
+
+#[test]
+fn a_replica_has_its_masters_digest() {
+    let master = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut m = master.raw(2);
+    populate(&mut m);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.raw(2);
+    wait_until(|| r.cmd(&["DEBUG", "DIGEST"]) == m.cmd(&["DEBUG", "DIGEST"]));
+    m.cmd(&["LPUSH", "l", "new"]);
+    let want = m.cmd(&["DEBUG", "DIGEST"]);
+    wait_until(|| r.cmd(&["DEBUG", "DIGEST"]) == want);
+}
