@@ -455,3 +455,29 @@ fn appendonly_on_during_bgsave_then_shutdown_keeps_everything() {
     drop(s2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Redis 7 wraps what EXEC or a script ran in MULTI/EXEC only when it wrote more than
+/// one command; the SELECT that opens a stream does not count as one.
+#[test]
+fn a_single_write_of_a_transaction_is_not_wrapped() {
+    let dir = temp_dir("aof-multi");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "foo", "bar"]);
+    c.cmd(&["GET", "foo"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*2\r\n+OK\r\n$3\r\nbar\r\n");
+    c.cmd(&["EVAL", "redis.call('set', 'a', '1'); return 1", "0"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "x", "1"]);
+    c.cmd(&["SET", "y", "2"]);
+    c.cmd(&["EXEC"]);
+    let incr =
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+    let want = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$3\r\nfoo\r\n$3\r\nbar\r\n\
+                *3\r\n$3\r\nset\r\n$1\r\na\r\n$1\r\n1\r\n\
+                *1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\ny\r\n$1\r\n2\r\n*1\r\n$4\r\nEXEC\r\n";
+    assert_eq!(incr, want);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

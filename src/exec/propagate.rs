@@ -74,6 +74,9 @@ impl WriteStream {
             self.db = Some(db);
             let d = db.to_string();
             self.encode(&[b"SELECT", d.as_bytes()]);
+            // A SELECT is not one of the commands a transaction or script ran: a
+            // single write after it is not wrapped in MULTI/EXEC (Redis 7).
+            self.count -= 1;
         }
         self.encode(args);
     }
