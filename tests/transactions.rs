@@ -321,3 +321,25 @@ fn exec_time_is_frozen_for_expiry() {
     assert_eq!(c.cmd(&["EXEC"]), "*4\r\n+OK\r\n+OK\r\n$1\r\nv\r\n:2\r\n");
     assert_eq!(c.cmd(&["EXISTS", "mk"]), ":0\r\n");
 }
+
+/// EXEC is refused with EXECABORT when memory is over `maxmemory` and the queue holds
+/// a command that may grow memory; a read-only queue still runs (Redis 7).
+#[test]
+fn exec_of_a_denyoom_queue_aborts_on_oom() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    let mut admin = s.raw(2);
+    c.cmd(&["SET", "x", "0"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "x", "1"]);
+    c.cmd(&["GET", "x"]);
+    admin.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+    c.cmd(&["GET", "x"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n$1\r\n0\r\n");
+    admin.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+}

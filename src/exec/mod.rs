@@ -386,13 +386,18 @@ impl Executor {
         if self.config.maxmemory > 0
             && self.busy.is_none()
             && !self.perform_evictions()
-            && cmd.flags & flags::DENYOOM != 0
+            && (cmd.flags & flags::DENYOOM != 0 || self.exec_queues_denyoom(slot, cmd))
         {
+            const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+            if cmd.name == "exec" {
+                // EXEC of a queue holding a command that may grow memory is refused
+                // as that command would be, aborting the transaction (Redis 7).
+                self.discard_transaction(slot);
+                let abort = format!("EXECABORT Transaction discarded because of: {OOM}");
+                return self.reject(Some(cmd), Reply::error(abort));
+            }
             self.flag_transaction(slot);
-            return self.reject(
-                Some(cmd),
-                Reply::err("OOM command not allowed when used memory > 'maxmemory'."),
-            );
+            return self.reject(Some(cmd), Reply::err(OOM));
         }
         // The client-tracking table is kept within its limit before each command (tracking.rs).
         let max_keys = self.config.tracking_table_max_keys;
@@ -418,6 +423,17 @@ impl Executor {
             return reply;
         }
         self.call(slot, cmd, args)
+    }
+
+    /// Whether `cmd` is an EXEC whose queue holds a `denyoom` command.
+    fn exec_queues_denyoom(&self, slot: usize, cmd: &Command) -> bool {
+        cmd.name == "exec"
+            && self
+                .client(slot)
+                .tx
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|q| q.cmd.flags & flags::DENYOOM != 0))
     }
 
     /// Calls a resolved command: the handler, then statistics, slow log and the
