@@ -77,3 +77,82 @@ fn a_replica_has_its_masters_digest() {
     let want = m.cmd(&["DEBUG", "DIGEST"]);
     wait_until(|| r.cmd(&["DEBUG", "DIGEST"]) == want);
 }
+
+#[test]
+fn debug_protocol_sends_each_resp_type() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    check_both(
+        &s,
+        &[
+            (
+                &["DEBUG", "PROTOCOL", "string"],
+                "$11\r\nHello World\r\n",
+                "$11\r\nHello World\r\n",
+            ),
+            (
+                &["DEBUG", "PROTOCOL", "integer"],
+                ":12345\r\n",
+                ":12345\r\n",
+            ),
+            (
+                &["DEBUG", "PROTOCOL", "double"],
+                "$5\r\n3.141\r\n",
+                ",3.141\r\n",
+            ),
+            (
+                &["DEBUG", "PROTOCOL", "bignum"],
+                "$37\r\n1234567999999999999999999999999999999\r\n",
+                "(1234567999999999999999999999999999999\r\n",
+            ),
+            (&["DEBUG", "PROTOCOL", "null"], "$-1\r\n", "_\r\n"),
+            (
+                &["DEBUG", "PROTOCOL", "array"],
+                "*3\r\n:0\r\n:1\r\n:2\r\n",
+                "*3\r\n:0\r\n:1\r\n:2\r\n",
+            ),
+            (
+                &["DEBUG", "PROTOCOL", "set"],
+                "*3\r\n:0\r\n:1\r\n:2\r\n",
+                "~3\r\n:0\r\n:1\r\n:2\r\n",
+            ),
+            (
+                &["DEBUG", "PROTOCOL", "map"],
+                "*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n",
+                "%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n",
+            ),
+            (&["DEBUG", "PROTOCOL", "true"], ":1\r\n", "#t\r\n"),
+            (&["DEBUG", "PROTOCOL", "false"], ":0\r\n", "#f\r\n"),
+            (
+                &["DEBUG", "PROTOCOL", "verbatim"],
+                "$25\r\nThis is a verbatim\nstring\r\n",
+                "=29\r\ntxt:This is a verbatim\nstring\r\n",
+            ),
+        ],
+    );
+    let mut two = s.raw(2);
+    assert_eq!(
+        two.cmd(&["DEBUG", "PROTOCOL", "attrib"]),
+        "$39\r\nSome real reply following the attribute\r\n"
+    );
+    assert_eq!(
+        two.cmd(&["DEBUG", "PROTOCOL", "push"]),
+        "-ERR RESP2 is not supported by this command\r\n"
+    );
+    let mut three = s.raw(3);
+    assert_eq!(
+        three.cmd(&["DEBUG", "PROTOCOL", "attrib"]),
+        "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
+    );
+    assert_eq!(
+        three.read_reply(),
+        "$39\r\nSome real reply following the attribute\r\n"
+    );
+    assert_eq!(
+        three.cmd(&["DEBUG", "PROTOCOL", "push"]),
+        ">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n"
+    );
+    assert_eq!(
+        three.read_reply(),
+        "$40\r\nSome real reply following the push reply\r\n"
+    );
+}

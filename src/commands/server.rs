@@ -764,6 +764,38 @@ fn debug_allowed(ctx: &Ctx) -> bool {
     }
 }
 
+/// DEBUG PROTOCOL <type>: one reply of each RESP type, for testing clients.
+fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
+    let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
+    let text = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => text("Hello World"),
+        b"integer" => Reply::Int(12345),
+        b"double" => Reply::Double(3.141),
+        b"bignum" => Reply::BigNumber(b"1234567999999999999999999999999999999".to_vec()),
+        b"null" => Reply::Null,
+        b"array" => Reply::Array(ints()),
+        b"set" => Reply::Set(ints()),
+        b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        b"attrib" => Reply::Multi(vec![
+            Reply::Attribute(vec![(
+                text("key-popularity"),
+                Reply::Array(vec![text("key:123"), Reply::Int(90)]),
+            )]),
+            text("Some real reply following the attribute"),
+        ]),
+        b"push" if ctx.proto() < 3 => Reply::error("ERR RESP2 is not supported by this command".into()),
+        b"push" => Reply::Multi(vec![
+            Reply::Push(vec![text("server-cpu-usage"), Reply::Int(42)]),
+            text("Some real reply following the push reply"),
+        ]),
+        b"true" => Reply::Bool(true),
+        b"false" => Reply::Bool(false),
+        b"verbatim" => Reply::Verbatim("txt", b"This is a verbatim\nstring".to_vec()),
+        _ => Reply::error("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false".into()),
+    }
+}
+
 fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if !debug_allowed(ctx) {
         return Reply::err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
@@ -788,6 +820,10 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "PROTOCOL <type>",
+                "    Reply with a test value of the specified type. <type> can be: string,",
+                "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                "    true, false.",
                 "DIGEST",
                 "    Output a hex signature representing the current DB content.",
                 "DIGEST-VALUE <key> [<key> ...]",
@@ -805,6 +841,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e6)));
         }
         return Reply::ok();
+    }
+    if is(sub, "protocol") && args.len() == 3 {
+        return debug_protocol(ctx, args[2]);
     }
     if is(sub, "digest") && args.len() == 2 {
         let d = crate::commands::digest::dataset_digest(&ctx.ex.ks);

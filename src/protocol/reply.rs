@@ -26,6 +26,9 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     /// A set in RESP3; an array in RESP2.
     Set(Vec<Reply>),
+    /// RESP3 attributes (`|`) describing the reply that follows them; RESP2 clients get
+    /// nothing for them. Redis itself sends them only for DEBUG PROTOCOL ATTRIB.
+    Attribute(Vec<(Reply, Reply)>),
     /// A double in RESP3; a bulk string in RESP2.
     Double(f64),
     /// A double printed as Redis's addReplyHumanLongDouble does (`%.17Lf` trimmed:
@@ -117,6 +120,15 @@ impl Reply {
                 for (k, v) in pairs {
                     k.encode(proto, out);
                     v.encode(proto, out);
+                }
+            }
+            Reply::Attribute(pairs) => {
+                if proto >= 3 {
+                    encode_header(b'|', pairs.len(), out);
+                    for (k, v) in pairs {
+                        k.encode(proto, out);
+                        v.encode(proto, out);
+                    }
                 }
             }
             Reply::Set(items) => {

@@ -376,7 +376,8 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
                 push_bytes(l, b);
             }
         }
-        Reply::Null | Reply::NullArray | Reply::NoReply => {
+        // Attributes never reach scripts (only DEBUG sends them, and DEBUG is noscript).
+        Reply::Null | Reply::NullArray | Reply::NoReply | Reply::Attribute(_) => {
             if resp == 3 {
                 ffi::lua_pushnil(l);
             } else {

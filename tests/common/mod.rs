@@ -293,7 +293,7 @@ impl RawConn {
                     self.read_frame(out);
                 }
             }
-            b'%' => {
+            b'%' | b'|' => {
                 let n: i64 = body.parse().unwrap();
                 for _ in 0..n * 2 {
                     self.read_frame(out);
