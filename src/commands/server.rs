@@ -819,6 +819,24 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if is(sub, "jmap") {
         return Reply::ok();
     }
+    // DEBUG AOF-SPACE <bytes>|-1 and DEBUG AOF-FSYNC-ERROR <errno>|0: the AOF's
+    // incremental file fails as on a full disk once it has grown by <bytes>, and the
+    // everysec fsync fails with <errno> (tests of the disk-error paths).
+    if (is(sub, "aof-space") || is(sub, "aof-fsync-error")) && args.len() == 3 {
+        let n = match arg_i64(args[2]) {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        let Some(aof) = ctx.ex.aof.as_mut() else {
+            return Reply::err("ERR The AOF is off");
+        };
+        if is(sub, "aof-space") {
+            aof.space_left = u64::try_from(n).ok();
+        } else {
+            aof.fsync_fail_with = i32::try_from(n).unwrap_or(libc::EIO);
+        }
+        return Reply::ok();
+    }
     if let Some(r) = crate::persistence::snapshot::debug(ctx.ex, sub, args.get(2).copied()) {
         return match r {
             Ok(n) => Reply::Int(n),

@@ -21,10 +21,12 @@
 //! the new incremental one, so a crash at any moment loads a complete history.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::cow::Purpose;
 use crate::exec::Executor;
@@ -154,7 +156,20 @@ pub struct Aof {
     pub rewrite_scheduled: bool,
     pub last_rewrite_ok: bool,
     pub rewrites: u64,
-    pub last_write_ok: bool,
+    /// The last write to the incremental file failed with this errno (0: it worked).
+    /// While it is set, writes are refused with MISCONF and the buffered commands are
+    /// retried every turn (`flush`).
+    pub last_write_errno: i32,
+    /// The errno of the last failed background fsync (`everysec`), 0 once one
+    /// succeeds; it refuses writes like a write error.
+    fsync_errno: Arc<AtomicI32>,
+    /// When a write error was last logged (one line per `WRITE_ERROR_LOG_EVERY`).
+    last_error_log: Option<Instant>,
+    /// DEBUG AOF-SPACE: the bytes the incremental file may still grow by before
+    /// writes fail with ENOSPC, as on a full disk (tests); `None`: no limit.
+    pub space_left: Option<u64>,
+    /// DEBUG AOF-FSYNC-ERROR: the everysec fsync fails with this errno (0: it runs).
+    pub fsync_fail_with: i32,
     /// Turned on at runtime and its first base is not written yet: the manifest on
     /// disk (if any) is stale history, and `file` is the temp incremental file.
     wait_rewrite: bool,
@@ -330,18 +345,26 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
 fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Result<(), String> {
     let parts: Vec<&Part> = m.base.iter().chain(m.incrs.iter()).collect();
     let last = parts.len().saturating_sub(1);
+    // Every file the manifest names must be there before anything loads: a missing
+    // one (deleted, or never written) would silently drop the writes it held.
+    for part in &parts {
+        if let Err(e) = std::fs::metadata(dir.join(&part.name)) {
+            return Err(format!(
+                "Unable to obtain the AOF file {} length. stat: {}",
+                part.name,
+                io_text(&e)
+            ));
+        }
+    }
     for (i, part) in parts.iter().enumerate() {
         let path = dir.join(&part.name);
         let buf = match std::fs::read(&path) {
             Ok(b) => b,
-            // Redis tolerates a missing empty last incremental file.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && part.kind == 'i' && i == last => {
-                continue
-            }
             Err(e) => {
                 return Err(format!(
-                    "Fatal error: can't open the append only file {}: {e}",
-                    part.name
+                    "Fatal error: can't open the append log file {} for reading: {}",
+                    part.name,
+                    io_text(&e)
                 ))
             }
         };
@@ -462,7 +485,11 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         rewrite_scheduled: false,
         last_rewrite_ok: true,
         rewrites: 0,
-        last_write_ok: true,
+        last_write_errno: 0,
+        fsync_errno: Arc::new(AtomicI32::new(0)),
+        last_error_log: None,
+        space_left: None,
+        fsync_fail_with: 0,
         wait_rewrite: false,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -508,7 +535,11 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         rewrite_scheduled: false,
         last_rewrite_ok: true,
         rewrites: 0,
-        last_write_ok: true,
+        last_write_errno: 0,
+        fsync_errno: Arc::new(AtomicI32::new(0)),
+        last_error_log: None,
+        space_left: None,
+        fsync_fail_with: 0,
         wait_rewrite: true,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -588,8 +619,78 @@ pub fn flush_before(ex: &mut Executor, pos: u64) {
     }
 }
 
+/// Redis's AOF_WRITE_LOG_ERROR_RATE: a failing write is logged once per this period.
+const WRITE_ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// An errno as strerror(3) words it ("No space left on device").
+pub fn errno_text(code: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(code).to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Writes `buf` to the incremental file: the bytes written, and the error that
+/// stopped it short. The DEBUG AOF-SPACE limit fails it as a full disk would.
+fn write_file(aof: &mut Aof, buf: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < buf.len() {
+        let room = aof
+            .space_left
+            .map_or(usize::MAX, |r| r.min(usize::MAX as u64) as usize);
+        if room == 0 {
+            return (done, Some(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+        }
+        let end = buf.len().min(done.saturating_add(room));
+        match aof.file.write(&buf[done..end]) {
+            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => {
+                done += n;
+                if let Some(r) = aof.space_left.as_mut() {
+                    *r -= n as u64;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
+}
+
+/// The errno refusing writes (MISCONF): a failed write, else a failed background
+/// fsync; `None` when the AOF is off or healthy (Redis's writeCommandsDeniedByDiskError).
+pub fn write_error(ex: &Executor) -> Option<i32> {
+    let aof = ex.aof.as_ref()?;
+    if aof.last_write_errno != 0 {
+        return Some(aof.last_write_errno);
+    }
+    match aof.fsync_errno.load(Ordering::Relaxed) {
+        0 => None,
+        e => Some(e),
+    }
+}
+
+/// Whether `slot`'s replies must wait: it wrote something the AOF could not take
+/// yet. Its output goes out once the write succeeds, so no client hears of a write
+/// that is not in the file (Redis sends it anyway and may lose it).
+pub fn reply_waits_for_write(ex: &Executor, slot: usize) -> bool {
+    ex.aof.as_ref().is_some_and(|a| {
+        a.last_write_errno != 0
+            && !ex.stream.buf.is_empty()
+            && ex.client(slot).aof_woff > a.written_pos
+    })
+}
+
 /// Writes the stream's pending commands to the incremental file; with `always`,
 /// fdatasyncs before returning. Called once per loop turn before replies go out.
+///
+/// A failed write (a full disk) keeps the commands buffered and is retried on the
+/// next call; a partial one is cut back off the file first, so the file never ends
+/// in a torn command (if even the truncation fails, the written part is kept and
+/// dropped from the buffer, as Redis does). Meanwhile writes are refused with
+/// MISCONF (`write_error`), and the replies of the writes already made wait
+/// (`reply_waits_for_write`). With `appendfsync always` a failed write is fatal.
 pub fn flush(ex: &mut Executor) {
     // Replicas get the same bytes (src/replication).
     crate::replication::feed(ex);
@@ -601,7 +702,7 @@ pub fn flush(ex: &mut Executor) {
         return;
     }
     let write_start = Instant::now();
-    let written = aof.file.write_all(&ex.stream.buf);
+    let (mut written, failure) = write_file(aof, &ex.stream.buf);
     // Latency monitor events as Redis names them: the write's class, then `aof-write`.
     let threshold = ex.config.latency_monitor_threshold;
     if threshold > 0 {
@@ -616,25 +717,72 @@ pub fn flush(ex: &mut Executor) {
         ex.latency.add_if_needed(threshold, class, ms);
         ex.latency.add_if_needed(threshold, "aof-write", ms);
     }
-    match written {
-        Ok(()) => {
-            aof.incr_size += ex.stream.buf.len() as u64;
-            ex.stream.clear();
-            aof.written_pos = ex.stream.position();
-            aof.unsynced = true;
-            aof.last_write_ok = true;
+    if let Some(e) = failure {
+        let log = aof
+            .last_error_log
+            .is_none_or(|t| t.elapsed() >= WRITE_ERROR_LOG_EVERY);
+        if log {
+            aof.last_error_log = Some(Instant::now());
         }
-        Err(e) => {
-            aof.last_write_ok = false;
-            crate::log::warning(&format!("Error writing to the AOF file: {e}"));
-            if aof.fsync == Fsync::Always {
-                // Replies must not announce writes that are not durable.
-                crate::log::warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
-                std::process::exit(1);
+        let errno = if written == 0 {
+            if log {
+                crate::log::warning(&format!("Error writing to the AOF file: {}", io_text(&e)));
             }
-            return;
+            e.raw_os_error().unwrap_or(libc::EIO)
+        } else {
+            if log {
+                crate::log::warning(&format!(
+                    "Short write while writing to the AOF file: (nwritten={written}, expected={})",
+                    ex.stream.buf.len()
+                ));
+            }
+            let cut = aof
+                .file
+                .set_len(aof.incr_size)
+                .and_then(|()| aof.file.seek(SeekFrom::Start(aof.incr_size)).map(|_| ()));
+            match cut {
+                Ok(()) => {
+                    if let Some(r) = aof.space_left.as_mut() {
+                        *r += written as u64;
+                    }
+                    written = 0;
+                }
+                Err(te) => {
+                    if log {
+                        crate::log::warning(&format!("Could not remove short write from the append-only file.  Cinnabar may refuse to load the AOF the next time it starts.  ftruncate: {}", io_text(&te)));
+                    }
+                }
+            }
+            // A short write means the disk is full, whatever stopped the last call.
+            libc::ENOSPC
+        };
+        if aof.fsync == Fsync::Always {
+            // The turn's replies (writes and reads) are built and its changes cannot
+            // be rolled back: with the promise that every acknowledged or observed
+            // write is on disk, the only way out is to exit.
+            crate::log::warning(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
+            );
+            std::process::exit(1);
         }
+        aof.last_write_errno = errno;
+        if written > 0 {
+            // The truncation failed: what reached the file stays, the rest is retried.
+            aof.incr_size += written as u64;
+            ex.stream.consume_front(written);
+            aof.written_pos = ex.stream.position() - ex.stream.buf.len() as u64;
+            aof.unsynced = true;
+        }
+        return;
     }
+    if aof.last_write_errno != 0 {
+        crate::log::notice("AOF write error looks solved, Cinnabar can write again.");
+        aof.last_write_errno = 0;
+    }
+    aof.incr_size += written as u64;
+    ex.stream.clear();
+    aof.written_pos = ex.stream.position();
+    aof.unsynced = true;
     if aof.fsync == Fsync::Always {
         let sync_start = Instant::now();
         let synced = aof.file.sync_data();
@@ -642,7 +790,8 @@ pub fn flush(ex: &mut Executor) {
         ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
         if let Err(e) = synced {
             crate::log::warning(&format!(
-                "Can't persist the AOF with fsync (policy always): {e}. Exiting..."
+                "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+                io_text(&e)
             ));
             std::process::exit(1);
         }
@@ -653,16 +802,26 @@ pub fn flush(ex: &mut Executor) {
     }
 }
 
+/// An I/O error in strerror's words.
+fn io_text(e: &std::io::Error) -> String {
+    e.raw_os_error().map_or_else(|| e.to_string(), errno_text)
+}
+
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
     flush(ex);
     let Some(aof) = ex.aof.as_mut() else { return };
-    // The everysec fsync in flight finished: what it covered is on disk.
+    // The everysec fsync in flight finished: what it covered is on disk, unless it
+    // failed (then the next second tries again).
     if aof.fsynced_pos < aof.sync_target
         && aof.fsync_thread.as_ref().is_none_or(|t| t.is_finished())
     {
-        aof.fsynced_pos = aof.sync_target;
-        crate::commands::waitaof::fsync_progress(ex);
+        if aof.fsync_errno.load(Ordering::Relaxed) == 0 {
+            aof.fsynced_pos = aof.sync_target;
+            crate::commands::waitaof::fsync_progress(ex);
+        } else {
+            aof.unsynced = true;
+        }
     }
     let Some(aof) = ex.aof.as_mut() else { return };
     if aof.fsync == Fsync::EverySec
@@ -674,18 +833,41 @@ pub fn cron(ex: &mut Executor) {
             aof.unsynced = false;
             aof.last_fsync = Instant::now();
             aof.sync_target = aof.written_pos;
+            let status = aof.fsync_errno.clone();
+            let fail_with = aof.fsync_fail_with;
             aof.fsync_thread = std::thread::Builder::new()
                 .name("cinnabar-aof-fsync".into())
                 .spawn(move || {
-                    if let Err(e) = f.sync_data() {
-                        crate::log::warning(&format!("AOF fsync failed: {e}"));
+                    let synced = match fail_with {
+                        0 => f.sync_data(),
+                        e => Err(std::io::Error::from_raw_os_error(e)),
+                    };
+                    match synced {
+                        // As Redis's bio: EBADF/EINVAL mean the file cannot be synced at
+                        // all (not a disk error).
+                        Err(e)
+                            if !matches!(
+                                e.raw_os_error(),
+                                Some(libc::EBADF) | Some(libc::EINVAL)
+                            ) =>
+                        {
+                            let code = e.raw_os_error().unwrap_or(libc::EIO);
+                            if status.swap(code, Ordering::Relaxed) == 0 {
+                                crate::log::warning(&format!(
+                                    "Fail to fsync the AOF file: {}",
+                                    io_text(&e)
+                                ));
+                            }
+                        }
+                        Err(_) => {}
+                        Ok(()) => status.store(0, Ordering::Relaxed),
                     }
                 })
                 .ok();
         }
     }
     let Some(aof) = ex.aof.as_mut() else { return };
-    if aof.rewrite.is_none() && !ex.persist.busy() {
+    if aof.rewrite.is_none() && !ex.persist.busy() && aof.last_write_errno == 0 {
         let pct = ex.config.auto_aof_rewrite_percentage;
         let min = ex.config.auto_aof_rewrite_min_size;
         let base = aof.base_size.max(1);
@@ -712,6 +894,15 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     flush(ex);
     if ex.persist.busy() {
         return Err("a snapshot is already in progress".into());
+    }
+    let errno = ex.aof.as_ref().map_or(0, |a| a.last_write_errno);
+    if errno != 0 {
+        // Commands the image will hold are still buffered: written to the new
+        // incremental file later, they would be applied twice on load.
+        return Err(format!(
+            "Error writing to the AOF file: {}",
+            errno_text(errno)
+        ));
     }
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
@@ -862,7 +1053,7 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
             a.rewrite_scheduled as u8,
             if a.last_rewrite_ok { "ok" } else { "err" },
             a.rewrites,
-            if a.last_write_ok { "ok" } else { "err" },
+            if write_error(ex).is_none() { "ok" } else { "err" },
             a.base_size + a.incr_size,
             a.base_size,
             ex.stream.buf.len(),
