@@ -442,6 +442,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         Ok(t) => Manifest::parse(&t)?,
         Err(_) => Manifest::default(),
     };
+    let on_disk = (!m.incrs.is_empty()).then(|| m.clone());
     let mut base_size = 0;
     if m.base.is_none() && m.incrs.is_empty() {
         let base = Part {
@@ -469,7 +470,10 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
     let incr = m.incrs.last().cloned().expect("one incremental file");
     let file = open_append(&dir.join(&incr.name)).map_err(|e| e.to_string())?;
     let incr_size = file.metadata().map(|md| md.len()).unwrap_or(0);
-    publish_manifest(&dir, &prefix, &m).map_err(|e| e.to_string())?;
+    // A complete manifest is left as it is: a restart on a full disk needs no room.
+    if on_disk.as_ref() != Some(&m) {
+        publish_manifest(&dir, &prefix, &m).map_err(|e| e.to_string())?;
+    }
     ex.aof = Some(Box::new(Aof {
         dir,
         prefix,
