@@ -54,47 +54,123 @@ pub struct Manifest {
     pub incrs: Vec<Part>,
 }
 
+/// Redis's MANIFEST_MAX_LINE: a manifest line is read in pieces of this many bytes.
+const MANIFEST_MAX_LINE: usize = 1024;
+
+/// A manifest error as Redis reports it (the banner, the line, the reason).
+fn manifest_error(at: Option<(usize, &[u8])>, reason: &str) -> String {
+    let mut s = String::from("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
+    if let Some((n, line)) = at {
+        s.push_str(&format!(
+            "Reading the manifest file, at line {n}\n>>> '{}'\n",
+            String::from_utf8_lossy(line)
+        ));
+    }
+    s.push_str(reason);
+    s
+}
+
+/// C's atoll: optional sign and leading digits, 0 when there are none.
+fn atoll(s: &[u8]) -> i64 {
+    let s = s.trim_ascii_start();
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut n: i64 = 0;
+    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        n = n.saturating_mul(10).saturating_add((d - b'0') as i64);
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 impl Manifest {
+    /// Parses a manifest with Redis's strictness (aofLoadManifestFromFile): an empty
+    /// file, an over-long or blank line, fewer than three key/value pairs or an odd
+    /// count, a missing `file`/`seq`/`type`, a path, a second base, a non-increasing
+    /// incremental sequence or an unknown type is an error naming the line.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let mut m = Manifest::default();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
+        let mut max_seq: i64 = 0;
+        let mut line_no = 0;
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            // As fgets with a MANIFEST_MAX_LINE buffer reads it.
+            let take = memchr::memchr(b'\n', rest)
+                .map_or(rest.len(), |i| i + 1)
+                .min(MANIFEST_MAX_LINE);
+            let (buf, tail) = rest.split_at(take);
+            rest = tail;
+            line_no += 1;
+            if buf[0] == b'#' {
                 continue;
             }
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if words.len() < 2 || !words.len().is_multiple_of(2) {
-                return Err(format!("Invalid AOF manifest line: {line}"));
+            if !buf.contains(&b'\n') {
+                return Err(manifest_error(
+                    None,
+                    "The AOF manifest file contains too long line",
+                ));
             }
-            let (mut name, mut seq, mut kind) = (None, None, None);
+            let line = buf.trim_ascii();
+            let at = Some((line_no, line));
+            let invalid = || manifest_error(at, "Invalid AOF manifest file format");
+            if line.is_empty() {
+                return Err(invalid());
+            }
+            let words = crate::protocol::parser::split_args(line).ok_or_else(invalid)?;
+            if words.len() < 6 || !words.len().is_multiple_of(2) {
+                return Err(invalid());
+            }
+            let (mut name, mut seq, mut kind) = (None, 0i64, None);
             for kv in words.chunks(2) {
-                match kv[0] {
-                    "file" => name = Some(kv[1].trim_matches('"').to_string()),
-                    "seq" => seq = kv[1].parse::<u64>().ok(),
-                    "type" => kind = kv[1].chars().next(),
-                    _ => {} // unknown keys are ignored, as Redis does
+                if kv[0].eq_ignore_ascii_case(b"file") {
+                    let n = String::from_utf8_lossy(&kv[1]).into_owned();
+                    if n.contains('/') || n.contains('\\') {
+                        return Err(manifest_error(at, "File can't be a path, just a filename"));
+                    }
+                    name = Some(n);
+                } else if kv[0].eq_ignore_ascii_case(b"seq") {
+                    seq = atoll(&kv[1]);
+                } else if kv[0].eq_ignore_ascii_case(b"type") {
+                    kind = kv[1].first().map(|&c| c as char);
                 }
+                // Other keys are ignored (forward compatibility), as Redis does.
             }
-            let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
-                return Err(format!("Invalid AOF manifest line: {line}"));
+            let (Some(name), true, Some(kind)) = (name.filter(|n| !n.is_empty()), seq != 0, kind)
+            else {
+                return Err(invalid());
             };
-            if name.contains('/') {
-                return Err(format!("Invalid AOF file name in manifest: {name}"));
-            }
-            let part = Part { name, seq, kind };
+            let part = Part {
+                name,
+                seq: seq.max(0) as u64,
+                kind,
+            };
             match kind {
                 'b' => {
                     if m.base.is_some() {
-                        return Err("Found duplicate base file information".into());
+                        return Err(manifest_error(at, "Found duplicate base file information"));
                     }
                     m.base = Some(part)
                 }
-                'i' => m.incrs.push(part),
                 'h' => {}
-                _ => return Err(format!("Unknown AOF file type: {kind}")),
+                'i' => {
+                    if seq <= max_seq {
+                        return Err(manifest_error(at, "Found a non-monotonic sequence number"));
+                    }
+                    max_seq = seq;
+                    m.incrs.push(part)
+                }
+                _ => return Err(manifest_error(at, "Unknown AOF file type")),
             }
         }
-        m.incrs.sort_by_key(|p| p.seq);
+        if line_no == 0 {
+            return Err(manifest_error(None, "Found an empty AOF manifest"));
+        }
         Ok(m)
     }
 
@@ -123,7 +199,17 @@ impl Manifest {
     pub fn render(&self) -> String {
         let mut s = String::new();
         for p in self.base.iter().chain(self.incrs.iter()) {
-            s.push_str(&format!("file {} seq {} type {}\n", p.name, p.seq, p.kind));
+            s.push_str("file ");
+            // Quoted as Redis's sdscatrepr when it holds spaces or special bytes.
+            if p.name
+                .bytes()
+                .any(|b| !(0x21..=0x7e).contains(&b) || b == b'"' || b == b'\\')
+            {
+                crate::util::repr(&mut s, p.name.as_bytes());
+            } else {
+                s.push_str(&p.name);
+            }
+            s.push_str(&format!(" seq {} type {}\n", p.seq, p.kind));
         }
         s
     }
@@ -1078,6 +1164,76 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("file x seq").is_err());
         assert!(Manifest::parse("file ../x seq 1 type i").is_err());
+    }
+
+    #[test]
+    fn manifest_errors_are_redis_s() {
+        let reason = |text: &str| {
+            Manifest::parse(text)
+                .unwrap_err()
+                .lines()
+                .last()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(reason(""), "Found an empty AOF manifest");
+        assert_eq!(
+            Manifest::parse("# a comment\n").unwrap(),
+            Manifest::default()
+        );
+        assert_eq!(
+            reason("file a seq 1 type b"),
+            "The AOF manifest file contains too long line"
+        );
+        assert_eq!(
+            reason(&format!("file {} seq 1 type b\n", "a".repeat(1100))),
+            "The AOF manifest file contains too long line"
+        );
+        assert_eq!(
+            reason("file a seq 1 type b\n\nfile c seq 3 type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("filx a seq 1 type b\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 1 type i newkey\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq x type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 2 type i\nfile b seq 1 type i\n"),
+            "Found a non-monotonic sequence number"
+        );
+        assert_eq!(
+            reason("file a seq 1 type b\nfile b seq 2 type b\n"),
+            "Found duplicate base file information"
+        );
+        assert_eq!(reason("file a seq 1 type x\n"), "Unknown AOF file type");
+        assert_eq!(
+            reason("file ../a seq 1 type i\n"),
+            "File can't be a path, just a filename"
+        );
+        let e = Manifest::parse("file a seq 1 type b\nfilx b seq 1 type i\n").unwrap_err();
+        assert!(
+            e.contains("Reading the manifest file, at line 2\n>>> 'filx b seq 1 type i'\n"),
+            "{e}"
+        );
+        // Quoted names (spaces) round-trip; unknown keys and history lines are skipped.
+        let m = Manifest::parse("file \"a b.1.base.rdb\" seq 1 type b\nfile old seq 1 type h extra 1\nfile \"a b.1.incr.aof\" seq 1 type i\n").unwrap();
+        assert_eq!(m.base.as_ref().unwrap().name, "a b.1.base.rdb");
+        assert_eq!(Manifest::parse(&m.render()).unwrap(), m);
+        assert!(m
+            .render()
+            .starts_with("file \"a b.1.base.rdb\" seq 1 type b\n"));
     }
 
     #[test]
