@@ -478,6 +478,17 @@ fn missing_aof_files_refuse_to_load() {
     let (code, log) = refused_start(&dir, &["--appendonly", "yes"]);
     assert_eq!(code, Some(1), "{log}");
     assert!(log.contains("Unable to obtain the AOF file appendonly.aof.2.incr.aof length. stat: No such file or directory"), "{log}");
+    // Manifests that do not describe one consistent history.
+    for (text, reason) in [
+        ("", "Found an empty AOF manifest"),
+        ("file appendonly.aof.1.base.rdb seq 1 type b\n\nfile appendonly.aof.1.incr.aof seq 1 type i\n", "Invalid AOF manifest file format"),
+        ("file appendonly.aof.1.incr.aof seq 2 type i\nfile appendonly.aof.1.base.rdb seq 1 type i\n", "Found a non-monotonic sequence number"),
+    ] {
+        std::fs::write(&manifest, text).unwrap();
+        let (code, log) = refused_start(&dir, &["--appendonly", "yes"]);
+        assert_eq!(code, Some(1), "{log}");
+        assert!(log.contains("*** FATAL AOF MANIFEST FILE ERROR ***") && log.contains(reason), "{log}");
+    }
     // The base deleted.
     std::fs::write(&manifest, &original).unwrap();
     std::fs::remove_file(dir.join("appendonlydir/appendonly.aof.1.base.rdb")).unwrap();
