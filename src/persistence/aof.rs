@@ -256,6 +256,9 @@ pub struct Aof {
     pub space_left: Option<u64>,
     /// DEBUG AOF-FSYNC-ERROR: the everysec fsync fails with this errno (0: it runs).
     pub fsync_fail_with: i32,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write (tests that
+    /// need replies and the write to land in one turn).
+    pub flush_sleep_us: u64,
     /// Turned on at runtime and its first base is not written yet: the manifest on
     /// disk (if any) is stale history, and `file` is the temp incremental file.
     wait_rewrite: bool,
@@ -580,6 +583,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         last_error_log: None,
         space_left: None,
         fsync_fail_with: 0,
+        flush_sleep_us: 0,
         wait_rewrite: false,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -630,6 +634,7 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         last_error_log: None,
         space_left: None,
         fsync_fail_with: 0,
+        flush_sleep_us: 0,
         wait_rewrite: true,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -790,6 +795,9 @@ pub fn flush(ex: &mut Executor) {
     };
     if ex.stream.buf.is_empty() {
         return;
+    }
+    if aof.flush_sleep_us > 0 {
+        std::thread::sleep(Duration::from_micros(aof.flush_sleep_us));
     }
     let write_start = Instant::now();
     let (mut written, failure) = write_file(aof, &ex.stream.buf);
