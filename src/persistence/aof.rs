@@ -405,7 +405,14 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
     let mpath = dir.join(format!("{prefix}.manifest"));
     let text = match std::fs::read_to_string(&mpath) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // No manifest: an old-style single AOF in the working directory, if
+            // any, becomes the base of a new one (Redis 7's upgrade).
+            if !Path::new(&prefix).is_file() {
+                return Ok(false);
+            }
+            render_empty_manifest()
+        }
         Err(e) => {
             return Err(format!(
                 "Can't read the AOF manifest {}: {e}",
@@ -414,6 +421,7 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
         }
     };
     let m = Manifest::parse(&text)?;
+    let m = upgrade_old_style(&dir, &prefix, m)?;
     let start = Instant::now();
     ex.persist.loading = true;
     let slot = ex.connect_internal("aof-loader");
@@ -429,6 +437,55 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
         start.elapsed().as_secs_f64()
     ));
     Ok(true)
+}
+
+fn render_empty_manifest() -> String {
+    "# no files\n".into()
+}
+
+/// Redis 7's upgrade from a single `appendfilename` file in the working directory:
+/// when there is no manifest (or an empty one), or the manifest names only that file
+/// as its base and the AOF directory lacks it (an interrupted upgrade), the file is
+/// moved into the AOF directory as the base of a new manifest.
+fn upgrade_old_style(dir: &Path, prefix: &str, m: Manifest) -> Result<Manifest, String> {
+    if !Path::new(prefix).is_file() {
+        return Ok(m);
+    }
+    let interrupted = m.incrs.is_empty()
+        && m.base.as_ref().is_some_and(|b| b.name == prefix)
+        && !dir.join(prefix).exists();
+    let empty = m.base.is_none() && m.incrs.is_empty();
+    if !(dir.is_dir() && !empty && !interrupted) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "Can't open or create append-only dir {}: {}",
+                dir.display(),
+                io_text(&e)
+            )
+        })?;
+        let upgraded = Manifest {
+            base: Some(Part {
+                name: prefix.to_string(),
+                seq: 1,
+                kind: 'b',
+            }),
+            incrs: Vec::new(),
+        };
+        publish_manifest(dir, prefix, &upgraded).map_err(|e| e.to_string())?;
+        std::fs::rename(prefix, dir.join(prefix)).map_err(|e| {
+            format!(
+                "Error trying to move the old AOF file {prefix} into dir {}: {}",
+                dir.display(),
+                io_text(&e)
+            )
+        })?;
+        crate::log::notice(&format!(
+            "Successfully migrated an old-style AOF file ({prefix}) into the AOF directory ({}).",
+            dir.display()
+        ));
+        return Ok(upgraded);
+    }
+    Ok(m)
 }
 
 fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Result<(), String> {
@@ -457,20 +514,24 @@ fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Resul
                 ))
             }
         };
+        // An RDB image first (a base, or an old-style AOF with an RDB preamble); the
+        // commands after it are replayed like an incremental file's.
+        let mut commands_at = 0;
         if buf.starts_with(b"REDIS") {
             crate::log::notice(&format!(
                 "Reading RDB base file on AOF loading... ({})",
                 part.name
             ));
-            super::snapshot::load_bytes(ex, &buf).map_err(|e| {
+            let (_, used) = super::snapshot::load_image(ex, &buf).map_err(|e| {
                 format!(
                     "Bad file format reading the append only file {}: {e}",
                     part.name
                 )
             })?;
-            continue;
+            commands_at = used;
         }
-        if let Some(at) = replay(ex, slot, &buf, &part.name)? {
+        if let Some(at) = replay(ex, slot, &buf[commands_at..], &part.name)? {
+            let at = commands_at + at;
             if i != last {
                 return Err(format!(
                     "Unexpected end of file reading the append only file {}: it is not the last file, refusing to load",

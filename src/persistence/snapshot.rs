@@ -482,11 +482,17 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
 
 /// Loads an RDB image into the (empty or flushed) keyspace. Expired keys are skipped.
 pub fn load_bytes(ex: &mut Executor, bytes: &[u8]) -> Result<rdb::FileInfo, rdb::Error> {
+    load_image(ex, bytes).map(|(info, _)| info)
+}
+
+/// `load_bytes` for an image that may be followed by more data (an AOF file with an
+/// RDB preamble): also returns the image's length.
+pub fn load_image(ex: &mut Executor, bytes: &[u8]) -> Result<(rdb::FileInfo, usize), rdb::Error> {
     let lim = Limits::from_config(&ex.config);
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
-    let (info, _) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
+    let (info, used) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
     if info.checksum_disabled {
         crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
     }
@@ -514,7 +520,7 @@ pub fn load_bytes(ex: &mut Executor, bytes: &[u8]) -> Result<rdb::FileInfo, rdb:
             info.functions.len()
         ));
     }
-    Ok(info)
+    Ok((info, used))
 }
 
 /// Loads `dbfilename` at startup if it exists. A corrupt or unreadable file is an
