@@ -533,3 +533,46 @@ fn rdb_without_checksum_loads_with_a_notice() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn old_style_aof_with_rdb_preamble_is_upgraded_whole() {
+    let dir = temp_dir("aof-upgrade");
+    // An RDB image followed by commands: Redis 6's single AOF with a preamble.
+    let mut s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["SET", "from_rdb", "1"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SAVE"]), "+OK\r\n");
+    s.kill9();
+    let mut old = std::fs::read(dir.join("dump.rdb")).unwrap();
+    old.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$9\r\nfrom_cmds\r\n$1\r\n2\r\n");
+    std::fs::remove_file(dir.join("dump.rdb")).unwrap();
+    std::fs::write(dir.join("appendonly.aof"), &old).unwrap();
+    let logfile = dir.join("server.log").display().to_string();
+    let s = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--loglevel",
+            "notice",
+            "--logfile",
+            &logfile,
+        ],
+    );
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["GET", "from_rdb"]), "$1\r\n1\r\n");
+    assert_eq!(c.cmd(&["GET", "from_cmds"]), "$1\r\n2\r\n");
+    assert!(!dir.join("appendonly.aof").exists());
+    assert!(dir.join("appendonlydir/appendonly.aof").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap(),
+        "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    assert!(log_of(&dir).contains(
+        "Successfully migrated an old-style AOF file (appendonly.aof) into the AOF directory (appendonlydir)."
+    ));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
