@@ -92,6 +92,11 @@ pub struct Config {
     pub dbfilename: String,
     pub rdbcompression: bool,
     pub rdbchecksum: bool,
+    /// Writes are refused (MISCONF) after a failed BGSAVE while `save` points are set.
+    pub stop_writes_on_bgsave_error: bool,
+    /// A replica whose own AOF/RDB cannot be written keeps applying its master's
+    /// stream (logging) instead of stopping.
+    pub repl_ignore_disk_write_error: bool,
     pub appendonly: bool,
     pub appendfsync: String,
     pub appenddirname: String,
@@ -196,6 +201,8 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             rdbcompression: true,
             rdbchecksum: true,
+            stop_writes_on_bgsave_error: true,
+            repl_ignore_disk_write_error: false,
             appendonly: true,
             appendfsync: "everysec".into(),
             appenddirname: "appendonlydir".into(),
@@ -747,6 +754,16 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     bool_directive!("rdbcompression", rdbcompression, true),
     bool_directive!("rdbchecksum", rdbchecksum, true),
+    bool_directive!(
+        "stop-writes-on-bgsave-error",
+        stop_writes_on_bgsave_error,
+        true
+    ),
+    bool_directive!(
+        "repl-ignore-disk-write-error",
+        repl_ignore_disk_write_error,
+        true
+    ),
     bool_directive!("appendonly", appendonly, true),
     Directive {
         name: "appendfsync",

@@ -64,7 +64,10 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     if aof::rewrite_in_progress(ctx.ex) {
         return Reply::err("ERR Background append only file rewriting already in progress");
     }
-    if ctx.ex.persist.busy() || ctx.client_ref().in_exec {
+    // While the AOF cannot be written the rewrite waits for the write to succeed
+    // (its image would hold the commands still buffered for the old file).
+    let write_failing = ctx.ex.aof.as_ref().is_some_and(|a| a.last_write_errno != 0);
+    if ctx.ex.persist.busy() || ctx.client_ref().in_exec || write_failing {
         if let Some(a) = ctx.ex.aof.as_mut() {
             a.rewrite_scheduled = true;
         }

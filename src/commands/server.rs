@@ -771,6 +771,7 @@ fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
     match name.to_ascii_lowercase().as_slice() {
         b"string" => text("Hello World"),
         b"integer" => Reply::Int(12345),
+        #[allow(clippy::approx_constant)] // Redis's test value, not pi
         b"double" => Reply::Double(3.141),
         b"bignum" => Reply::BigNumber(b"1234567999999999999999999999999999999".to_vec()),
         b"null" => Reply::Null,
@@ -917,6 +918,35 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         };
     }
     if is(sub, "jmap") {
+        return Reply::ok();
+    }
+    // DEBUG AOF-SPACE <bytes>|-1 and DEBUG AOF-FSYNC-ERROR <errno>|0: the AOF's
+    // incremental file fails as on a full disk once it has grown by <bytes>, and the
+    // everysec fsync fails with <errno> (tests of the disk-error paths). DEBUG
+    // AOF-FLUSH-SLEEP <usec>: Redis's sleep before each AOF write.
+    if is(sub, "aof-flush-sleep") && args.len() == 3 {
+        let n = match arg_i64(args[2]) {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        if let Some(aof) = ctx.ex.aof.as_mut() {
+            aof.flush_sleep_us = n.max(0) as u64;
+        }
+        return Reply::ok();
+    }
+    if (is(sub, "aof-space") || is(sub, "aof-fsync-error")) && args.len() == 3 {
+        let n = match arg_i64(args[2]) {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        let Some(aof) = ctx.ex.aof.as_mut() else {
+            return Reply::err("ERR The AOF is off");
+        };
+        if is(sub, "aof-space") {
+            aof.space_left = u64::try_from(n).ok();
+        } else {
+            aof.fsync_fail_with = i32::try_from(n).unwrap_or(libc::EIO);
+        }
         return Reply::ok();
     }
     if let Some(r) = crate::persistence::snapshot::debug(ctx.ex, sub, args.get(2).copied()) {

@@ -404,6 +404,15 @@ impl Executor {
         if max_keys != 0 && self.tracking.total_keys() as u64 > max_keys {
             self.tracking_limit_keys(Some(slot));
         }
+        if let Some(text) = self.disk_error_rejection(slot, cmd) {
+            if cmd.name == "exec" {
+                self.discard_transaction(slot);
+                let abort = format!("EXECABORT Transaction discarded because of: {text}");
+                return self.reject(Some(cmd), Reply::error(abort));
+            }
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), Reply::error(text));
+        }
         if let Some(reply) = crate::replication::readonly_error(self, slot, cmd) {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
@@ -526,6 +535,50 @@ impl Executor {
         if self.notify_classes & class != 0 {
             self.pending_notifications.push((class, event, db, key));
         }
+    }
+
+    /// MISCONF: while data cannot be persisted (`persistence::disk_error`), write
+    /// commands, an EXEC with writes queued and PING are refused, as Redis's
+    /// processCommand does after the OOM check. The master's stream is applied anyway
+    /// only with repl-ignore-disk-write-error; otherwise the replica stops, as in Redis.
+    fn disk_error_rejection(&mut self, slot: usize, cmd: &'static Command) -> Option<String> {
+        let writes = cmd.is_write()
+            || cmd.name == "ping"
+            || (cmd.name == "exec"
+                && self
+                    .client(slot)
+                    .tx
+                    .multi
+                    .as_ref()
+                    .is_some_and(|m| m.queue.iter().any(|q| q.cmd.is_write())));
+        if !writes || self.persist.loading {
+            return None;
+        }
+        let error = crate::persistence::disk_error(self)?;
+        if self
+            .repl
+            .link
+            .as_ref()
+            .is_some_and(|l| l.client == Some(slot))
+        {
+            if !self.config.repl_ignore_disk_write_error && cmd.name != "ping" {
+                crate::log::warning(
+                    "Guru Meditation: Replica was unable to write command to disk.",
+                );
+                std::process::exit(1);
+            }
+            static LAST_LOG_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let now = crate::keyspace::unix_ms() as u64;
+            let last = LAST_LOG_MS.load(std::sync::atomic::Ordering::Relaxed);
+            if now > last + 10_000 {
+                LAST_LOG_MS.store(now, std::sync::atomic::Ordering::Relaxed);
+                crate::log::warning(
+                    "Replica is applying a command even though it is unable to write to disk.",
+                );
+            }
+            return None;
+        }
+        Some(crate::persistence::disk_error_message(error))
     }
 
     fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {

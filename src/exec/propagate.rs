@@ -103,6 +103,13 @@ impl WriteStream {
         self.buf.clear();
     }
 
+    /// Forgets the first `n` buffered bytes (the consumer took only those).
+    pub fn consume_front(&mut self, n: usize) {
+        let n = n.min(self.buf.len());
+        self.buf.drain(..n);
+        self.base += n as u64;
+    }
+
     /// Drops the bytes from absolute position `pos` on (a busy script's partial
     /// effects at SHUTDOWN NOSAVE).
     pub fn truncate_to(&mut self, pos: u64) {

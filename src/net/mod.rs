@@ -78,6 +78,9 @@ struct Net {
     /// first round looked at every socket (net/busy.rs).
     busy_events: Events,
     busy_swept: Option<std::time::Instant>,
+    /// Connections whose output waits for a failed AOF write to succeed
+    /// (`aof::reply_waits_for_write`); looked at again every turn.
+    aof_held: Vec<usize>,
 }
 
 pub struct Server {
@@ -162,6 +165,7 @@ impl Server {
             held: Vec::new(),
             busy_events: Events::with_capacity(256),
             busy_swept: None,
+            aof_held: Vec::new(),
         }));
         ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&net))));
         ex.repl.registry = Some(net.borrow().poll.registry().try_clone()?);
@@ -564,6 +568,11 @@ impl Net {
 
     /// Writes every client with new output once.
     fn flush_pending(&mut self, ex: &mut Executor) {
+        for slot in std::mem::take(&mut self.aof_held) {
+            if let Some(Some(_)) = self.conns.get(slot) {
+                ex.mark_pending_write(slot);
+            }
+        }
         let pending = std::mem::take(&mut ex.pending_writes);
         for slot in pending {
             if let Some(Some(_)) = self.conns.get(slot) {
@@ -582,6 +591,13 @@ impl Net {
             self.close(ex, slot);
             return;
         }
+        if crate::persistence::aof::reply_waits_for_write(ex, slot) {
+            if !self.aof_held.contains(&slot) {
+                self.aof_held.push(slot);
+            }
+            return;
+        }
+        let c = ex.client_mut(slot);
         if c.pending_output() > 0 {
             match conn.stream.write(&c.out[c.out_pos..]) {
                 Ok(n) => {

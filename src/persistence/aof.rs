@@ -21,10 +21,12 @@
 //! the new incremental one, so a crash at any moment loads a complete history.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::cow::Purpose;
 use crate::exec::Executor;
@@ -52,47 +54,123 @@ pub struct Manifest {
     pub incrs: Vec<Part>,
 }
 
+/// Redis's MANIFEST_MAX_LINE: a manifest line is read in pieces of this many bytes.
+const MANIFEST_MAX_LINE: usize = 1024;
+
+/// A manifest error as Redis reports it (the banner, the line, the reason).
+fn manifest_error(at: Option<(usize, &[u8])>, reason: &str) -> String {
+    let mut s = String::from("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
+    if let Some((n, line)) = at {
+        s.push_str(&format!(
+            "Reading the manifest file, at line {n}\n>>> '{}'\n",
+            String::from_utf8_lossy(line)
+        ));
+    }
+    s.push_str(reason);
+    s
+}
+
+/// C's atoll: optional sign and leading digits, 0 when there are none.
+fn atoll(s: &[u8]) -> i64 {
+    let s = s.trim_ascii_start();
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut n: i64 = 0;
+    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        n = n.saturating_mul(10).saturating_add((d - b'0') as i64);
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 impl Manifest {
+    /// Parses a manifest with Redis's strictness (aofLoadManifestFromFile): an empty
+    /// file, an over-long or blank line, fewer than three key/value pairs or an odd
+    /// count, a missing `file`/`seq`/`type`, a path, a second base, a non-increasing
+    /// incremental sequence or an unknown type is an error naming the line.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let mut m = Manifest::default();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
+        let mut max_seq: i64 = 0;
+        let mut line_no = 0;
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            // As fgets with a MANIFEST_MAX_LINE buffer reads it.
+            let take = memchr::memchr(b'\n', rest)
+                .map_or(rest.len(), |i| i + 1)
+                .min(MANIFEST_MAX_LINE);
+            let (buf, tail) = rest.split_at(take);
+            rest = tail;
+            line_no += 1;
+            if buf[0] == b'#' {
                 continue;
             }
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if words.len() < 2 || !words.len().is_multiple_of(2) {
-                return Err(format!("Invalid AOF manifest line: {line}"));
+            if !buf.contains(&b'\n') {
+                return Err(manifest_error(
+                    None,
+                    "The AOF manifest file contains too long line",
+                ));
             }
-            let (mut name, mut seq, mut kind) = (None, None, None);
+            let line = buf.trim_ascii();
+            let at = Some((line_no, line));
+            let invalid = || manifest_error(at, "Invalid AOF manifest file format");
+            if line.is_empty() {
+                return Err(invalid());
+            }
+            let words = crate::protocol::parser::split_args(line).ok_or_else(invalid)?;
+            if words.len() < 6 || !words.len().is_multiple_of(2) {
+                return Err(invalid());
+            }
+            let (mut name, mut seq, mut kind) = (None, 0i64, None);
             for kv in words.chunks(2) {
-                match kv[0] {
-                    "file" => name = Some(kv[1].trim_matches('"').to_string()),
-                    "seq" => seq = kv[1].parse::<u64>().ok(),
-                    "type" => kind = kv[1].chars().next(),
-                    _ => {} // unknown keys are ignored, as Redis does
+                if kv[0].eq_ignore_ascii_case(b"file") {
+                    let n = String::from_utf8_lossy(&kv[1]).into_owned();
+                    if n.contains('/') || n.contains('\\') {
+                        return Err(manifest_error(at, "File can't be a path, just a filename"));
+                    }
+                    name = Some(n);
+                } else if kv[0].eq_ignore_ascii_case(b"seq") {
+                    seq = atoll(&kv[1]);
+                } else if kv[0].eq_ignore_ascii_case(b"type") {
+                    kind = kv[1].first().map(|&c| c as char);
                 }
+                // Other keys are ignored (forward compatibility), as Redis does.
             }
-            let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
-                return Err(format!("Invalid AOF manifest line: {line}"));
+            let (Some(name), true, Some(kind)) = (name.filter(|n| !n.is_empty()), seq != 0, kind)
+            else {
+                return Err(invalid());
             };
-            if name.contains('/') {
-                return Err(format!("Invalid AOF file name in manifest: {name}"));
-            }
-            let part = Part { name, seq, kind };
+            let part = Part {
+                name,
+                seq: seq.max(0) as u64,
+                kind,
+            };
             match kind {
                 'b' => {
                     if m.base.is_some() {
-                        return Err("Found duplicate base file information".into());
+                        return Err(manifest_error(at, "Found duplicate base file information"));
                     }
                     m.base = Some(part)
                 }
-                'i' => m.incrs.push(part),
                 'h' => {}
-                _ => return Err(format!("Unknown AOF file type: {kind}")),
+                'i' => {
+                    if seq <= max_seq {
+                        return Err(manifest_error(at, "Found a non-monotonic sequence number"));
+                    }
+                    max_seq = seq;
+                    m.incrs.push(part)
+                }
+                _ => return Err(manifest_error(at, "Unknown AOF file type")),
             }
         }
-        m.incrs.sort_by_key(|p| p.seq);
+        if line_no == 0 {
+            return Err(manifest_error(None, "Found an empty AOF manifest"));
+        }
         Ok(m)
     }
 
@@ -121,7 +199,17 @@ impl Manifest {
     pub fn render(&self) -> String {
         let mut s = String::new();
         for p in self.base.iter().chain(self.incrs.iter()) {
-            s.push_str(&format!("file {} seq {} type {}\n", p.name, p.seq, p.kind));
+            s.push_str("file ");
+            // Quoted as Redis's sdscatrepr when it holds spaces or special bytes.
+            if p.name
+                .bytes()
+                .any(|b| !(0x21..=0x7e).contains(&b) || b == b'"' || b == b'\\')
+            {
+                crate::util::repr(&mut s, p.name.as_bytes());
+            } else {
+                s.push_str(&p.name);
+            }
+            s.push_str(&format!(" seq {} type {}\n", p.seq, p.kind));
         }
         s
     }
@@ -154,7 +242,23 @@ pub struct Aof {
     pub rewrite_scheduled: bool,
     pub last_rewrite_ok: bool,
     pub rewrites: u64,
-    pub last_write_ok: bool,
+    /// The last write to the incremental file failed with this errno (0: it worked).
+    /// While it is set, writes are refused with MISCONF and the buffered commands are
+    /// retried every turn (`flush`).
+    pub last_write_errno: i32,
+    /// The errno of the last failed background fsync (`everysec`), 0 once one
+    /// succeeds; it refuses writes like a write error.
+    fsync_errno: Arc<AtomicI32>,
+    /// When a write error was last logged (one line per `WRITE_ERROR_LOG_EVERY`).
+    last_error_log: Option<Instant>,
+    /// DEBUG AOF-SPACE: the bytes the incremental file may still grow by before
+    /// writes fail with ENOSPC, as on a full disk (tests); `None`: no limit.
+    pub space_left: Option<u64>,
+    /// DEBUG AOF-FSYNC-ERROR: the everysec fsync fails with this errno (0: it runs).
+    pub fsync_fail_with: i32,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write (tests that
+    /// need replies and the write to land in one turn).
+    pub flush_sleep_us: u64,
     /// Turned on at runtime and its first base is not written yet: the manifest on
     /// disk (if any) is stale history, and `file` is the temp incremental file.
     wait_rewrite: bool,
@@ -301,7 +405,14 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
     let mpath = dir.join(format!("{prefix}.manifest"));
     let text = match std::fs::read_to_string(&mpath) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // No manifest: an old-style single AOF in the working directory, if
+            // any, becomes the base of a new one (Redis 7's upgrade).
+            if !Path::new(&prefix).is_file() {
+                return Ok(false);
+            }
+            render_empty_manifest()
+        }
         Err(e) => {
             return Err(format!(
                 "Can't read the AOF manifest {}: {e}",
@@ -310,6 +421,7 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
         }
     };
     let m = Manifest::parse(&text)?;
+    let m = upgrade_old_style(&dir, &prefix, m)?;
     let start = Instant::now();
     ex.persist.loading = true;
     let slot = ex.connect_internal("aof-loader");
@@ -327,38 +439,99 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
     Ok(true)
 }
 
+fn render_empty_manifest() -> String {
+    "# no files\n".into()
+}
+
+/// Redis 7's upgrade from a single `appendfilename` file in the working directory:
+/// when there is no manifest (or an empty one), or the manifest names only that file
+/// as its base and the AOF directory lacks it (an interrupted upgrade), the file is
+/// moved into the AOF directory as the base of a new manifest.
+fn upgrade_old_style(dir: &Path, prefix: &str, m: Manifest) -> Result<Manifest, String> {
+    if !Path::new(prefix).is_file() {
+        return Ok(m);
+    }
+    let interrupted = m.incrs.is_empty()
+        && m.base.as_ref().is_some_and(|b| b.name == prefix)
+        && !dir.join(prefix).exists();
+    let empty = m.base.is_none() && m.incrs.is_empty();
+    if !(dir.is_dir() && !empty && !interrupted) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "Can't open or create append-only dir {}: {}",
+                dir.display(),
+                io_text(&e)
+            )
+        })?;
+        let upgraded = Manifest {
+            base: Some(Part {
+                name: prefix.to_string(),
+                seq: 1,
+                kind: 'b',
+            }),
+            incrs: Vec::new(),
+        };
+        publish_manifest(dir, prefix, &upgraded).map_err(|e| e.to_string())?;
+        std::fs::rename(prefix, dir.join(prefix)).map_err(|e| {
+            format!(
+                "Error trying to move the old AOF file {prefix} into dir {}: {}",
+                dir.display(),
+                io_text(&e)
+            )
+        })?;
+        crate::log::notice(&format!(
+            "Successfully migrated an old-style AOF file ({prefix}) into the AOF directory ({}).",
+            dir.display()
+        ));
+        return Ok(upgraded);
+    }
+    Ok(m)
+}
+
 fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Result<(), String> {
     let parts: Vec<&Part> = m.base.iter().chain(m.incrs.iter()).collect();
     let last = parts.len().saturating_sub(1);
+    // Every file the manifest names must be there before anything loads: a missing
+    // one (deleted, or never written) would silently drop the writes it held.
+    for part in &parts {
+        if let Err(e) = std::fs::metadata(dir.join(&part.name)) {
+            return Err(format!(
+                "Unable to obtain the AOF file {} length. stat: {}",
+                part.name,
+                io_text(&e)
+            ));
+        }
+    }
     for (i, part) in parts.iter().enumerate() {
         let path = dir.join(&part.name);
         let buf = match std::fs::read(&path) {
             Ok(b) => b,
-            // Redis tolerates a missing empty last incremental file.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && part.kind == 'i' && i == last => {
-                continue
-            }
             Err(e) => {
                 return Err(format!(
-                    "Fatal error: can't open the append only file {}: {e}",
-                    part.name
+                    "Fatal error: can't open the append log file {} for reading: {}",
+                    part.name,
+                    io_text(&e)
                 ))
             }
         };
+        // An RDB image first (a base, or an old-style AOF with an RDB preamble); the
+        // commands after it are replayed like an incremental file's.
+        let mut commands_at = 0;
         if buf.starts_with(b"REDIS") {
             crate::log::notice(&format!(
                 "Reading RDB base file on AOF loading... ({})",
                 part.name
             ));
-            super::snapshot::load_bytes(ex, &buf, false).map_err(|e| {
+            let (_, used) = super::snapshot::load_image(ex, &buf, false).map_err(|e| {
                 format!(
                     "Bad file format reading the append only file {}: {e}",
                     part.name
                 )
             })?;
-            continue;
+            commands_at = used;
         }
-        if let Some(at) = replay(ex, slot, &buf, &part.name)? {
+        if let Some(at) = replay(ex, slot, &buf[commands_at..], &part.name)? {
+            let at = commands_at + at;
             if i != last {
                 return Err(format!(
                     "Unexpected end of file reading the append only file {}: it is not the last file, refusing to load",
@@ -420,6 +593,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         Ok(t) => Manifest::parse(&t)?,
         Err(_) => Manifest::default(),
     };
+    let on_disk = (!m.incrs.is_empty()).then(|| m.clone());
     let mut base_size = 0;
     if m.base.is_none() && m.incrs.is_empty() {
         let base = Part {
@@ -447,7 +621,10 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
     let incr = m.incrs.last().cloned().expect("one incremental file");
     let file = open_append(&dir.join(&incr.name)).map_err(|e| e.to_string())?;
     let incr_size = file.metadata().map(|md| md.len()).unwrap_or(0);
-    publish_manifest(&dir, &prefix, &m).map_err(|e| e.to_string())?;
+    // A complete manifest is left as it is: a restart on a full disk needs no room.
+    if on_disk.as_ref() != Some(&m) {
+        publish_manifest(&dir, &prefix, &m).map_err(|e| e.to_string())?;
+    }
     ex.aof = Some(Box::new(Aof {
         dir,
         prefix,
@@ -463,7 +640,12 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         rewrite_scheduled: false,
         last_rewrite_ok: true,
         rewrites: 0,
-        last_write_ok: true,
+        last_write_errno: 0,
+        fsync_errno: Arc::new(AtomicI32::new(0)),
+        last_error_log: None,
+        space_left: None,
+        fsync_fail_with: 0,
+        flush_sleep_us: 0,
         wait_rewrite: false,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -509,7 +691,12 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         rewrite_scheduled: false,
         last_rewrite_ok: true,
         rewrites: 0,
-        last_write_ok: true,
+        last_write_errno: 0,
+        fsync_errno: Arc::new(AtomicI32::new(0)),
+        last_error_log: None,
+        space_left: None,
+        fsync_fail_with: 0,
+        flush_sleep_us: 0,
         wait_rewrite: true,
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
@@ -589,8 +776,78 @@ pub fn flush_before(ex: &mut Executor, pos: u64) {
     }
 }
 
+/// Redis's AOF_WRITE_LOG_ERROR_RATE: a failing write is logged once per this period.
+const WRITE_ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// An errno as strerror(3) words it ("No space left on device").
+pub fn errno_text(code: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(code).to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Writes `buf` to the incremental file: the bytes written, and the error that
+/// stopped it short. The DEBUG AOF-SPACE limit fails it as a full disk would.
+fn write_file(aof: &mut Aof, buf: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut done = 0;
+    while done < buf.len() {
+        let room = aof
+            .space_left
+            .map_or(usize::MAX, |r| r.min(usize::MAX as u64) as usize);
+        if room == 0 {
+            return (done, Some(std::io::Error::from_raw_os_error(libc::ENOSPC)));
+        }
+        let end = buf.len().min(done.saturating_add(room));
+        match aof.file.write(&buf[done..end]) {
+            Ok(0) => return (done, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => {
+                done += n;
+                if let Some(r) = aof.space_left.as_mut() {
+                    *r -= n as u64;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
+}
+
+/// The errno refusing writes (MISCONF): a failed write, else a failed background
+/// fsync; `None` when the AOF is off or healthy (Redis's writeCommandsDeniedByDiskError).
+pub fn write_error(ex: &Executor) -> Option<i32> {
+    let aof = ex.aof.as_ref()?;
+    if aof.last_write_errno != 0 {
+        return Some(aof.last_write_errno);
+    }
+    match aof.fsync_errno.load(Ordering::Relaxed) {
+        0 => None,
+        e => Some(e),
+    }
+}
+
+/// Whether `slot`'s replies must wait: it wrote something the AOF could not take
+/// yet. Its output goes out once the write succeeds, so no client hears of a write
+/// that is not in the file (Redis sends it anyway and may lose it).
+pub fn reply_waits_for_write(ex: &Executor, slot: usize) -> bool {
+    ex.aof.as_ref().is_some_and(|a| {
+        a.last_write_errno != 0
+            && !ex.stream.buf.is_empty()
+            && ex.client(slot).aof_woff > a.written_pos
+    })
+}
+
 /// Writes the stream's pending commands to the incremental file; with `always`,
 /// fdatasyncs before returning. Called once per loop turn before replies go out.
+///
+/// A failed write (a full disk) keeps the commands buffered and is retried on the
+/// next call; a partial one is cut back off the file first, so the file never ends
+/// in a torn command (if even the truncation fails, the written part is kept and
+/// dropped from the buffer, as Redis does). Meanwhile writes are refused with
+/// MISCONF (`write_error`), and the replies of the writes already made wait
+/// (`reply_waits_for_write`). With `appendfsync always` a failed write is fatal.
 pub fn flush(ex: &mut Executor) {
     // Replicas get the same bytes (src/replication).
     crate::replication::feed(ex);
@@ -601,8 +858,11 @@ pub fn flush(ex: &mut Executor) {
     if ex.stream.buf.is_empty() {
         return;
     }
+    if aof.flush_sleep_us > 0 {
+        std::thread::sleep(Duration::from_micros(aof.flush_sleep_us));
+    }
     let write_start = Instant::now();
-    let written = aof.file.write_all(&ex.stream.buf);
+    let (mut written, failure) = write_file(aof, &ex.stream.buf);
     // Latency monitor events as Redis names them: the write's class, then `aof-write`.
     let threshold = ex.config.latency_monitor_threshold;
     if threshold > 0 {
@@ -617,25 +877,72 @@ pub fn flush(ex: &mut Executor) {
         ex.latency.add_if_needed(threshold, class, ms);
         ex.latency.add_if_needed(threshold, "aof-write", ms);
     }
-    match written {
-        Ok(()) => {
-            aof.incr_size += ex.stream.buf.len() as u64;
-            ex.stream.clear();
-            aof.written_pos = ex.stream.position();
-            aof.unsynced = true;
-            aof.last_write_ok = true;
+    if let Some(e) = failure {
+        let log = aof
+            .last_error_log
+            .is_none_or(|t| t.elapsed() >= WRITE_ERROR_LOG_EVERY);
+        if log {
+            aof.last_error_log = Some(Instant::now());
         }
-        Err(e) => {
-            aof.last_write_ok = false;
-            crate::log::warning(&format!("Error writing to the AOF file: {e}"));
-            if aof.fsync == Fsync::Always {
-                // Replies must not announce writes that are not durable.
-                crate::log::warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
-                std::process::exit(1);
+        let errno = if written == 0 {
+            if log {
+                crate::log::warning(&format!("Error writing to the AOF file: {}", io_text(&e)));
             }
-            return;
+            e.raw_os_error().unwrap_or(libc::EIO)
+        } else {
+            if log {
+                crate::log::warning(&format!(
+                    "Short write while writing to the AOF file: (nwritten={written}, expected={})",
+                    ex.stream.buf.len()
+                ));
+            }
+            let cut = aof
+                .file
+                .set_len(aof.incr_size)
+                .and_then(|()| aof.file.seek(SeekFrom::Start(aof.incr_size)).map(|_| ()));
+            match cut {
+                Ok(()) => {
+                    if let Some(r) = aof.space_left.as_mut() {
+                        *r += written as u64;
+                    }
+                    written = 0;
+                }
+                Err(te) => {
+                    if log {
+                        crate::log::warning(&format!("Could not remove short write from the append-only file.  Cinnabar may refuse to load the AOF the next time it starts.  ftruncate: {}", io_text(&te)));
+                    }
+                }
+            }
+            // A short write means the disk is full, whatever stopped the last call.
+            libc::ENOSPC
+        };
+        if aof.fsync == Fsync::Always {
+            // The turn's replies (writes and reads) are built and its changes cannot
+            // be rolled back: with the promise that every acknowledged or observed
+            // write is on disk, the only way out is to exit.
+            crate::log::warning(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...",
+            );
+            std::process::exit(1);
         }
+        aof.last_write_errno = errno;
+        if written > 0 {
+            // The truncation failed: what reached the file stays, the rest is retried.
+            aof.incr_size += written as u64;
+            ex.stream.consume_front(written);
+            aof.written_pos = ex.stream.position() - ex.stream.buf.len() as u64;
+            aof.unsynced = true;
+        }
+        return;
     }
+    if aof.last_write_errno != 0 {
+        crate::log::notice("AOF write error looks solved, Cinnabar can write again.");
+        aof.last_write_errno = 0;
+    }
+    aof.incr_size += written as u64;
+    ex.stream.clear();
+    aof.written_pos = ex.stream.position();
+    aof.unsynced = true;
     if aof.fsync == Fsync::Always {
         let sync_start = Instant::now();
         let synced = aof.file.sync_data();
@@ -643,7 +950,8 @@ pub fn flush(ex: &mut Executor) {
         ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
         if let Err(e) = synced {
             crate::log::warning(&format!(
-                "Can't persist the AOF with fsync (policy always): {e}. Exiting..."
+                "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+                io_text(&e)
             ));
             std::process::exit(1);
         }
@@ -654,16 +962,26 @@ pub fn flush(ex: &mut Executor) {
     }
 }
 
+/// An I/O error in strerror's words.
+fn io_text(e: &std::io::Error) -> String {
+    e.raw_os_error().map_or_else(|| e.to_string(), errno_text)
+}
+
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
     flush(ex);
     let Some(aof) = ex.aof.as_mut() else { return };
-    // The everysec fsync in flight finished: what it covered is on disk.
+    // The everysec fsync in flight finished: what it covered is on disk, unless it
+    // failed (then the next second tries again).
     if aof.fsynced_pos < aof.sync_target
         && aof.fsync_thread.as_ref().is_none_or(|t| t.is_finished())
     {
-        aof.fsynced_pos = aof.sync_target;
-        crate::commands::waitaof::fsync_progress(ex);
+        if aof.fsync_errno.load(Ordering::Relaxed) == 0 {
+            aof.fsynced_pos = aof.sync_target;
+            crate::commands::waitaof::fsync_progress(ex);
+        } else {
+            aof.unsynced = true;
+        }
     }
     let Some(aof) = ex.aof.as_mut() else { return };
     if aof.fsync == Fsync::EverySec
@@ -675,18 +993,41 @@ pub fn cron(ex: &mut Executor) {
             aof.unsynced = false;
             aof.last_fsync = Instant::now();
             aof.sync_target = aof.written_pos;
+            let status = aof.fsync_errno.clone();
+            let fail_with = aof.fsync_fail_with;
             aof.fsync_thread = std::thread::Builder::new()
                 .name("cinnabar-aof-fsync".into())
                 .spawn(move || {
-                    if let Err(e) = f.sync_data() {
-                        crate::log::warning(&format!("AOF fsync failed: {e}"));
+                    let synced = match fail_with {
+                        0 => f.sync_data(),
+                        e => Err(std::io::Error::from_raw_os_error(e)),
+                    };
+                    match synced {
+                        // As Redis's bio: EBADF/EINVAL mean the file cannot be synced at
+                        // all (not a disk error).
+                        Err(e)
+                            if !matches!(
+                                e.raw_os_error(),
+                                Some(libc::EBADF) | Some(libc::EINVAL)
+                            ) =>
+                        {
+                            let code = e.raw_os_error().unwrap_or(libc::EIO);
+                            if status.swap(code, Ordering::Relaxed) == 0 {
+                                crate::log::warning(&format!(
+                                    "Fail to fsync the AOF file: {}",
+                                    io_text(&e)
+                                ));
+                            }
+                        }
+                        Err(_) => {}
+                        Ok(()) => status.store(0, Ordering::Relaxed),
                     }
                 })
                 .ok();
         }
     }
     let Some(aof) = ex.aof.as_mut() else { return };
-    if aof.rewrite.is_none() && !ex.persist.busy() {
+    if aof.rewrite.is_none() && !ex.persist.busy() && aof.last_write_errno == 0 {
         let pct = ex.config.auto_aof_rewrite_percentage;
         let min = ex.config.auto_aof_rewrite_min_size;
         let base = aof.base_size.max(1);
@@ -713,6 +1054,15 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     flush(ex);
     if ex.persist.busy() {
         return Err("a snapshot is already in progress".into());
+    }
+    let errno = ex.aof.as_ref().map_or(0, |a| a.last_write_errno);
+    if errno != 0 {
+        // Commands the image will hold are still buffered: written to the new
+        // incremental file later, they would be applied twice on load.
+        return Err(format!(
+            "Error writing to the AOF file: {}",
+            errno_text(errno)
+        ));
     }
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
@@ -863,7 +1213,7 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
             a.rewrite_scheduled as u8,
             if a.last_rewrite_ok { "ok" } else { "err" },
             a.rewrites,
-            if a.last_write_ok { "ok" } else { "err" },
+            if write_error(ex).is_none() { "ok" } else { "err" },
             a.base_size + a.incr_size,
             a.base_size,
             ex.stream.buf.len(),
@@ -884,6 +1234,76 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("file x seq").is_err());
         assert!(Manifest::parse("file ../x seq 1 type i").is_err());
+    }
+
+    #[test]
+    fn manifest_errors_are_redis_s() {
+        let reason = |text: &str| {
+            Manifest::parse(text)
+                .unwrap_err()
+                .lines()
+                .last()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(reason(""), "Found an empty AOF manifest");
+        assert_eq!(
+            Manifest::parse("# a comment\n").unwrap(),
+            Manifest::default()
+        );
+        assert_eq!(
+            reason("file a seq 1 type b"),
+            "The AOF manifest file contains too long line"
+        );
+        assert_eq!(
+            reason(&format!("file {} seq 1 type b\n", "a".repeat(1100))),
+            "The AOF manifest file contains too long line"
+        );
+        assert_eq!(
+            reason("file a seq 1 type b\n\nfile c seq 3 type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("filx a seq 1 type b\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 1 type i newkey\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq x type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 2 type i\nfile b seq 1 type i\n"),
+            "Found a non-monotonic sequence number"
+        );
+        assert_eq!(
+            reason("file a seq 1 type b\nfile b seq 2 type b\n"),
+            "Found duplicate base file information"
+        );
+        assert_eq!(reason("file a seq 1 type x\n"), "Unknown AOF file type");
+        assert_eq!(
+            reason("file ../a seq 1 type i\n"),
+            "File can't be a path, just a filename"
+        );
+        let e = Manifest::parse("file a seq 1 type b\nfilx b seq 1 type i\n").unwrap_err();
+        assert!(
+            e.contains("Reading the manifest file, at line 2\n>>> 'filx b seq 1 type i'\n"),
+            "{e}"
+        );
+        // Quoted names (spaces) round-trip; unknown keys and history lines are skipped.
+        let m = Manifest::parse("file \"a b.1.base.rdb\" seq 1 type b\nfile old seq 1 type h extra 1\nfile \"a b.1.incr.aof\" seq 1 type i\n").unwrap();
+        assert_eq!(m.base.as_ref().unwrap().name, "a b.1.base.rdb");
+        assert_eq!(Manifest::parse(&m.render()).unwrap(), m);
+        assert!(m
+            .render()
+            .starts_with("file \"a b.1.base.rdb\" seq 1 type b\n"));
     }
 
     #[test]

@@ -11,7 +11,38 @@ pub mod cow;
 pub mod rdb;
 pub mod snapshot;
 
+use crate::exec::Executor;
 use crate::keyspace::{Keyspace, Object, Value};
+
+/// Why writes are refused because data cannot be persisted (Redis's
+/// writeCommandsDeniedByDiskError).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskError {
+    /// The last BGSAVE failed, `save` points are set and stop-writes-on-bgsave-error
+    /// is on; a successful SAVE or BGSAVE clears it.
+    Rdb,
+    /// The AOF cannot be written (or fsynced): the errno; clears itself when a retry
+    /// succeeds.
+    Aof(i32),
+}
+
+pub fn disk_error(ex: &Executor) -> Option<DiskError> {
+    if ex.config.stop_writes_on_bgsave_error
+        && !ex.config.save_params.is_empty()
+        && !ex.persist.last_bgsave_ok
+    {
+        return Some(DiskError::Rdb);
+    }
+    aof::write_error(ex).map(DiskError::Aof)
+}
+
+/// The MISCONF error text (without its leading `-`) for a refused command.
+pub fn disk_error_message(e: DiskError) -> String {
+    match e {
+        DiskError::Rdb => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.".into(),
+        DiskError::Aof(errno) => format!("MISCONF Errors writing to the AOF file: {}", aof::errno_text(errno)),
+    }
+}
 
 /// Registers a hash whose fields carry TTLs with the active field-expiry index, so a
 /// loaded or restored hash expires its fields like one built by HEXPIRE.

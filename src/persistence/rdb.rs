@@ -126,7 +126,8 @@ impl fmt::Display for Error {
             Error::Library(m) => write!(f, "Failed loading library, {m}"),
             Error::Checksum { expected, actual } => write!(
                 f,
-                "Wrong RDB checksum expected: ({expected:x}) got: ({actual:x}). Aborting now."
+                // Redis's words: "expected" is the computed sum, "got" the stored one.
+                "Wrong RDB checksum expected: ({actual:x}) but got ({expected:x}). Aborting now."
             ),
         }
     }
@@ -1257,6 +1258,9 @@ pub struct FileInfo {
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
     /// FUNCTION libraries' source code, in file order.
     pub functions: Vec<Vec<u8>>,
+    /// The file's checksum is 0: it was saved with rdbchecksum off, and nothing was
+    /// verified (the loader says so, as Redis does).
+    pub checksum_disabled: bool,
 }
 
 /// A key read from a file, with the metadata that precedes it.
@@ -1357,7 +1361,9 @@ fn parse_file(
                 let end = r.pos;
                 if version >= 5 {
                     let expected = r.i64_le()? as u64;
-                    if expected != 0 {
+                    if expected == 0 {
+                        info.checksum_disabled = true;
+                    } else {
                         let actual = crc64(&buf[..end]);
                         if expected != actual {
                             return Err(Error::Checksum { expected, actual });

@@ -270,13 +270,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// SAVE: a synchronous snapshot. Errors are logged and reported as `Err`.
+/// SAVE: a synchronous snapshot. Errors are logged and reported as `Err`; success
+/// clears a failed BGSAVE's status (and so the MISCONF it caused).
 pub fn save(ex: &mut Executor) -> std::io::Result<()> {
     let bytes = match serialize(ex) {
         Ok(b) => b,
         Err(why) => {
             crate::log::warning(&format!("Failed saving the DB: {why}"));
-            ex.persist.last_bgsave_ok = false;
             return Err(std::io::Error::other(why));
         }
     };
@@ -291,9 +291,10 @@ pub fn save(ex: &mut Executor) -> std::io::Result<()> {
             ex.persist.rdb_saves += 1;
             Ok(())
         }
+        // A failed SAVE leaves the last background save's status as it was (Redis's
+        // rdbSave); only BGSAVE outcomes arm stop-writes-on-bgsave-error.
         Err(e) => {
             crate::log::warning(&format!("Failed saving the DB: {e}"));
-            ex.persist.last_bgsave_ok = false;
             Err(e)
         }
     }
@@ -521,11 +522,24 @@ pub fn load_bytes(
     bytes: &[u8],
     merge: bool,
 ) -> Result<rdb::FileInfo, rdb::Error> {
+    load_image(ex, bytes, merge).map(|(info, _)| info)
+}
+
+/// `load_bytes` for an image that may be followed by more data (an AOF file with an
+/// RDB preamble): also returns the image's length.
+pub fn load_image(
+    ex: &mut Executor,
+    bytes: &[u8],
+    merge: bool,
+) -> Result<(rdb::FileInfo, usize), rdb::Error> {
     let lim = Limits::from_config(&ex.config);
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
-    let (info, _) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
+    let (info, used) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
+    if info.checksum_disabled {
+        crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
+    }
     if let Some(k) = loaded.iter().find(|k| k.db >= ndbs) {
         return Err(rdb::Error::Corrupt(format!(
             "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
@@ -560,7 +574,7 @@ pub fn load_bytes(
     }
     ex.persist.last_load_keys = keys;
     ex.persist.last_load_expired = expired;
-    Ok(info)
+    Ok((info, used))
 }
 
 /// Loads `dbfilename` at startup if it exists. A corrupt or unreadable file is an

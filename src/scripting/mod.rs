@@ -459,6 +459,11 @@ impl CallCtx<'_> {
         {
             return e;
         }
+        if cmd.is_write() {
+            if let Some(e) = crate::persistence::disk_error(self.ex) {
+                return Reply::error(crate::persistence::disk_error_message(e));
+            }
+        }
         if cmd.is_write() && !crate::replication::enough_good_replicas(self.ex) {
             return Reply::err(crate::replication::NOREPLICAS);
         }
