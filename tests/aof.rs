@@ -481,3 +481,89 @@ fn a_single_write_of_a_transaction_is_not_wrapped() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The AOF's commands split into argument lists (RESP arrays of bulk strings).
+fn aof_commands(text: &str) -> Vec<Vec<String>> {
+    let mut lines = text.split("\r\n");
+    let mut out = Vec::new();
+    while let Some(head) = lines.next() {
+        let Some(n) = head.strip_prefix('*') else {
+            continue;
+        };
+        let n: usize = n.parse().unwrap();
+        let mut args = Vec::new();
+        for _ in 0..n {
+            lines.next();
+            args.push(lines.next().unwrap().to_string());
+        }
+        out.push(args);
+    }
+    out
+}
+
+/// Redis 7's propagation of expiries: SET/SETEX/PSETEX with a relative time as
+/// `SET k v PXAT ms`, GETEX as PEXPIREAT/PERSIST/DEL, RESTORE with ABSTTL; and a read
+/// command that lazily expired a key is not propagated, only the DEL.
+#[test]
+fn expiries_are_propagated_as_absolute_times() {
+    let dir = temp_dir("aof-ttl");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "a", "1", "EX", "100"]);
+    c.cmd(&["SET", "b", "1", "PXAT", "99999999999999"]);
+    c.cmd(&["SETEX", "c", "100", "1"]);
+    c.cmd(&["PSETEX", "d", "100000", "1"]);
+    c.cmd(&["GETEX", "a", "PX", "5000"]);
+    c.cmd(&["GETEX", "a", "PERSIST"]);
+    c.cmd(&["GETEX", "a"]);
+    let mut rc = s.client();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("c").query(&mut rc).unwrap();
+    let ok: String = redis::cmd("RESTORE")
+        .arg("e")
+        .arg(100000)
+        .arg(payload)
+        .query(&mut rc)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SET", "gone", "1", "PX", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(c.cmd(&["GET", "gone"]), "$-1\r\n");
+    let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+    let cmds = aof_commands(&String::from_utf8_lossy(&incr));
+    let shape: Vec<String> = cmds
+        .iter()
+        .map(|a| {
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    if x.len() == 13 && x.bytes().all(|b| b.is_ascii_digit()) {
+                        "<ms>"
+                    } else if i == 3 && a[0] == "RESTORE" {
+                        "<payload>"
+                    } else {
+                        x
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "SELECT 0",
+            "SET a 1 PXAT <ms>",
+            "SET b 1 PXAT 99999999999999",
+            "SET c 1 PXAT <ms>",
+            "SET d 1 PXAT <ms>",
+            "PEXPIREAT a <ms>",
+            "PERSIST a",
+            "RESTORE e <ms> <payload> ABSTTL",
+            "SET gone 1 PXAT <ms>",
+            "DEL gone",
+        ]
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

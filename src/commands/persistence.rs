@@ -176,20 +176,12 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             e.set_lru(field);
         }
     }
-    // Replay must not depend on when it happens: an absolute TTL, and REPLACE since
-    // the replayed stream already reproduced whatever was there.
-    let mut prop: Vec<Vec<u8>> = vec![
-        b"RESTORE".to_vec(),
-        key.to_vec(),
-        expire.unwrap_or(0).to_string().into_bytes(),
-        args[3].to_vec(),
-        b"ABSTTL".to_vec(),
-        b"REPLACE".to_vec(),
-    ];
-    if let Some(s) = idle {
-        prop.extend([b"IDLETIME".to_vec(), s.to_string().into_bytes()]);
-    } else if let Some(f) = freq {
-        prop.extend([b"FREQ".to_vec(), f.to_string().into_bytes()]);
+    // Sent as given, except that a relative TTL becomes the absolute time plus ABSTTL
+    // (Redis 7), so that replay does not depend on when it happens.
+    let mut prop: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+    if let (Some(at), false) = (expire, absttl) {
+        prop[2] = at.to_string().into_bytes();
+        prop.push(b"ABSTTL".to_vec());
     }
     ctx.propagate_as(vec![prop]);
     ctx.notify(notify::GENERIC, "restore", key);

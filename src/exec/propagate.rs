@@ -179,6 +179,11 @@ impl Executor {
         if self.ks.dirty <= mark.dirty && !forced {
             return;
         }
+        // A read command that deleted expired keys on its way moved `dirty`: those
+        // deletions went out as DELs above, the read itself is never sent.
+        if !cmd.is_write() && !forced && over.is_none() {
+            return;
+        }
         if let Some(cmds) = over {
             for c in cmds {
                 let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
@@ -227,13 +232,35 @@ impl Executor {
                 Some(None) => self.stream.append(db, &[b"PERSIST", key]),
                 None => self.stream.append(db, &[b"DEL", key]),
             },
-            "set" | "setex" | "psetex" | "getex" => {
-                self.stream.append(db, args);
-                if let Some(Some(at)) = expire_of(self, key) {
+            // Redis 7: a relative or second-based expiry is sent as `SET key value PXAT
+            // ms`, so replicas and a replayed AOF expire at the same instant; a key
+            // that expired at once is sent as DEL.
+            "set" | "setex" | "psetex" => {
+                let value = if cmd.name == "set" { args[2] } else { args[3] };
+                let relative = cmd.name != "set"
+                    || args[3..].iter().any(|a| {
+                        a.eq_ignore_ascii_case(b"ex")
+                            || a.eq_ignore_ascii_case(b"px")
+                            || a.eq_ignore_ascii_case(b"exat")
+                    });
+                match expire_of(self, key) {
+                    Some(Some(at)) if relative => {
+                        let at = at.to_string();
+                        self.stream
+                            .append(db, &[b"SET", key, value, b"PXAT", at.as_bytes()]);
+                    }
+                    None if relative => self.stream.append(db, &[b"DEL", key]),
+                    _ => self.stream.append(db, args),
+                }
+            }
+            "getex" => match expire_of(self, key) {
+                Some(Some(at)) => {
                     let at = at.to_string();
                     self.stream.append(db, &[b"PEXPIREAT", key, at.as_bytes()]);
                 }
-            }
+                Some(None) => self.stream.append(db, &[b"PERSIST", key]),
+                None => self.stream.append(db, &[b"DEL", key]),
+            },
             "hexpire" | "hpexpire" | "hexpireat" => {
                 let n = crate::util::numeric::parse_i64(args[2]).unwrap_or(0);
                 let at = match cmd.name {
