@@ -567,3 +567,24 @@ fn expiries_are_propagated_as_absolute_times() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// DEBUG LOADAOF rebuilds the dataset from the AOF files, TTLs included.
+#[test]
+fn debug_loadaof_reloads_the_dataset_from_the_aof() {
+    let dir = temp_dir("aof-loadaof");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "foo", "bar", "EX", "100"]);
+    c.cmd(&["SET", "foo", "bar2", "KEEPTTL"]);
+    c.cmd(&["SET", "p", "v", "EX", "100"]);
+    c.cmd(&["GETEX", "p", "PERSIST"]);
+    c.cmd(&["RPUSH", "l", "a", "b"]);
+    let before = c.cmd(&["DEBUG", "DIGEST"]);
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), before);
+    assert_eq!(c.cmd(&["GET", "foo"]), "$4\r\nbar2\r\n");
+    assert_ne!(c.cmd(&["TTL", "foo"]), ":-1\r\n");
+    assert_eq!(c.cmd(&["TTL", "p"]), ":-1\r\n");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

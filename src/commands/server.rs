@@ -825,6 +825,8 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Reply with a test value of the specified type. <type> can be: string,",
                 "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
                 "    true, false.",
+                "LOADAOF",
+                "    Flush the AOF buffers on disk and reload the AOF in memory.",
                 "DIGEST",
                 "    Output a hex signature representing the current DB content.",
                 "DIGEST-VALUE <key> [<key> ...]",
@@ -891,6 +893,22 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.ex.active_expire = args[2] != b"0";
+        return Reply::ok();
+    }
+    if is(sub, "loadaof") && args.len() == 2 {
+        // The AOF's buffered tail reaches the file, then the dataset is rebuilt from it.
+        if ctx.ex.config.appendonly {
+            crate::persistence::aof::flush(ctx.ex);
+        }
+        ctx.ex.signal_flushed_db(None);
+        ctx.ex.ks.flush_all(false);
+        crate::scripting::functions::flush_libraries(ctx.ex);
+        if let Err(e) = crate::persistence::aof::load_with_retry(ctx.ex) {
+            crate::log::warning(&format!("DEBUG LOADAOF: {e}"));
+            return Reply::err("ERR Error trying to load the AOF files, check server logs.");
+        }
+        ctx.ex.ks.dirty = 0;
+        crate::log::notice("Append Only File loaded by DEBUG LOADAOF");
         return Reply::ok();
     }
     if is(sub, "reload") {
