@@ -588,3 +588,27 @@ fn debug_loadaof_reloads_the_dataset_from_the_aof() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SCAN deletes the expired keys it meets; each goes out as its own DEL.
+#[test]
+fn scan_deletes_expired_keys_it_meets() {
+    let dir = temp_dir("aof-scan");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SET", "foo1", "x", "PX", "1"]);
+    c.cmd(&["SET", "foo2", "x", "PX", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(c.cmd(&["SCAN", "0"]), "*2\r\n$1\r\n0\r\n*0\r\n");
+    assert_eq!(c.cmd(&["DBSIZE"]), ":0\r\n");
+    let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+    let mut shape: Vec<String> = aof_commands(&String::from_utf8_lossy(&incr))
+        .into_iter()
+        .map(|a| a.join(" "))
+        .filter(|l| l.starts_with("DEL"))
+        .collect();
+    shape.sort();
+    assert_eq!(shape, ["DEL foo1", "DEL foo2"]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -332,11 +332,13 @@ fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let now = ctx.now_ms;
     let table = &ctx.ex.ks.dbs[ctx.db].table;
     let mut found: Vec<Vec<u8>> = Vec::new();
+    let mut expired: Vec<Vec<u8>> = Vec::new();
     let mut cursor = cursor;
     let mut iterations = count.saturating_mul(10);
     loop {
         cursor = table.scan(cursor, |e| {
             if matches!(e.expire(), Some(t) if t <= now) {
+                expired.push(e.key().to_vec());
                 return;
             }
             if let Some(p) = pattern {
@@ -355,6 +357,10 @@ fn scan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         if cursor == 0 || iterations <= 0 || found.len() as i64 >= count {
             break;
         }
+    }
+    // Expired keys met on the way are deleted, as a lookup would (Redis 7.4).
+    for key in expired {
+        ctx.ex.ks.expire_if_needed(ctx.db, &key, now);
     }
     Reply::Array(vec![
         Reply::Bulk(cursor.to_string().into_bytes()),
