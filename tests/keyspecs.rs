@@ -78,3 +78,51 @@ fn getkeysandflags_per_key() {
         ),
     ]);
 }
+
+#[test]
+fn getkeys_errors_and_resolved_flags_as_redis() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "SET", "k1", "v1"],
+            "*1\r\n*2\r\n$2\r\nk1\r\n*2\r\n+OW\r\n+update\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "SET", "k1", "v1", "get"],
+            "*1\r\n*2\r\n$2\r\nk1\r\n*3\r\n+RW\r\n+access\r\n+update\r\n",
+        ),
+        (
+            &[
+                "COMMAND",
+                "GETKEYSANDFLAGS",
+                "BITFIELD",
+                "b",
+                "GET",
+                "u8",
+                "0",
+            ],
+            "*1\r\n*2\r\n$1\r\nb\r\n*2\r\n+RO\r\n+access\r\n",
+        ),
+        (
+            &[
+                "COMMAND",
+                "GETKEYSANDFLAGS",
+                "ZINTERSTORE",
+                "zz",
+                "1443677133621497600",
+                "asdf",
+            ],
+            "-ERR Invalid arguments specified for command\r\n",
+        ),
+        (&["COMMAND", "GETKEYS", "EVAL", "return 1", "0"], "*0\r\n"),
+        (
+            &["COMMAND", "GETKEYS", "PING"],
+            "-ERR The command has no key arguments\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "GET"],
+            "-ERR Invalid number of arguments specified for command\r\n",
+        ),
+    ]);
+}

@@ -77,7 +77,7 @@ static COMMAND_SUBCOMMANDS: &[Command] = &[
     ),
     command!(
         "command|getkeys",
-        -4,
+        -3,
         LOADING | STALE,
         (0, 0, 0),
         CONN_SLOW,
@@ -89,7 +89,7 @@ static COMMAND_SUBCOMMANDS: &[Command] = &[
     ),
     command!(
         "command|getkeysandflags",
-        -4,
+        -3,
         LOADING | STALE,
         (0, 0, 0),
         CONN_SLOW,
@@ -555,6 +555,14 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
             cmd = sub;
         }
     }
+    let has_keys = match cmd.key_spec {
+        KeySpec::None => false,
+        KeySpec::Range => cmd.first_key > 0,
+        _ => true,
+    };
+    if !has_keys {
+        return Err(Reply::err("ERR The command has no key arguments"));
+    }
     if !crate::commands::arity_ok(cmd.arity, target.len()) {
         return Err(Reply::err(
             "ERR Invalid number of arguments specified for command",
@@ -565,8 +573,8 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
         // The destination precedes the counted sources (its own key spec).
         keys.insert(0, 1);
     }
-    if keys.is_empty() {
-        return Err(Reply::err("ERR The command has no key arguments"));
+    if keys.is_empty() && cmd.flags & flags::NO_MANDATORY_KEYS == 0 {
+        return Err(Reply::err("ERR Invalid arguments specified for command"));
     }
     Ok((cmd, keys))
 }
@@ -578,15 +586,47 @@ fn command_getkeys(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
 }
 
+/// The key flags of SET and BITFIELD, whose key specs say `variable_flags`, resolved
+/// from the arguments as Redis's setGetKeys and bitfieldGetKeys do.
+fn resolved_key_flags(cmd: &Command, target: &[&[u8]]) -> Option<&'static [&'static str]> {
+    match cmd.name {
+        "set" => Some(if target[3..].iter().any(|a| super::is(a, "get")) {
+            &["RW", "access", "update"]
+        } else {
+            &["OW", "update"]
+        }),
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < target.len() {
+                let rest = target.len() - i - 1;
+                if super::is(target[i], "get") && rest >= 2 {
+                    i += 3;
+                } else if super::is(target[i], "overflow") && rest >= 1 {
+                    i += 2;
+                } else {
+                    // SET/INCRBY, or a syntax error: assumed to write.
+                    readonly = false;
+                    break;
+                }
+            }
+            Some(if readonly {
+                &["RO", "access"]
+            } else {
+                &["RW", "access", "update"]
+            })
+        }
+        _ => None,
+    }
+}
+
 fn command_getkeysandflags(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match getkeys_positions(args) {
         Ok((cmd, keys)) => Reply::Array(
             keys.into_iter()
                 .map(|i| {
-                    Reply::Array(vec![
-                        Reply::bulk(args[2 + i]),
-                        flag_set(key_flags_at(cmd, i)),
-                    ])
+                    let flags = resolved_key_flags(cmd, &args[2..]).unwrap_or(key_flags_at(cmd, i));
+                    Reply::Array(vec![Reply::bulk(args[2 + i]), flag_set(flags)])
                 })
                 .collect(),
         ),

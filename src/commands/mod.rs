@@ -176,8 +176,12 @@ impl Command {
                 else {
                     return Vec::new();
                 };
-                let n = n.max(0) as usize;
-                (at + 1..(at + 1 + n).min(args.len())).collect()
+                // A count past the arguments there are gives no keys (Redis's key
+                // specs refuse it too); the command itself answers the error.
+                match usize::try_from(n) {
+                    Ok(n) if n <= args.len() - at - 1 => (at + 1..at + 1 + n).collect(),
+                    _ => Vec::new(),
+                }
             }
         }
     }
