@@ -179,7 +179,7 @@ impl Command {
                 // A count past the arguments there are gives no keys (Redis's key
                 // specs refuse it too); the command itself answers the error.
                 match usize::try_from(n) {
-                    Ok(n) if n <= args.len() - at - 1 => (at + 1..at + 1 + n).collect(),
+                    Ok(n) if n < args.len() - at => (at + 1..at + 1 + n).collect(),
                     _ => Vec::new(),
                 }
             }
