@@ -188,3 +188,37 @@ fn dump_and_restore_match_redis() {
         .unwrap();
     assert_eq!(v, "big");
 }
+
+/// Over maxmemory: a function or flagged script that may write is refused before it
+/// runs; `no-writes` and `allow-oom` ones run; a script without a shebang fails at its
+/// first write that may grow memory.
+#[test]
+fn scripts_and_functions_over_maxmemory() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    let lib = "#!lua name=oomlib\n\
+        redis.register_function('w', function() return redis.call('set', 'x', '1') end)\n\
+        redis.register_function{function_name='r', callback=function() return 'hello' end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='a', callback=function() return redis.call('set', 'y', '1') end, flags={'allow-oom'}}";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), "$6\r\noomlib\r\n");
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    let oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    assert_eq!(c.cmd(&["FCALL", "w", "0"]), oom);
+    assert_eq!(c.cmd(&["FCALL", "r", "0"]), "$5\r\nhello\r\n");
+    assert_eq!(c.cmd(&["FCALL", "a", "0"]), "+OK\r\n");
+    assert_eq!(
+        c.cmd(&["EVAL", "#!lua\nreturn redis.call('set','z','1')", "0"]),
+        oom
+    );
+    let compat = c.cmd(&["EVAL", "return redis.call('set','z','1')", "0"]);
+    assert!(
+        compat.starts_with("-OOM command not allowed when used memory > 'maxmemory'."),
+        "{compat}"
+    );
+    assert_eq!(
+        c.cmd(&["EVAL", "return redis.call('get','y')", "0"]),
+        "$1\r\n1\r\n"
+    );
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(c.cmd(&["FCALL", "w", "0"]), "+OK\r\n");
+}

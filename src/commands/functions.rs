@@ -208,6 +208,9 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
     if ro && !no_writes {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
+    if !ro && scripting::refused_for_oom(ctx.ex, def.flags) {
+        return Reply::err(scripting::OOM);
+    }
     let spec = RunSpec {
         name: &name,
         read_only: ro || no_writes,
@@ -216,6 +219,7 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         as_args: true,
         command: args,
         functions: Some(fns),
+        allow_oom: def.flags & sflags::ALLOW_OOM != 0,
     };
     scripting::run(ctx.ex, ctx.client, lua_slot, &fns.vm, &def.key, &spec)
 }

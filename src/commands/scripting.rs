@@ -157,6 +157,9 @@ fn eval_with(
     };
     let lua_slot = engine.lua_client(ctx.ex);
     let script = &engine.scripts[&*sha];
+    if !ro && scripting::refused_for_oom(ctx.ex, script.flags) {
+        return Reply::err(scripting::OOM);
+    }
     let spec = RunSpec {
         name: &sha,
         read_only: ro || script.flags & sflags::NO_WRITES != 0,
@@ -165,6 +168,7 @@ fn eval_with(
         as_args: false,
         command: args,
         functions: None,
+        allow_oom: script.flags & sflags::ALLOW_OOM != 0,
     };
     scripting::run(
         ctx.ex,

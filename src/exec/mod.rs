@@ -131,6 +131,10 @@ pub struct Executor {
     pub monitors: Vec<usize>,
     /// The Lua scripting host, created on first use (taken out while a script runs).
     pub scripting: Option<Box<crate::scripting::Engine>>,
+    /// Memory was over `maxmemory` with nothing to evict when the current top-level
+    /// command was admitted (Redis's pre_command_oom_state): scripts refuse their
+    /// first write that may grow memory.
+    pub pre_command_oom: bool,
     /// Snapshot state: last save, background save in flight (persistence/snapshot.rs).
     pub persist: crate::persistence::snapshot::Persist,
     /// The write stream (propagate.rs) and the AOF that consumes it.
@@ -191,6 +195,7 @@ impl Executor {
             tracking: Default::default(),
             monitors: Vec::new(),
             scripting: None,
+            pre_command_oom: false,
             persist: Default::default(),
             stream: Default::default(),
             aof: None,
@@ -383,9 +388,11 @@ impl Executor {
                 }
             }
         }
-        if self.config.maxmemory > 0
+        if self.busy.is_none() {
+            self.pre_command_oom = self.config.maxmemory > 0 && !self.perform_evictions();
+        }
+        if self.pre_command_oom
             && self.busy.is_none()
-            && !self.perform_evictions()
             && (cmd.flags & flags::DENYOOM != 0 || self.exec_queues_denyoom(slot, cmd))
         {
             const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";

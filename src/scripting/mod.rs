@@ -241,6 +241,19 @@ pub struct RunSpec<'a> {
     /// FCALL's libraries (out of the executor while the function runs), for FUNCTION
     /// STATS's counts while the function is busy.
     pub functions: Option<&'a functions::Functions>,
+    /// The `allow-oom` flag: writes are allowed even over `maxmemory`.
+    pub allow_oom: bool,
+}
+
+/// Redis's OOM error.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Whether a script with these flags is refused before it runs because memory was
+/// over `maxmemory` when the command was admitted: one that may write and is not
+/// `allow-oom` (scripts without a shebang are checked at their first write instead).
+pub fn refused_for_oom(ex: &Executor, script_flags: u32) -> bool {
+    ex.pre_command_oom
+        && script_flags & (sflags::NO_WRITES | sflags::ALLOW_OOM | sflags::EVAL_COMPAT) == 0
 }
 
 /// The context of `redis.call` during one run.
@@ -466,6 +479,15 @@ impl CallCtx<'_> {
         }
         if cmd.is_write() && !crate::replication::enough_good_replicas(self.ex) {
             return Reply::err(crate::replication::NOREPLICAS);
+        }
+        // Over maxmemory when the script was admitted: its first command that may grow
+        // memory is refused; once it has written, it cannot stop half-way.
+        if cmd.flags & flags::DENYOOM != 0
+            && !self.wrote
+            && !self.spec.allow_oom
+            && self.ex.pre_command_oom
+        {
+            return Reply::err(OOM);
         }
         if cmd.is_write() {
             self.wrote = true;
