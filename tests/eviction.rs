@@ -333,3 +333,47 @@ fn redis_cli_hotkeys_lists_hot_keys() {
     assert!(summary[..3].iter().all(|(n, _)| *n > 5), "{text}");
     assert!(summary[3..].iter().all(|(n, _)| *n == 5), "{text}");
 }
+
+/// An RDB file records each key's LFU counter (or LRU idle time) under such a policy;
+/// loading it under the same kind of policy keeps the keys' history.
+#[test]
+fn rdb_access_history_is_loaded() {
+    if !redis_server_available() {
+        eprintln!("redis-server is not installed: skipping");
+        return;
+    }
+    let r = RedisServer::start();
+    let mut rc = r.raw(2);
+    rc.check(&[
+        (
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+            "+OK\r\n",
+        ),
+        (&["CONFIG", "SET", "lfu-log-factor", "0"], "+OK\r\n"),
+        (&["SET", "hot", "v"], "+OK\r\n"),
+        (&["SET", "cold", "v"], "+OK\r\n"),
+    ]);
+    for _ in 0..40 {
+        assert_eq!(rc.cmd(&["GET", "hot"]), "$1\r\nv\r\n");
+    }
+    assert_eq!(rc.cmd(&["OBJECT", "FREQ", "hot"]), ":45\r\n");
+    assert_eq!(rc.cmd(&["SAVE"]), "+OK\r\n");
+    let dir_reply = rc.cmd(&["CONFIG", "GET", "dir"]);
+    let redis_dir = dir_reply.split("\r\n").nth(4).expect("dir").to_string();
+    let dir = temp_dir("rdb-lfu");
+    std::fs::copy(
+        std::path::Path::new(&redis_dir).join("dump.rdb"),
+        dir.join("dump.rdb"),
+    )
+    .unwrap();
+    let s = TestServer::start_in(
+        &dir,
+        &["--maxmemory-policy", "allkeys-lfu", "--lfu-decay-time", "0"],
+    );
+    s.raw(2).check(&[
+        (&["OBJECT", "FREQ", "hot"], ":45\r\n"),
+        (&["OBJECT", "FREQ", "cold"], ":5\r\n"),
+    ]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -169,7 +169,7 @@ impl Executor {
             };
             self.evict_key(db, key);
             evicted += 1;
-            if evicted % 16 == 0 && limit.is_some_and(|l| start.elapsed() > l) {
+            if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
                 done = crate::alloc::used_memory() <= max;
                 break;
             }

@@ -1024,6 +1024,7 @@ mod tests {
     /// layout rules: plain integers while the exponent is below digits + 7, plain
     /// decimals for exponents down to -7 (or |exponent| < 4), else `d.ddde±x`.
     #[test]
+    #[allow(clippy::approx_constant)]
     fn format_f64_follows_redis_7_4() {
         let rows: &[(f64, &str)] = &[
             (3.14, "3.14"),
