@@ -377,3 +377,34 @@ fn rdb_access_history_is_loaded() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn dbsize(port: u16) -> String {
+    RawConn::connect(port, 2).cmd(&["DBSIZE"])
+}
+
+/// Evicted keys reach replicas as DELs (a replica never evicts by itself), so both
+/// sides hold the same keys after the master evicted.
+#[test]
+fn evictions_propagate_to_replicas() {
+    let master = TestServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_until(|| {
+        RawConn::connect(replica.port, 2)
+            .cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+    });
+    let mut c = master.client();
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("4mb")
+        .query(&mut c)
+        .unwrap();
+    pipelined(&mut c, (0..40_000).map(|i| set_cmd(format!("k:{i}"), 100)));
+    assert!(evicted_keys(&mut c) > 5_000);
+    let master_size = dbsize(master.port);
+    wait_until(|| dbsize(replica.port) == master_size);
+    let mut r = replica.raw(2);
+    assert!(r.cmd(&["INFO", "stats"]).contains("evicted_keys:0\r\n"));
+}
