@@ -408,3 +408,39 @@ fn evictions_propagate_to_replicas() {
     let mut r = replica.raw(2);
     assert!(r.cmd(&["INFO", "stats"]).contains("evicted_keys:0\r\n"));
 }
+
+/// When every key is gone and memory is still over the limit, commands that may grow
+/// memory get the OOM error (reads still run), and INFO counts the time spent over
+/// the limit until it is lifted.
+#[test]
+fn out_of_keys_refuses_writes_and_counts_time_over() {
+    let s = TestServer::start();
+    let mut r = s.raw(2);
+    r.check(&[
+        (&["SET", "a", "1"], "+OK\r\n"),
+        (&["SET", "b", "2"], "+OK\r\n"),
+        (
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+            "+OK\r\n",
+        ),
+        (&["CONFIG", "SET", "maxmemory", "1"], "+OK\r\n"),
+        (
+            &["SET", "c", "3"],
+            "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+        ),
+        (&["GET", "a"], "$-1\r\n"),
+        (&["DBSIZE"], ":0\r\n"),
+    ]);
+    let stats = r.cmd(&["INFO", "stats"]);
+    assert!(stats.contains("evicted_keys:2\r\n"), "{stats}");
+    assert!(stats.contains("current_eviction_exceeded_time:"), "{stats}");
+    r.check(&[
+        (&["CONFIG", "SET", "maxmemory", "0"], "+OK\r\n"),
+        (&["SET", "c", "3"], "+OK\r\n"),
+    ]);
+    let stats = r.cmd(&["INFO", "stats"]);
+    assert!(
+        stats.contains("current_eviction_exceeded_time:0\r\n"),
+        "{stats}"
+    );
+}

@@ -129,16 +129,18 @@ impl Executor {
     /// a pass that hit its time limit after evicting something lets the command run,
     /// and `eviction_slice` carries on between client turns.
     pub(crate) fn perform_evictions(&mut self) -> bool {
+        if self.ks.expire_mode != ExpireMode::Delete {
+            return true;
+        }
         let max = self.config.maxmemory as usize;
         if max == 0 || crate::alloc::used_memory() <= max {
             self.eviction_running = false;
-            return true;
-        }
-        if self.ks.expire_mode != ExpireMode::Delete {
+            self.eviction_exceeded(false);
             return true;
         }
         let policy = self.config.maxmemory_policy.clone();
         if policy == "noeviction" {
+            self.eviction_exceeded(true);
             return false;
         }
         let volatile_only = policy.starts_with("volatile");
@@ -161,11 +163,12 @@ impl Executor {
                 _ => self.pooled_victim(rank, volatile_only),
             };
             let Some((db, key)) = picked else {
-                // Nothing left to evict: only a pass that freed something lets a
-                // growing command through.
+                // Nothing left to evict and still over the limit: commands that may
+                // grow memory are refused, as Redis's EVICT_FAIL.
                 self.eviction_running = false;
+                self.eviction_exceeded(true);
                 self.record_eviction_cycle(start);
-                return evicted > 0;
+                return false;
             };
             self.evict_key(db, key);
             evicted += 1;
@@ -175,8 +178,23 @@ impl Executor {
             }
         }
         self.eviction_running = !done;
+        self.eviction_exceeded(!done);
         self.record_eviction_cycle(start);
         true
+    }
+
+    /// Tracks how long memory stays over the limit: an interval opens when a pass
+    /// ends over it (out of time or out of keys) and closes when one gets under.
+    pub(crate) fn eviction_exceeded(&mut self, over: bool) {
+        let st = &mut self.stats;
+        match (over, st.eviction_exceeded_since) {
+            (true, None) => st.eviction_exceeded_since = Some(Instant::now()),
+            (false, Some(t)) => {
+                st.eviction_exceeded_total += t.elapsed();
+                st.eviction_exceeded_since = None;
+            }
+            _ => {}
+        }
     }
 
     /// Continues an eviction pass that ran out of time (called by the event loop).

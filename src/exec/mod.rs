@@ -42,6 +42,10 @@ pub struct CmdStat {
 /// Server-wide counters (INFO stats).
 #[derive(Default, Debug, Clone)]
 pub struct Stats {
+    /// Time memory stayed over `maxmemory` (INFO's eviction_exceeded_time fields):
+    /// closed intervals, and the start of the current one.
+    pub eviction_exceeded_total: Duration,
+    pub eviction_exceeded_since: Option<Instant>,
     pub total_connections_received: u64,
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
@@ -758,6 +762,11 @@ impl Executor {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
         }
         self.sync_access_policy();
+        if self.config.maxmemory == 0 {
+            // No limit: no pass will run to close an over-the-limit interval.
+            self.eviction_running = false;
+            self.eviction_exceeded(false);
+        }
         self.notify_classes = self.config.notify_keyspace_events;
         self.acl_sync_requirepass();
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
