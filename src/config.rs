@@ -56,6 +56,9 @@ pub struct Config {
     pub maxmemory: u64,
     pub maxmemory_policy: String,
     pub maxmemory_samples: i64,
+    pub maxmemory_eviction_tenacity: i64,
+    pub lfu_log_factor: i64,
+    pub lfu_decay_time: i64,
     pub enable_debug_command: Protection,
     pub lazyfree_lazy_user_del: bool,
     pub lazyfree_lazy_user_flush: bool,
@@ -161,6 +164,9 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
             maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             enable_debug_command: Protection::No,
             lazyfree_lazy_user_del: false,
             lazyfree_lazy_user_flush: false,
@@ -688,6 +694,33 @@ pub static DIRECTIVES: &[Directive] = &[
         i64,
         1,
         64,
+        true
+    ),
+    int_directive!(
+        "maxmemory-eviction-tenacity",
+        &[],
+        maxmemory_eviction_tenacity,
+        i64,
+        0,
+        100,
+        true
+    ),
+    int_directive!(
+        "lfu-log-factor",
+        &[],
+        lfu_log_factor,
+        i64,
+        0,
+        i32::MAX as i64,
+        true
+    ),
+    int_directive!(
+        "lfu-decay-time",
+        &[],
+        lfu_decay_time,
+        i64,
+        0,
+        i32::MAX as i64,
         true
     ),
     Directive {

@@ -32,6 +32,7 @@ impl Database {
         let reply = self.ex.execute(self.client, &args);
         self.ex.cron();
         self.ex.expire_slice();
+        self.ex.eviction_slice();
         self.ex.tracking_flush_bcast();
         reply
     }

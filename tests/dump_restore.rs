@@ -121,7 +121,19 @@ fn contents(c: &mut Connection, key: &str) -> Vec<Vec<u8>> {
         "string" => vec![q(c, &[b"GET", k])],
         "list" => return q(c, &[b"LRANGE", k, b"0", b"-1"]),
         "set" => q(c, &[b"SMEMBERS", k]),
-        "zset" => return q(c, &[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"]),
+        "zset" => {
+            // Scores compared as Redis 7.4 prints them (redis-server 7.0 uses %.17g).
+            let flat: Vec<Vec<u8>> = q(c, &[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"]);
+            return flat
+                .chunks(2)
+                .flat_map(|p| {
+                    let score = cinnabar::util::numeric::parse_f64(&p[1])
+                        .map(|v| cinnabar::util::numeric::format_f64(v).into_bytes())
+                        .unwrap_or_else(|| p[1].clone());
+                    [p[0].clone(), score]
+                })
+                .collect();
+        }
         "hash" => {
             let flat: Vec<Vec<u8>> = q(c, &[b"HGETALL", k]);
             let mut pairs: Vec<Vec<u8>> = flat

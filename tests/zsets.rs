@@ -403,3 +403,119 @@ fn set_inputs_score_one() {
         assert_same_as_redis(&s, &r, &cmds);
     }
 }
+
+/// Scores print as Redis 7.4 does: the shortest text that reads back to the same
+/// double (`3.14`, `0.1`, `1e+300`), in RESP2 bulk strings and RESP3 doubles alike;
+/// ZSCAN of a skiplist-encoded zset keeps `%.17g` (Redis's `ld2string`), while a
+/// listpack's ZSCAN shows the shortest form it stores.
+#[test]
+fn double_replies_follow_redis_7_4() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (
+                &[
+                    "ZADD", "zd", "3.14", "b", "1e300", "c", "0.1", "a", "-1.5e-7", "d",
+                ],
+                ":4\r\n",
+                ":4\r\n",
+            ),
+            (&["ZSCORE", "zd", "b"], "$4\r\n3.14\r\n", ",3.14\r\n"),
+            (&["ZSCORE", "zd", "c"], "$6\r\n1e+300\r\n", ",1e+300\r\n"),
+            (&["ZSCORE", "zd", "d"], "$7\r\n-1.5e-7\r\n", ",-1.5e-7\r\n"),
+            (
+                &["ZMSCORE", "zd", "a", "x"],
+                "*2\r\n$3\r\n0.1\r\n$-1\r\n",
+                "*2\r\n,0.1\r\n_\r\n",
+            ),
+            (
+                &["ZRANGE", "zd", "0", "1", "WITHSCORES"],
+                "*4\r\n$1\r\nd\r\n$7\r\n-1.5e-7\r\n$1\r\na\r\n$3\r\n0.1\r\n",
+                "*2\r\n*2\r\n$1\r\nd\r\n,-1.5e-7\r\n*2\r\n$1\r\na\r\n,0.1\r\n",
+            ),
+            (
+                &["ZINCRBY", "zd", "0.2", "a"],
+                "$19\r\n0.30000000000000004\r\n",
+                ",0.30000000000000004\r\n",
+            ),
+            (
+                &["ZADD", "zd", "INCR", "1e-7", "b"],
+                "$9\r\n3.1400001\r\n",
+                ",3.1400001\r\n",
+            ),
+            (
+                &["ZADD", "zd", "123456789012345680000", "e"],
+                ":1\r\n",
+                ":1\r\n",
+            ),
+            (
+                &["ZSCORE", "zd", "e"],
+                "$21\r\n123456789012345680000\r\n",
+                ",123456789012345680000\r\n",
+            ),
+            (
+                &["ZADD", "zd", "-inf", "f", "4611686018427387904", "g"],
+                ":2\r\n",
+                ":2\r\n",
+            ),
+            (&["ZSCORE", "zd", "f"], "$4\r\n-inf\r\n", ",-inf\r\n"),
+            (
+                &["ZSCORE", "zd", "g"],
+                "$19\r\n4611686018427387904\r\n",
+                ",4611686018427387904\r\n",
+            ),
+            (
+                &["ZADD", "zd", "12345.678901234567", "h"],
+                ":1\r\n",
+                ":1\r\n",
+            ),
+            (
+                &["ZSCORE", "zd", "h"],
+                "$21\r\n1.2345678901234567e+4\r\n",
+                ",1.2345678901234567e+4\r\n",
+            ),
+            (&["ZADD", "lp", "0.1", "m"], ":1\r\n", ":1\r\n"),
+            (
+                &["ZSCAN", "lp", "0"],
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$3\r\n0.1\r\n",
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$3\r\n0.1\r\n",
+            ),
+            (
+                &["CONFIG", "SET", "zset-max-listpack-entries", "0"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            (&["ZADD", "sk", "0.1", "m"], ":1\r\n", ":1\r\n"),
+            (
+                &["OBJECT", "ENCODING", "sk"],
+                "$8\r\nskiplist\r\n",
+                "$8\r\nskiplist\r\n",
+            ),
+            (&["ZSCORE", "sk", "m"], "$3\r\n0.1\r\n", ",0.1\r\n"),
+            (
+                &["ZSCAN", "sk", "0"],
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$19\r\n0.10000000000000001\r\n",
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$19\r\n0.10000000000000001\r\n",
+            ),
+            (&["ZADD", "sk", "-0", "z"], ":1\r\n", ":1\r\n"),
+            (&["ZSCORE", "sk", "z"], "$2\r\n-0\r\n", ",-0\r\n"),
+            (
+                &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            // INCRBYFLOAT keeps its long-double rules.
+            (
+                &["INCRBYFLOAT", "f", "0.1"],
+                "$3\r\n0.1\r\n",
+                "$3\r\n0.1\r\n",
+            ),
+            (
+                &["INCRBYFLOAT", "f", "1e20"],
+                "$21\r\n100000000000000000000\r\n",
+                "$21\r\n100000000000000000000\r\n",
+            ),
+        ],
+    );
+}

@@ -47,8 +47,8 @@ fn served_at_once_when_a_key_has_members() {
             (&["ZADD", "z", "0.1", "m"], ":1\r\n", ":1\r\n"),
             (
                 &["BZPOPMAX", "z", "z", "1.5"],
-                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n$19\r\n0.10000000000000001\r\n",
-                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n,0.10000000000000001\r\n",
+                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n$3\r\n0.1\r\n",
+                "*3\r\n$1\r\nz\r\n$1\r\nm\r\n,0.1\r\n",
             ),
             (&["EXISTS", "z"], ":0\r\n", ":0\r\n"),
         ],

@@ -115,6 +115,28 @@ impl<'a> Ctx<'a> {
         self.modified(key);
     }
 
+    /// Replaces the value of a key already looked up for writing, keeping its expiry
+    /// and access field (see `Keyspace::replace`); counts as a modification.
+    pub fn replace(&mut self, key: &[u8], value: Value) {
+        if self.ex.notify_classes & notify::NEW != 0 && !self.exists(key) {
+            self.notify(notify::NEW, "new", key);
+        }
+        self.ex.ks.replace(self.db, key, value, self.now_ms);
+        self.modified(key);
+    }
+
+    /// Looks a key up for writing and returns its string value (copied), without
+    /// counting a keyspace hit: `Ok(None)` when missing, WRONGTYPE for other types.
+    pub fn write_string_copy(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Reply> {
+        match self.lookup_write(key) {
+            None => Ok(None),
+            Some(e) => match e.value().string_bytes() {
+                Some(b) => Ok(Some(b.into_owned())),
+                None => Err(errors::WRONGTYPE),
+            },
+        }
+    }
+
     /// Deletes a key; counts as a modification if it existed.
     pub fn delete(&mut self, key: &[u8]) -> bool {
         self.ex.ks.expire_if_needed(self.db, key, self.now_ms);

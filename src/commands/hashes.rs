@@ -197,11 +197,22 @@ fn write_or_create<R>(
 ) -> Result<R, Reply> {
     let (db, now) = (ctx.db, ctx.now_ms);
     expire_fields_of(ctx.ex, db, key, now);
-    if !ctx.exists(key) {
-        let v = Value::Obj(Object::Hash(Box::default()));
-        ctx.ex.ks.set(db, key, v, None, false, now);
+    if ctx.exists(key) {
+        return write_hash(ctx, key, f).map(|r| r.expect("hash exists"));
     }
-    write_hash(ctx, key, f).map(|r| r.expect("hash just created"))
+    let v = Value::Obj(Object::Hash(Box::default()));
+    ctx.ex.ks.set(db, key, v, None, false, now);
+    // A key just created is not accessed a second time (its LFU counter starts at
+    // the initial value, as in Redis).
+    match ctx.ex.ks.dbs[db].table.get_mut(key).and_then(|mut e| {
+        e.object_mut().map(|o| match o {
+            ObjMut::Hash(h) => f(h),
+            _ => unreachable!("a hash was just stored"),
+        })
+    }) {
+        Some(r) => Ok(r),
+        None => unreachable!("a hash was just stored"),
+    }
 }
 
 /// Deletes `key` if its hash became empty; returns whether it did.

@@ -130,8 +130,16 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "total_net_repl_input_bytes:0",
                 "total_net_repl_output_bytes:0",
                 "evicted_clients:0",
-                "total_eviction_exceeded_time:0",
-                "current_eviction_exceeded_time:0",
+            ] {
+                f(k.into());
+            }
+            let current = st
+                .eviction_exceeded_since
+                .map_or(0, |t| t.elapsed().as_millis() as u64);
+            let total = (st.eviction_exceeded_total.as_micros() as u64) / 1000 + current;
+            f(format!("total_eviction_exceeded_time:{total}"));
+            f(format!("current_eviction_exceeded_time:{current}"));
+            for k in [
                 "migrate_cached_sockets:0",
                 "slave_expires_tracked_keys:0",
                 "active_defrag_hits:0",

@@ -539,9 +539,9 @@ fn object_freq(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if !is_lfu(ctx) {
         return Reply::err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     }
-    let (db, now) = (ctx.db, ctx.now_ms);
+    let (db, now, params) = (ctx.db, ctx.now_ms, ctx.ex.ks.lfu_params);
     match ctx.ex.ks.lookup(db, args[2], now, false) {
-        Some(e) => Reply::Int(crate::keyspace::lfu_counter(e.lru(), now) as i64),
+        Some(e) => Reply::Int(crate::keyspace::lfu_counter(e.lru(), now, params) as i64),
         None => Reply::Null,
     }
 }

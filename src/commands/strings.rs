@@ -396,15 +396,29 @@ fn modify_raw(ctx: &mut Ctx, key: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Res
     }
     edit(&mut current);
     let len = current.len();
-    ctx.set(key, Value::RawStr(current), None, true);
+    ctx.replace(key, Value::RawStr(current));
     Ok(len)
+}
+
+/// The length of the string at `key` before a write changes it: looked up for writing
+/// (expired keys go, no keyspace hit is counted) but not yet an access, which the
+/// write's own lookup is.
+fn peek_string_len(ctx: &mut Ctx, key: &[u8]) -> Result<Option<usize>, Reply> {
+    if !ctx.exists(key) {
+        return Ok(None);
+    }
+    match ctx.ex.ks.dbs[ctx.db].table.get(key).map(|e| e.value()) {
+        Some(v) if v.is_string() => Ok(Some(v.string_len())),
+        Some(_) => Err(errors::WRONGTYPE),
+        None => Ok(None),
+    }
 }
 
 fn append(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (key, tail) = (args[1], args[2]);
-    let cur_len = match ctx.read_string(key) {
+    let cur_len = match peek_string_len(ctx, key) {
         Err(e) => return e,
-        Ok(v) => v.map(|v| v.string_len()).unwrap_or(0),
+        Ok(v) => v.unwrap_or(0),
     };
     if cur_len + tail.len() > ctx.max_bulk_len() {
         return errors::STRING_TOO_LONG;
@@ -426,9 +440,9 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if offset < 0 {
         return Reply::err("ERR offset is out of range");
     }
-    let cur_len = match ctx.read_string(key) {
+    let cur_len = match peek_string_len(ctx, key) {
         Err(e) => return e,
-        Ok(v) => v.map(|v| v.string_len()),
+        Ok(v) => v,
     };
     if patch.is_empty() {
         return Reply::Int(cur_len.unwrap_or(0) as i64);
@@ -481,7 +495,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Reply {
     let Some(new) = current.unwrap_or(0).checked_add(by) else {
         return errors::OVERFLOW;
     };
-    ctx.set(key, Value::Int(new), None, true);
+    ctx.replace(key, Value::Int(new));
     ctx.notify(notify::STRING, "incrby", key);
     Reply::Int(new)
 }
@@ -511,14 +525,14 @@ fn decrby(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
-    let current = match ctx.read_string(key) {
+    let current = match ctx.write_string_copy(key) {
         Err(e) => return e,
         Ok(None) => b"0".to_vec(),
-        Ok(Some(v)) => v.string_bytes().unwrap_or_default().into_owned(),
+        Ok(Some(v)) => v,
     };
     match numeric::incr_by_float(&current, args[2]) {
         Ok(result) => {
-            ctx.set(key, Value::Str(result.clone()), None, true);
+            ctx.replace(key, Value::Str(result.clone()));
             ctx.notify(notify::STRING, "incrbyfloat", key);
             Reply::Bulk(result)
         }

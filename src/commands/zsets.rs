@@ -1289,13 +1289,18 @@ fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(Some(z)) => z,
     };
     let mut items = Vec::new();
+    // ZSCAN reports scores as bulk strings in both protocols: a listpack holds each
+    // score as the text Redis 7.4 stored it with (`d2string`, as double replies
+    // print), a skiplist's scores are printed with `%.17g` (`ld2string`'s auto mode).
+    let format: fn(f64) -> String = if z.encoding() == "listpack" {
+        crate::util::numeric::format_f64
+    } else {
+        crate::util::numeric::format_f64_17g
+    };
     let next = z.scan(cursor, count.min(1 << 20) as usize, |m, s| {
         if pattern.is_none_or(|p| crate::util::glob::glob_match(p, m, false)) {
             items.push(Reply::Bulk(m.to_vec()));
-            // ZSCAN reports scores as bulk strings in both protocols.
-            items.push(Reply::Bulk(
-                crate::util::numeric::format_f64(s).into_bytes(),
-            ));
+            items.push(Reply::Bulk(format(s).into_bytes()));
         }
     });
     Reply::Array(vec![

@@ -42,6 +42,10 @@ pub struct CmdStat {
 /// Server-wide counters (INFO stats).
 #[derive(Default, Debug, Clone)]
 pub struct Stats {
+    /// Time memory stayed over `maxmemory` (INFO's eviction_exceeded_time fields):
+    /// closed intervals, and the start of the current one.
+    pub eviction_exceeded_total: Duration,
+    pub eviction_exceeded_since: Option<Instant>,
     pub total_connections_received: u64,
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
@@ -153,6 +157,12 @@ pub struct Executor {
     pub repl: crate::replication::Repl,
     /// The latency monitor's events (latency.rs).
     pub latency: latency::LatencyMonitor,
+    /// Eviction state (evict.rs): the candidate pool kept across passes, whether a
+    /// pass ran out of time with memory still over the limit, and the database the
+    /// random policies visit next.
+    pub eviction_pool: evict::EvictionPool,
+    pub eviction_running: bool,
+    eviction_next_db: usize,
 }
 
 impl Executor {
@@ -162,7 +172,7 @@ impl Executor {
         let notify_classes = config.notify_keyspace_events;
         let mut acl = crate::acl::Acl::default();
         acl.sync_requirepass(&config.requirepass);
-        Executor {
+        let mut ex = Executor {
             acl,
             tcp_port: config.port,
             config,
@@ -205,7 +215,12 @@ impl Executor {
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
-        }
+            eviction_pool: Default::default(),
+            eviction_running: false,
+            eviction_next_db: 0,
+        };
+        ex.sync_access_policy();
+        ex
     }
 
     // ----- clients -----------------------------------------------------------------
@@ -794,6 +809,7 @@ impl Executor {
         !self.expire_budget.is_zero()
             || self.persist.wants_turn()
             || self.tracking.has_pending_broadcast()
+            || self.eviction_running
     }
 
     fn sample_ops(&mut self) {
@@ -853,10 +869,27 @@ impl Executor {
         if let Some(aof) = self.aof.as_mut() {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
         }
-        self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
+        self.sync_access_policy();
+        if self.config.maxmemory == 0 {
+            // No limit: no pass will run to close an over-the-limit interval.
+            self.eviction_running = false;
+            self.eviction_exceeded(false);
+        }
         self.notify_classes = self.config.notify_keyspace_events;
         self.acl_sync_requirepass();
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
+    }
+
+    /// Keeps the keyspace's access-field policy (LRU clock or LFU counter and its
+    /// parameters) in step with maxmemory-policy, lfu-log-factor and lfu-decay-time.
+    /// Switching between LRU and LFU leaves existing fields as they are: they are read
+    /// under the new meaning until touched, as in Redis.
+    pub fn sync_access_policy(&mut self) {
+        self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
+        self.ks.lfu_params = crate::keyspace::LfuParams {
+            log_factor: self.config.lfu_log_factor.clamp(0, u32::MAX as i64) as u32,
+            decay_minutes: self.config.lfu_decay_time.clamp(0, u32::MAX as i64) as u32,
+        };
     }
 
     /// CONFIG RESETSTAT.

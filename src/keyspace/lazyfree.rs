@@ -108,7 +108,7 @@ mod tests {
         lf.free(Value::RawStr(vec![0; BIG_STRING]));
         lf.free(Value::Int(1));
         let mut t = KeyTable::new();
-        t.insert(b"k", None, Value::Int(1), 0);
+        t.insert(b"k", None, Value::Int(1), |_| 0);
         lf.free_table(t);
         for _ in 0..1000 {
             if lf.freed() == 2 {

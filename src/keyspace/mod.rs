@@ -54,8 +54,10 @@ pub struct Keyspace {
     /// into notifications, invalidations and propagated DELs.
     pub expired_events: Vec<(usize, Vec<u8>)>,
     /// Whether the access field holds LFU data (an LFU maxmemory policy) instead of
-    /// the LRU clock.
+    /// the LRU clock, and the LFU counter's parameters (lfu-log-factor,
+    /// lfu-decay-time). The executor keeps these in step with the configuration.
     pub lfu: bool,
+    pub lfu_params: LfuParams,
     /// Whether the last active expiry cycle ran out of time with work left.
     pub expire_backlog: bool,
     /// Hashes with field TTLs, for the active expiry of fields.
@@ -107,36 +109,66 @@ fn lfu_minutes(now_ms: i64) -> u32 {
     ((now_ms / 60_000) as u32) & 0xFFFF
 }
 
-/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL).
+/// Initial LFU counter of a new key (Redis's LFU_INIT_VAL): a new key is not the
+/// first one evicted before it had a chance to be read.
 pub const LFU_INIT_VAL: u32 = 5;
+
+/// The LFU counter's tuning: `log_factor` (lfu-log-factor) slows the counter's
+/// logarithmic growth, `decay_minutes` (lfu-decay-time) is how many idle minutes cost
+/// one point (0: never decays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LfuParams {
+    pub log_factor: u32,
+    pub decay_minutes: u32,
+}
+
+impl Default for LfuParams {
+    fn default() -> Self {
+        LfuParams {
+            log_factor: 10,
+            decay_minutes: 1,
+        }
+    }
+}
 
 /// The access field of a new key under an LFU policy: minutes (16 bits) | counter (8).
 pub fn lfu_initial(now_ms: i64) -> u32 {
     (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL
 }
 
-/// The LFU counter after decay: one point per minute elapsed since the last access
-/// (lfu-decay-time 1).
-pub fn lfu_counter(field: u32, now_ms: i64) -> u32 {
-    let last = field >> 8;
+/// The LFU counter after decay: one point per `decay_minutes` elapsed since the
+/// field's last access time (the 16-bit minutes clock wraps about every 45 days).
+pub fn lfu_counter(field: u32, now_ms: i64, params: LfuParams) -> u32 {
+    let last = (field >> 8) & 0xFFFF;
     let now = lfu_minutes(now_ms);
     let elapsed = if now >= last {
         now - last
     } else {
         65535 - last + now
     };
-    (field & 0xFF).saturating_sub(elapsed)
+    let periods = elapsed.checked_div(params.decay_minutes).unwrap_or(0);
+    (field & 0xFF).saturating_sub(periods)
 }
 
-/// An access under an LFU policy: decay, then a logarithmic increment (lfu-log-factor 10).
-pub fn lfu_touch(field: u32, now_ms: i64) -> u32 {
-    let mut counter = lfu_counter(field, now_ms);
-    if counter < 255 {
-        let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
-        if fastrand::f64() < 1.0 / (base * 10.0 + 1.0) {
-            counter += 1;
-        }
+/// One logarithmic increment: the higher the counter already is (above the initial
+/// value), the less likely an access raises it; 255 is the ceiling.
+fn lfu_log_incr(counter: u32, log_factor: u32) -> u32 {
+    if counter >= 255 {
+        return 255;
     }
+    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+    let p = 1.0 / (base * log_factor as f64 + 1.0);
+    if fastrand::f64() < p {
+        counter + 1
+    } else {
+        counter
+    }
+}
+
+/// An access under an LFU policy: decay, then a logarithmic increment, stamped with
+/// the current minute.
+pub fn lfu_touch(field: u32, now_ms: i64, params: LfuParams) -> u32 {
+    let counter = lfu_log_incr(lfu_counter(field, now_ms, params), params.log_factor);
     (lfu_minutes(now_ms) << 8) | counter
 }
 
@@ -151,7 +183,41 @@ pub fn lru_idle_ms(lru: u32, now_ms: i64) -> i64 {
     idle as i64 * 1000
 }
 
+/// How the access field is kept: the LRU clock or the LFU counter.
+#[derive(Debug, Clone, Copy)]
+pub struct AccessPolicy {
+    pub lfu: bool,
+    pub params: LfuParams,
+}
+
+impl AccessPolicy {
+    /// The field of a key created now.
+    pub fn initial(self, now_ms: i64) -> u32 {
+        if self.lfu {
+            lfu_initial(now_ms)
+        } else {
+            lru_clock(now_ms)
+        }
+    }
+
+    /// The field after an access at `now_ms`.
+    pub fn touched(self, field: u32, now_ms: i64) -> u32 {
+        if self.lfu {
+            lfu_touch(field, now_ms, self.params)
+        } else {
+            lru_clock(now_ms)
+        }
+    }
+}
+
 impl Keyspace {
+    pub fn access_policy(&self) -> AccessPolicy {
+        AccessPolicy {
+            lfu: self.lfu,
+            params: self.lfu_params,
+        }
+    }
+
     pub fn new(databases: usize) -> Self {
         Keyspace {
             dbs: (0..databases.max(1)).map(|_| Db::default()).collect(),
@@ -160,6 +226,7 @@ impl Keyspace {
             lazyfree: lazyfree::LazyFree::new(),
             expired_events: Vec::new(),
             lfu: false,
+            lfu_params: LfuParams::default(),
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
             retired: Vec::new(),
@@ -212,16 +279,11 @@ impl Keyspace {
             self.stats.keyspace_misses += 1;
             return None;
         }
-        let lfu = self.lfu;
+        let access = self.access_policy();
         let table = &mut self.dbs[db].table;
         let found = if touch {
             table.get_mut(key).map(|mut e| {
-                let field = if lfu {
-                    lfu_touch(e.lru(), now_ms)
-                } else {
-                    lru_clock(now_ms)
-                };
-                e.set_lru(field);
+                e.set_lru(access.touched(e.lru(), now_ms));
                 e.into_ref()
             })
         } else {
@@ -239,14 +301,9 @@ impl Keyspace {
         if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
             return None;
         }
-        let lfu = self.lfu;
+        let access = self.access_policy();
         let mut e = self.dbs[db].table.get_mut(key)?;
-        let field = if lfu {
-            lfu_touch(e.lru(), now_ms)
-        } else {
-            lru_clock(now_ms)
-        };
-        e.set_lru(field);
+        e.set_lru(access.touched(e.lru(), now_ms));
         Some(e)
     }
 
@@ -261,18 +318,45 @@ impl Keyspace {
         keep_ttl: bool,
         now_ms: i64,
     ) {
+        self.store(db, key, value, expire, keep_ttl, now_ms, true);
+    }
+
+    /// Replaces the value of a key the caller has already looked up for writing (which
+    /// counted as the access): the expiry and the access field stay as they are, as
+    /// Redis's dbReplaceValue. A missing key is created.
+    pub fn replace(&mut self, db: usize, key: &[u8], value: Value, now_ms: i64) {
+        self.store(db, key, value, None, true, now_ms, false);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Value,
+        expire: Option<i64>,
+        keep_ttl: bool,
+        now_ms: i64,
+        touch: bool,
+    ) {
         let d = &mut self.dbs[db];
         let expire = if keep_ttl {
             d.table.get(key).and_then(|e| e.expire()).or(expire)
         } else {
             expire
         };
-        let field = if self.lfu {
-            lfu_initial(now_ms)
-        } else {
-            lru_clock(now_ms)
+        // A new key starts with a fresh access field; an overwritten one keeps its
+        // history, counted as one access (Redis's setKey looks the key up for writing,
+        // then the new value inherits the old one's field).
+        let access = AccessPolicy {
+            lfu: self.lfu,
+            params: self.lfu_params,
         };
-        let old = d.table.insert(key, expire, value, field);
+        let old = d.table.insert(key, expire, value, |old| match old {
+            Some(field) if touch => access.touched(field, now_ms),
+            Some(field) => field,
+            None => access.initial(now_ms),
+        });
         let old_volatile = matches!(old, Some((_, Some(_))));
         match (old_volatile, expire.is_some()) {
             (false, true) => d.volatile += 1,

@@ -274,23 +274,25 @@ impl KeyTable {
         key: &[u8],
         expire: Option<i64>,
         value: Value,
-        lru: u32,
+        access: impl FnOnce(Option<u32>) -> u32,
     ) -> Option<(Value, Option<i64>)> {
         self.rehash_step();
         let h = self.hash(key);
-        let entry = EntryPtr::new(key, expire, value, lru);
-        entry.set_snap_mark(self.mark);
         if let Some(link) = self.find_link(key, h) {
             // SAFETY: `link` holds the live old entry; the new one takes its place in the
             // chain, after which the old one is unlinked and freed exactly once.
             unsafe {
                 let old = EntryPtr::from_raw(*link);
                 self.before_write(old);
+                let entry = EntryPtr::new(key, expire, value, access(Some(old.lru())));
+                entry.set_snap_mark(self.mark);
                 entry.set_next(old.next());
                 *link = entry.as_ptr();
                 return Some(old.into_value());
             }
         }
+        let entry = EntryPtr::new(key, expire, value, access(None));
+        entry.set_snap_mark(self.mark);
         self.expand_if_needed();
         let t = if self.rehash_idx.is_some() { 1 } else { 0 };
         let table = &mut self.tables[t];
@@ -647,7 +649,7 @@ mod tests {
         let mut t = KeyTable::new();
         for i in 0..10_000i64 {
             assert!(t
-                .insert(format!("k{i}").as_bytes(), None, val(i), 0)
+                .insert(format!("k{i}").as_bytes(), None, val(i), |_| 0)
                 .is_none());
         }
         assert_eq!(t.len(), 10_000);
@@ -657,7 +659,7 @@ mod tests {
                 i
             );
         }
-        let old = t.insert(b"k5", Some(99), val(-5), 0).unwrap();
+        let old = t.insert(b"k5", Some(99), val(-5), |_| 0).unwrap();
         assert!(matches!(old, (Value::Int(5), None)));
         assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
         for i in 0..9_990i64 {
@@ -675,7 +677,7 @@ mod tests {
     #[test]
     fn set_expire_rebuilds_and_keeps_value() {
         let mut t = KeyTable::new();
-        t.insert(b"a", None, Value::Str(b"hello".to_vec()), 7);
+        t.insert(b"a", None, Value::Str(b"hello".to_vec()), |_| 7);
         assert!(t.set_expire(b"a", Some(1000)));
         assert!(t.set_expire(b"a", Some(2000)));
         let e = t.get(b"a").unwrap();
@@ -693,7 +695,7 @@ mod tests {
     fn scan_guarantee_across_growth_and_shrink() {
         let mut t = KeyTable::new();
         for i in 0..1000 {
-            t.insert(format!("stable{i}").as_bytes(), None, val(i), 0);
+            t.insert(format!("stable{i}").as_bytes(), None, val(i), |_| 0);
         }
         let mut seen = HashSet::new();
         let mut cursor = 0;
@@ -705,7 +707,7 @@ mod tests {
             // Alternate heavy growth and heavy shrinkage while scanning.
             if round % 20 < 10 {
                 for j in 0..300 {
-                    t.insert(format!("tmp{round}_{j}").as_bytes(), None, val(0), 0);
+                    t.insert(format!("tmp{round}_{j}").as_bytes(), None, val(0), |_| 0);
                 }
             } else {
                 for r in (round - 10)..round {
@@ -733,7 +735,7 @@ mod tests {
         let mut t = KeyTable::new();
         assert!(t.random_entry().is_none());
         for i in 0..50 {
-            t.insert(format!("r{i}").as_bytes(), None, val(i), 0);
+            t.insert(format!("r{i}").as_bytes(), None, val(i), |_| 0);
         }
         let mut seen = HashSet::new();
         for _ in 0..2000 {
@@ -781,7 +783,7 @@ mod tests {
             for i in 0..initial {
                 let key = format!("key{i}").into_bytes();
                 let exp = if i % 3 == 0 { Some(i as i64) } else { None };
-                t.insert(&key, exp, Value::Int(i as i64), 0);
+                t.insert(&key, exp, Value::Int(i as i64), |_| 0);
                 model.insert(key, (i as i64, exp));
             }
             for round in 0..2 {
@@ -794,7 +796,7 @@ mod tests {
                     match op {
                         0 | 1 => {
                             let exp = if v % 2 == 0 { Some(*v) } else { None };
-                            t.insert(&key, exp, Value::Int(*v), 0);
+                            t.insert(&key, exp, Value::Int(*v), |_| 0);
                             model.insert(key, (*v, exp));
                         }
                         2 => {
@@ -825,7 +827,7 @@ mod tests {
                             // A burst of new keys: growth mid-walk.
                             for j in 0..50u16 {
                                 let key = format!("new{round}_{k}_{j}").into_bytes();
-                                t.insert(&key, None, Value::Int(1), 0);
+                                t.insert(&key, None, Value::Int(1), |_| 0);
                                 model.insert(key, (1, None));
                             }
                         }
@@ -937,7 +939,7 @@ mod tests {
         for kind in 0..5 {
             for op in 0..5 {
                 let key = format!("{kind}:{op}").into_bytes();
-                t.insert(&key, None, make(kind, 3), 0);
+                t.insert(&key, None, make(kind, 3), |_| 0);
             }
         }
         let rec = ObjRecorder::default();
@@ -962,7 +964,7 @@ mod tests {
                 format!("{kind}:1").as_bytes(),
                 None,
                 make((kind + 1) % 5, 7),
-                0,
+                |_| 0,
             );
             assert!(matches!(old, Some((Value::Obj(ref o), None)) if o.element_count() > 0));
             assert!(t.set_expire(format!("{kind}:2").as_bytes(), Some(5)));
@@ -1003,7 +1005,7 @@ mod tests {
                 match op {
                     0 => {
                         let exp = if v % 3 == 0 { Some(v) } else { None };
-                        let old = t.insert(&key, exp, Value::Int(v), 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
+                        let old = t.insert(&key, exp, Value::Int(v), |_| 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
                         prop_assert_eq!(old, model.insert(key, (v, exp)));
                     }
                     1 => {

@@ -271,6 +271,7 @@ impl Server {
                 self.ex.close_pending = true;
             }
             self.ex.expire_slice();
+            self.ex.eviction_slice();
             crate::persistence::snapshot::tick(&mut self.ex);
             if std::mem::take(&mut self.ex.close_pending) {
                 self.net.borrow_mut().close_marked(&mut self.ex);

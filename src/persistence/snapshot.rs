@@ -570,6 +570,21 @@ pub fn load_image(
         }
         super::register_field_ttls(&mut ex.ks, k.db, &k.key, &k.value);
         ex.ks.set(k.db, &k.key, k.value, k.expire_ms, false, now);
+        // The access history the file recorded (Redis writes an LRU idle time or an
+        // LFU counter before each key under such a policy) is kept when it matches
+        // the policy in force, as Redis's objectSetLRUOrLFU does.
+        let field = match (ex.ks.lfu, k.freq, k.idle_secs) {
+            (true, Some(f), _) => Some((crate::keyspace::lfu_initial(now) & !0xFF) | f as u32),
+            (false, _, Some(s)) => Some(crate::keyspace::lru_clock(
+                now.saturating_sub((s.min(i64::MAX as u64 / 1000) as i64) * 1000),
+            )),
+            _ => None,
+        };
+        if let Some(field) = field {
+            if let Some(mut e) = ex.ks.dbs[k.db].table.get_mut(&k.key) {
+                e.set_lru(field);
+            }
+        }
         keys += 1;
     }
     ex.persist.last_load_keys = keys;

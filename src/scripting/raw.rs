@@ -45,7 +45,9 @@ use smallvec::SmallVec;
 use super::convert::lua_number_to_i64;
 use super::{busy, vm, CallCtx, CallSlot, RunSpec};
 use crate::protocol::Reply;
-use crate::util::numeric::{format_f64, format_human_f64, format_i64};
+use crate::util::numeric::{
+    f64_as_exact_i64, format_f64, format_human_f64, format_i64, write_f64, write_shortest_f64,
+};
 
 /// Deepest nesting converted (Redis is bounded by the Lua C stack).
 const MAX_DEPTH: usize = 1000;
@@ -629,14 +631,24 @@ unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Reply {
     reply
 }
 
-/// A Lua number as a command argument, as mlua's conversion did it: integral values
-/// in i64 range as integers, others with Redis's double formatting.
+/// A Lua number as a command argument, as Redis 7.4 converts it: integral values
+/// within ±2^62 as integers (`double2ll`), others as fpconv's shortest round-trip
+/// decimal (so `1e9` is `1000000000` and `0.1` is `0.1`, never `%.17g`'s
+/// `0.10000000000000001`).
 fn format_number(n: f64, out: &mut Vec<u8>) {
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    if (-LIMIT..LIMIT).contains(&n) && (n as i64 as f64).to_bits() == n.to_bits() {
-        format_i64(n as i64, out);
+    if let Some(i) = f64_as_exact_i64(n) {
+        format_i64(i, out);
+    } else if n.is_nan() {
+        // fpconv spells NaN by its sign bit, as it does any double.
+        out.extend_from_slice(if n.is_sign_negative() {
+            b"-nan"
+        } else {
+            b"nan"
+        });
+    } else if n.is_infinite() {
+        write_f64(n, out);
     } else {
-        out.extend_from_slice(format_f64(n).as_bytes());
+        write_shortest_f64(n, out);
     }
 }
 
@@ -714,13 +726,15 @@ mod tests {
         assert_eq!(f(1.0), "1");
         assert_eq!(f(-42.0), "-42");
         assert_eq!(f(1.5), "1.5");
-        assert_eq!(f(-0.0), "-0");
+        // double2ll's cast test takes -0 for the integer 0.
+        assert_eq!(f(-0.0), "0");
         assert_eq!(f(1e17), "100000000000000000");
-        assert_eq!(
-            f(9_223_372_036_854_775_808.0),
-            format_f64(9_223_372_036_854_775_808.0)
-        );
-        assert_eq!(f(-9_223_372_036_854_775_808.0), "-9223372036854775808");
+        assert_eq!(f(4_611_686_018_427_387_904.0), "4611686018427387904");
+        assert_eq!(f(9_223_372_036_854_775_808.0), "9223372036854776000");
+        assert_eq!(f(-9_223_372_036_854_775_808.0), "-9223372036854776000");
+        assert_eq!(f(0.1), "0.1");
+        assert_eq!(f(1e300), "1e+300");
         assert_eq!(f(f64::INFINITY), "inf");
+        assert_eq!(f(f64::NEG_INFINITY), "-inf");
     }
 }

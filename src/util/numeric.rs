@@ -402,16 +402,116 @@ fn f64_from_parts(mant: u64, lsb: i64) -> f64 {
     }
 }
 
-/// Formats a double exactly as Redis 7.0 does in double replies: C's
-/// `%.17g`, with `inf` / `-inf` spelled out (and `nan` for completeness,
-/// though Redis never stores one).
-///
-/// Verified against redis-server 7.0: ZSCORE, ZINCRBY and ZRANGE WITHSCORES
-/// use `%.17g` (so `0.1` replies `0.10000000000000001`), and RESP3 `,`
-/// double frames carry the very same text, so this is also the RESP3 body.
+/// Formats a double as Redis 7.4's double replies do (`d2string`, used by
+/// `addReplyDouble` for ZSCORE, ZINCRBY, ZRANGE WITHSCORES and RESP3 `,` frames):
+/// `nan`, `inf` / `-inf`, `0` / `-0`; integral values within ±2^62 as integers; any
+/// other value as the shortest decimal that reads back to the same double, laid out
+/// as Redis's fpconv does (see [`write_shortest_f64`]). So `0.1` replies `0.1`, where
+/// Redis 7.0's `%.17g` (still [`format_f64_17g`]) replied `0.10000000000000001`.
 pub fn format_f64(v: f64) -> String {
     let mut out = Vec::with_capacity(24);
     write_f64(v, &mut out);
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// Non-allocating form of [`format_f64`]: appends to `out`.
+pub fn write_f64(v: f64, out: &mut Vec<u8>) {
+    if v.is_nan() {
+        out.extend_from_slice(b"nan");
+    } else if v.is_infinite() {
+        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
+    } else if v == 0.0 {
+        out.extend_from_slice(if v.is_sign_negative() { b"-0" } else { b"0" });
+    } else if let Some(n) = f64_as_exact_i64(v) {
+        format_i64(n, out);
+    } else {
+        write_shortest_f64(v, out);
+    }
+}
+
+/// The integer a double holds exactly, when it lies within ±(2^63-1)/2 (Redis's
+/// `double2ll`: the range where the cast is safe; integral doubles outside it are
+/// printed as decimals).
+pub fn f64_as_exact_i64(v: f64) -> Option<i64> {
+    const HALF: f64 = (i64::MAX / 2) as f64;
+    if !(-HALF..=HALF).contains(&v) {
+        return None;
+    }
+    let n = v as i64;
+    (n as f64 == v).then_some(n)
+}
+
+/// A finite double as Redis 7.4's `fpconv_dtoa` lays it out, from the shortest digit
+/// string that reads back to the same double (Rust's formatter computes it):
+/// - `digits` × 10^`k`, with n digits and decimal exponent x = k + n - 1;
+/// - k ≥ 0 and x < n + 7: the digits followed by k zeros (`123456789012345680000`);
+/// - k < 0 and (k > -7 or x < 4): a plain decimal (`3.14`, `0.000001`, `0.0012345`);
+/// - otherwise scientific, the exponent signed and without leading zeros: `1e+300`,
+///   `1.5e-7`, `1.2345e-4`.
+///
+/// fpconv's digits come from Grisu2, which is shortest for all but rare inputs; for
+/// those it may print one more digit than here (both read back exactly).
+/// Zero and non-finite values are the callers' business (`write_f64`).
+pub fn write_shortest_f64(v: f64, out: &mut Vec<u8>) {
+    let mut sci = StackBuf::default();
+    // `{:e}` is the shortest round-trip significand in the form `d.ddde-x`.
+    write!(sci, "{v:e}").expect("fits in the stack buffer");
+    let text = sci.as_bytes();
+    let (neg, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let e_at = text.iter().position(|&b| b == b'e').expect("has exponent");
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    for &b in &text[..e_at] {
+        if b != b'.' {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let digits = &digits[..n];
+    let x: i32 = std::str::from_utf8(&text[e_at + 1..])
+        .expect("ASCII")
+        .parse()
+        .expect("integer exponent");
+    let n = n as i32;
+    let k = x - n + 1;
+    if neg {
+        out.push(b'-');
+    }
+    if k >= 0 && x < n + 7 {
+        out.extend_from_slice(digits);
+        out.resize(out.len() + k as usize, b'0');
+    } else if k < 0 && (k > -7 || x.abs() < 4) {
+        let int_len = n + k;
+        if int_len <= 0 {
+            out.extend_from_slice(b"0.");
+            out.resize(out.len() + (-int_len) as usize, b'0');
+            out.extend_from_slice(digits);
+        } else {
+            out.extend_from_slice(&digits[..int_len as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[int_len as usize..]);
+        }
+    } else {
+        out.push(digits[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if x < 0 { b'-' } else { b'+' });
+        format_i64(i64::from(x.unsigned_abs()), out);
+    }
+}
+
+/// Formats a double as C's `%.17g` (Redis 7.0's double replies; in 7.4 still what
+/// `ld2string`'s auto mode prints for a double, e.g. ZSCAN of a skiplist zset), with
+/// `inf` / `-inf` spelled out (and `nan` for completeness).
+pub fn format_f64_17g(v: f64) -> String {
+    let mut out = Vec::with_capacity(24);
+    write_f64_17g(v, &mut out);
     String::from_utf8(out).expect("ASCII")
 }
 
@@ -432,8 +532,8 @@ pub fn format_human_f64(v: f64) -> String {
     s
 }
 
-/// Non-allocating form of [`format_f64`]: appends to `out`.
-pub fn write_f64(v: f64, out: &mut Vec<u8>) {
+/// Non-allocating form of [`format_f64_17g`]: appends to `out`.
+pub fn write_f64_17g(v: f64, out: &mut Vec<u8>) {
     if v.is_nan() {
         out.extend_from_slice(b"nan");
         return;
@@ -919,6 +1019,55 @@ mod tests {
         }
     }
 
+    /// Redis 7.4's double replies (`d2string`: integers within ±2^62, then
+    /// fpconv's layout of the shortest digits). Rows worked out from fpconv_dtoa's
+    /// layout rules: plain integers while the exponent is below digits + 7, plain
+    /// decimals for exponents down to -7 (or |exponent| < 4), else `d.ddde±x`.
+    #[test]
+    #[allow(clippy::approx_constant)]
+    fn format_f64_follows_redis_7_4() {
+        let rows: &[(f64, &str)] = &[
+            (3.14, "3.14"),
+            (1e300, "1e+300"),
+            (0.1, "0.1"),
+            (1.5e-7, "1.5e-7"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (1.0, "1"),
+            (-2.5, "-2.5"),
+            (1e-7, "1e-7"),
+            (1e-6, "0.000001"),
+            (1e-5, "0.00001"),
+            (0.0001, "0.0001"),
+            (0.0012345, "0.0012345"),
+            (0.00012345, "1.2345e-4"),
+            (1.234e-5, "1.234e-5"),
+            (1e-10, "1e-10"),
+            (-1e-100, "-1e-100"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (1e17, "100000000000000000"),
+            (4611686018427387904.0, "4611686018427387904"),
+            (-4611686018427387904.0, "-4611686018427387904"),
+            (9223372036854775808.0, "9223372036854776000"),
+            (1e21, "1e+21"),
+            (1e22, "1e+22"),
+            (1.5e300, "1.5e+300"),
+            (1.2345678901234567e23, "123456789012345670000000"),
+            (1.2345678901234566e25, "1.2345678901234566e+25"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (123456789.123, "123456789.123"),
+            (9007199254740993.0, "9007199254740992"),
+        ];
+        for &(v, want) in rows {
+            assert_eq!(format_f64(v), want, "{v:e}");
+        }
+    }
+
     /// Rows: `DEL z; ZADD z <input> m; ZSCORE z m` on redis-server 7.0.15
     /// with `zset-max-listpack-entries 0` (skiplist encoding; listpack
     /// encoding stores -0 as 0, a storage detail, not a formatting one).
@@ -1029,7 +1178,7 @@ mod tests {
             (b"1d5", None),
         ];
         for &(input, want) in rows {
-            let got = parse_f64(input).map(format_f64);
+            let got = parse_f64(input).map(format_f64_17g);
             assert_eq!(
                 got.as_deref(),
                 want,
@@ -1040,12 +1189,12 @@ mod tests {
         // Long literals, same server: 0.<400 zeros>1e400 and 1<400 zeros>e-400.
         let small = format!("0.{}1e400", "0".repeat(400));
         assert_eq!(
-            parse_f64(small.as_bytes()).map(format_f64).as_deref(),
+            parse_f64(small.as_bytes()).map(format_f64_17g).as_deref(),
             Some("0.10000000000000001")
         );
         let big = format!("1{}e-400", "0".repeat(400));
         assert_eq!(
-            parse_f64(big.as_bytes()).map(format_f64).as_deref(),
+            parse_f64(big.as_bytes()).map(format_f64_17g).as_deref(),
             Some("1")
         );
         let too_big = format!("1{}", "0".repeat(400));
@@ -1141,9 +1290,9 @@ mod tests {
         // 2^-25 = 2.98023223876953125e-8 is an exact 17-digit tie; Redis
         // replies ...312 (checked with ZADD/ZSCORE above).
         assert_eq!(reference_17g(2f64.powi(-25)), "2.9802322387695312e-08");
-        assert_eq!(format_f64(2f64.powi(-25)), "2.9802322387695312e-08");
+        assert_eq!(format_f64_17g(2f64.powi(-25)), "2.9802322387695312e-08");
         let mut out = b"x".to_vec();
-        write_f64(-1.5, &mut out);
+        write_f64_17g(-1.5, &mut out);
         assert_eq!(out, b"x-1.5");
     }
 
@@ -1176,7 +1325,25 @@ mod tests {
         fn format_f64_matches_exact_reference(bits: u64) {
             let v = f64::from_bits(bits);
             prop_assume!(!v.is_nan());
-            prop_assert_eq!(format_f64(v), reference_17g(v));
+            prop_assert_eq!(format_f64_17g(v), reference_17g(v));
+        }
+
+        /// 7.4's form reads back to the same double with the fewest significant
+        /// digits: rounded to one digit fewer, no decimal reads back.
+        #[test]
+        fn format_f64_is_shortest_round_trip(bits: u64) {
+            let v = f64::from_bits(bits);
+            prop_assume!(v.is_finite());
+            let text = format_f64(v);
+            prop_assert_eq!(parse_f64(text.as_bytes()).map(f64::to_bits), Some(bits), "{}", text);
+            let mantissa = text.split('e').next().unwrap().trim_start_matches('-');
+            let significant = mantissa.replace('.', "");
+            let significant = significant.trim_start_matches('0').trim_end_matches('0');
+            let n = significant.len().max(1);
+            if n > 1 && f64_as_exact_i64(v).is_none() {
+                let shorter: f64 = format!("{v:.*e}", n - 2).parse().unwrap();
+                prop_assert_ne!(shorter.to_bits(), bits, "{} is not shortest", text);
+            }
         }
 
         #[test]
@@ -1184,7 +1351,7 @@ mod tests {
             let v = f64::from_bits(bits);
             prop_assume!(!v.is_nan());
             // %.17g always round-trips, and so do Rust's and hex spellings.
-            prop_assert_eq!(parse_f64(format_f64(v).as_bytes()).map(f64::to_bits), Some(bits));
+            prop_assert_eq!(parse_f64(format_f64_17g(v).as_bytes()).map(f64::to_bits), Some(bits));
             prop_assert_eq!(parse_f64(format!("{v:e}").as_bytes()).map(f64::to_bits), Some(bits));
             if v.is_finite() {
                 prop_assert_eq!(parse_f64(hex_literal(v).as_bytes()).map(f64::to_bits), Some(bits));
