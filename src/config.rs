@@ -10,12 +10,32 @@ use std::path::PathBuf;
 
 use crate::util::glob::glob_match;
 
-/// How a protected command (DEBUG) may be used.
+/// Who may use a protected command (DEBUG, MODULE) or change a protected config
+/// (`dir`, `dbfilename`): nobody, everybody, or loopback and unix-socket clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {
     No,
     Yes,
     Local,
+}
+
+impl Protection {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protection::No => "no",
+            Protection::Yes => "yes",
+            Protection::Local => "local",
+        }
+    }
+
+    /// Whether a client is allowed; `local`: whether it is on loopback or a unix socket.
+    pub fn allows(self, client_is_local: bool) -> bool {
+        match self {
+            Protection::No => false,
+            Protection::Yes => true,
+            Protection::Local => client_is_local,
+        }
+    }
 }
 
 /// One class of `client-output-buffer-limit`.
@@ -57,6 +77,8 @@ pub struct Config {
     pub maxmemory_policy: String,
     pub maxmemory_samples: i64,
     pub enable_debug_command: Protection,
+    pub enable_protected_configs: Protection,
+    pub enable_module_command: Protection,
     pub lazyfree_lazy_user_del: bool,
     pub lazyfree_lazy_user_flush: bool,
     pub lazyfree_lazy_expire: bool,
@@ -157,6 +179,8 @@ impl Default for Config {
             maxmemory_policy: "noeviction".into(),
             maxmemory_samples: 5,
             enable_debug_command: Protection::No,
+            enable_protected_configs: Protection::No,
+            enable_module_command: Protection::No,
             lazyfree_lazy_user_del: false,
             lazyfree_lazy_user_flush: false,
             lazyfree_lazy_expire: false,
@@ -208,6 +232,12 @@ impl Default for Config {
     }
 }
 
+/// CONFIG SET refuses the directive: it is read at startup only.
+pub const IMMUTABLE: u8 = 1;
+/// CONFIG SET accepts the directive only where `enable-protected-configs` allows it
+/// (`dir` and `dbfilename` decide where the server writes files).
+pub const PROTECTED: u8 = 2;
+
 type Getter = fn(&Config) -> String;
 type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
 
@@ -215,8 +245,8 @@ type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
 pub struct Directive {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
-    /// Whether CONFIG SET may change it at runtime.
-    pub mutable: bool,
+    /// `IMMUTABLE`, `PROTECTED`, … (see the constants).
+    pub flags: u8,
     pub get: Getter,
     pub set: Setter,
 }
@@ -277,6 +307,15 @@ fn parse_mem_arg(v: &str, min: u64, max: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// An I/O error as strerror() words it (without Rust's " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 fn one(args: &[String]) -> Result<&str, String> {
     match args {
         [v] => Ok(v.as_str()),
@@ -289,7 +328,7 @@ macro_rules! bool_directive {
         Directive {
             name: $name,
             aliases: &[],
-            mutable: $mutable,
+            flags: if $mutable { 0 } else { IMMUTABLE },
             get: |c| yes_no(c.$field),
             set: |c, a| {
                 c.$field = parse_bool(one(a)?)?;
@@ -304,7 +343,7 @@ macro_rules! int_directive {
         Directive {
             name: $name,
             aliases: $aliases,
-            mutable: $mutable,
+            flags: if $mutable { 0 } else { IMMUTABLE },
             get: |c| c.$field.to_string(),
             set: |c, a| {
                 c.$field = parse_int(one(a)?, $min, $max)? as $ty;
@@ -319,10 +358,30 @@ macro_rules! mem_directive {
         Directive {
             name: $name,
             aliases: &[],
-            mutable: true,
+            flags: 0,
             get: |c| c.$field.to_string(),
             set: |c, a| {
                 c.$field = parse_mem_arg(one(a)?, $min, $max)? as $ty;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// `no`, `yes` or `local`: who may use a protected command or config (startup only).
+macro_rules! protection_directive {
+    ($name:literal, $field:ident) => {
+        Directive {
+            name: $name,
+            aliases: &[],
+            flags: IMMUTABLE,
+            get: |c| c.$field.name().into(),
+            set: |c, a| {
+                c.$field = match enum_value(one(a)?, &["no", "yes", "local"])?.as_str() {
+                    "yes" => Protection::Yes,
+                    "local" => Protection::Local,
+                    _ => Protection::No,
+                };
                 Ok(())
             },
         }
@@ -357,7 +416,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "replicaof",
         aliases: &["slaveof"],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| {
             c.replicaof
                 .as_ref()
@@ -383,7 +442,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "masterauth",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.masterauth.clone().unwrap_or_default(),
         set: |c, a| {
             let p = one(a)?;
@@ -394,7 +453,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "masteruser",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.masteruser.clone().unwrap_or_default(),
         set: |c, a| {
             let p = one(a)?;
@@ -448,7 +507,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "replica-read-only",
         aliases: &["slave-read-only"],
-        mutable: true,
+        flags: 0,
         get: |c| yes_no(c.replica_read_only),
         set: |c, a| {
             c.replica_read_only = parse_bool(one(a)?)?;
@@ -468,7 +527,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "bind",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.bind.join(" "),
         set: |c, a| {
             if a.is_empty() {
@@ -486,18 +545,22 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "dir",
         aliases: &[],
-        mutable: true,
+        flags: PROTECTED,
         get: |c| {
             std::fs::canonicalize(&c.dir)
                 .unwrap_or_else(|_| c.dir.clone())
                 .to_string_lossy()
                 .into_owned()
         },
+        // The directory must exist: it is never created (a client allowed to set it
+        // must not be able to make the server build a tree of its choosing). The path
+        // is kept absolute; the server changes into it at startup and on CONFIG SET.
         set: |c, a| {
-            let d = PathBuf::from(one(a)?);
-            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
-            if !d.is_dir() {
-                return Err("No such file or directory".into());
+            let d = std::path::absolute(one(a)?).map_err(|e| strerror(&e))?;
+            match std::fs::metadata(&d) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err("Not a directory".into()),
+                Err(e) => return Err(strerror(&e)),
             }
             c.dir = d;
             Ok(())
@@ -543,7 +606,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "requirepass",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.requirepass
                 .as_ref()
@@ -563,7 +626,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "loglevel",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.loglevel.clone(),
         set: |c, a| {
             c.loglevel = enum_value(
@@ -576,7 +639,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "logfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.logfile.clone(),
         set: |c, a| {
             c.logfile = one(a)?.to_string();
@@ -586,7 +649,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "pidfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.pidfile.clone(),
         set: |c, a| {
             c.pidfile = one(a)?.to_string();
@@ -612,7 +675,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "client-output-buffer-limit",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             ["normal", "replica", "pubsub"]
                 .iter()
@@ -655,7 +718,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "notify-keyspace-events",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| crate::exec::pubsub::format_notify_classes(c.notify_keyspace_events),
         set: |c, a| {
             c.notify_keyspace_events = crate::exec::pubsub::parse_notify_classes(one(a)?)
@@ -667,7 +730,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxmemory-policy",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.maxmemory_policy.clone(),
         set: |c, a| {
             c.maxmemory_policy = enum_value(one(a)?, POLICIES)?;
@@ -683,31 +746,13 @@ pub static DIRECTIVES: &[Directive] = &[
         64,
         true
     ),
-    Directive {
-        name: "enable-debug-command",
-        aliases: &[],
-        mutable: false,
-        get: |c| {
-            match c.enable_debug_command {
-                Protection::No => "no",
-                Protection::Yes => "yes",
-                Protection::Local => "local",
-            }
-            .into()
-        },
-        set: |c, a| {
-            c.enable_debug_command = match enum_value(one(a)?, &["no", "yes", "local"])?.as_str() {
-                "yes" => Protection::Yes,
-                "local" => Protection::Local,
-                _ => Protection::No,
-            };
-            Ok(())
-        },
-    },
+    protection_directive!("enable-debug-command", enable_debug_command),
+    protection_directive!("enable-protected-configs", enable_protected_configs),
+    protection_directive!("enable-module-command", enable_module_command),
     Directive {
         name: "save",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.save_params
                 .iter()
@@ -734,7 +779,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "dbfilename",
         aliases: &[],
-        mutable: true,
+        flags: PROTECTED,
         get: |c| c.dbfilename.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -751,7 +796,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appendfsync",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.appendfsync.clone(),
         set: |c, a| {
             c.appendfsync = enum_value(one(a)?, &["always", "everysec", "no"])?;
@@ -761,7 +806,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appenddirname",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.appenddirname.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -775,7 +820,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appendfilename",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.appendfilename.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -846,7 +891,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "aclfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.aclfile.clone(),
         set: |c, a| {
             c.aclfile = one(a)?.to_string();
@@ -856,7 +901,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "acl-pubsub-default",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             if c.acl_pubsub_default_all {
                 "allchannels".into()
@@ -901,7 +946,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "latency-tracking-info-percentiles",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.latency_tracking_info_percentiles
                 .iter()

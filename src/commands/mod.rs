@@ -23,6 +23,7 @@ pub mod keys;
 pub mod latency;
 pub mod lists;
 pub mod memory_report;
+pub mod module;
 pub mod monitor;
 pub mod persistence;
 pub mod pubsub;
@@ -67,6 +68,9 @@ pub mod flags {
     pub const MOVABLE_KEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Refused unless `enable-debug-command` / `enable-module-command` allows the
+    /// client; COMMAND INFO does not show it, as Redis hides it.
+    pub const PROTECTED: u32 = 1 << 18;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -276,6 +280,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         acl::COMMANDS,
         latency::COMMANDS,
         waitaof::COMMANDS,
+        module::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())

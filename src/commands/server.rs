@@ -8,7 +8,7 @@ use crate::commands::connection::REDIS_VERSION;
 use crate::commands::flags::*;
 use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
-use crate::config::{find_directive, Protection};
+use crate::config::{self, find_directive};
 use crate::exec::ShutdownRequest;
 use crate::keyspace::{unix_ms, Value};
 use crate::protocol::Reply;
@@ -25,7 +25,7 @@ pub static COMMANDS: &[Command] = &[
     command!("swapdb", 3, WRITE | FAST, (0, 0, 0), &["keyspace", "write", "fast", "dangerous"], "server", "4.0.0", "Swaps two Redis databases.", "O(N) where N is the count of clients watching or blocking on keys from both databases.", swapdb),
     command!("time", 1, LOADING | STALE | FAST, (0, 0, 0), &["fast"], "server", "2.6.0", "Returns the server time.", "O(1)", time),
     command!("lolwut", -1, READONLY | FAST, (0, 0, 0), &["read", "fast"], "server", "5.0.0", "Displays computer art and the Redis version", "", lolwut),
-    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.", debug),
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.", debug),
     container!("memory", &["slow"], "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS),
     container!("slowlog", &["slow"], "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS),
     command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", shutdown),
@@ -569,12 +569,33 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return fail("duplicate parameter");
         }
         seen.push(d.name);
-        if !d.mutable {
+        if d.flags & config::IMMUTABLE != 0 {
             return fail("can't set immutable config");
+        }
+        if d.flags & config::PROTECTED != 0
+            && !ctx
+                .ex
+                .config
+                .enable_protected_configs
+                .allows(ctx.client_ref().is_local())
+        {
+            return fail("can't set protected config");
         }
         let value = String::from_utf8_lossy(pair[1]).into_owned();
         if let Err(why) = (d.set)(&mut updated, &[value]) {
-            return fail(&why);
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                d.name
+            ));
+        }
+    }
+    if updated.dir != ctx.ex.config.dir {
+        // Files are written relative to the working directory, as Redis's chdir().
+        if let Err(e) = std::env::set_current_dir(&updated.dir) {
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
+                crate::config::strerror(&e)
+            ));
         }
     }
     let aof_was = ctx.ex.config.appendonly;
@@ -736,24 +757,7 @@ fn lolwut(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 // ----- DEBUG ----------------------------------------------------------------------
 
-fn debug_allowed(ctx: &Ctx) -> bool {
-    match ctx.ex.config.enable_debug_command {
-        Protection::Yes => true,
-        Protection::No => false,
-        Protection::Local => {
-            let a = &ctx.client_ref().addr;
-            a.starts_with("127.")
-                || a.starts_with("[::1]")
-                || a.starts_with("::1")
-                || ctx.client_ref().embedded
-        }
-    }
-}
-
 fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if !debug_allowed(ctx) {
-        return Reply::err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-    }
     let sub = args[1];
     if is(sub, "help") {
         return help_reply(

@@ -366,6 +366,12 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
         }
+        if cmd.flags & flags::PROTECTED != 0 {
+            if let Some(reply) = self.protected_command_refusal(slot, cmd) {
+                self.flag_transaction(slot);
+                return self.reject(Some(cmd), reply);
+            }
+        }
         {
             let c = self.client_mut(slot);
             c.last_cmd = cmd.name;
@@ -502,6 +508,30 @@ impl Executor {
         if self.notify_classes & class != 0 {
             self.pending_notifications.push((class, event, db, key));
         }
+    }
+
+    /// DEBUG and MODULE LOAD/LOADEX/UNLOAD are refused unless `enable-debug-command` or
+    /// `enable-module-command` allows this client (`local`: loopback or unix socket).
+    fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
+        let (allowed, name, option) = if cmd.name == "debug" {
+            (
+                self.config.enable_debug_command,
+                "DEBUG",
+                "enable-debug-command",
+            )
+        } else {
+            (
+                self.config.enable_module_command,
+                "MODULE",
+                "enable-module-command",
+            )
+        };
+        if allowed.allows(self.client(slot).is_local()) {
+            return None;
+        }
+        Some(Reply::error(format!(
+            "ERR {name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+        )))
     }
 
     fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
