@@ -27,7 +27,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if config.port == 0 {
+    if config.port == 0 && config.stored_str("unixsocket").is_empty() {
         eprintln!("Configured to not listen anywhere, exiting.");
         std::process::exit(1);
     }
@@ -42,6 +42,16 @@ fn main() {
     if let Err(e) = cinnabar::log::configure(&config.loglevel, &config.logfile) {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
+    }
+    if config.stored_bool("syslog-enabled") {
+        cinnabar::log::open_syslog(
+            &config.stored_str("syslog-ident"),
+            &config.stored_str("syslog-facility"),
+        );
+    }
+    cinnabar::process::apply_disable_thp(&config);
+    if let Err(e) = cinnabar::process::apply_oom_score_adj(&config, config.replicaof.is_some()) {
+        cinnabar::log::warning(&e);
     }
     if let Err(e) = std::env::set_current_dir(&config.dir) {
         eprintln!("Can't chdir to '{}': {e}", config.dir.display());

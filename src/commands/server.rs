@@ -300,7 +300,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("server_time_usec:{}", unix_ms() * 1000);
             field!("uptime_in_seconds:{}", ex.uptime());
             field!("uptime_in_days:{}", ex.uptime() / 86400);
-            field!("hz:{}", ex.config.hz);
+            field!("hz:{}", ex.config.effective_hz());
             field!("configured_hz:{}", ex.config.hz);
             field!("lru_clock:{}", crate::keyspace::lru_clock(unix_ms()));
             field!(
@@ -421,6 +421,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("sync_full:{}", ex.repl.sync_full);
             field!("sync_partial_ok:{}", ex.repl.sync_partial_ok);
             field!("sync_partial_err:{}", ex.repl.sync_partial_err);
+            field!("expired_subkeys:{}", ks.expired_subkeys);
             field!("expired_keys:{}", ks.expired_keys);
             field!("expired_stale_perc:{:.2}", ks.expired_stale_perc * 100.0);
             field!(
@@ -589,12 +590,46 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
     }
+    if updated.port != ctx.ex.config.port || updated.bind != ctx.ex.config.bind {
+        // New sockets are bound now (addresses already listened on are kept), so a
+        // port in use fails here and nothing changes; the loop swaps them in.
+        let held = ctx.ex.tcp_addrs.clone();
+        match crate::net::bind_tcp(&updated.bind, updated.port, updated.tcp_backlog, &held) {
+            Ok((new, addrs)) => {
+                ctx.ex.tcp_addrs = addrs.clone();
+                ctx.ex.rebind = Some((addrs, new));
+            }
+            Err(e) => {
+                crate::log::warning(&e.to_string());
+                let (name, why) = if updated.port != ctx.ex.config.port {
+                    ("port", "Unable to listen on this port. Check server logs.")
+                } else {
+                    ("bind", "Failed to bind to specified addresses.")
+                };
+                return Reply::error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                ));
+            }
+        }
+    }
     if updated.dir != ctx.ex.config.dir {
         // Files are written relative to the working directory, as Redis's chdir().
         if let Err(e) = std::env::set_current_dir(&updated.dir) {
             return Reply::error(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
                 crate::config::strerror(&e)
+            ));
+        }
+    }
+    let oom_changed = ["oom-score-adj", "oom-score-adj-values"]
+        .iter()
+        .any(|n| updated.stored_str(n) != ctx.ex.config.stored_str(n));
+    if oom_changed {
+        let replica = ctx.ex.repl.is_replica();
+        if let Err(why) = crate::process::apply_oom_score_adj(&updated, replica) {
+            let _ = crate::process::apply_oom_score_adj(&ctx.ex.config, replica);
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - {why}"
             ));
         }
     }
@@ -1053,12 +1088,15 @@ fn slowlog_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut save = None;
     let mut abort = false;
+    let mut force = false;
     for a in &args[1..] {
         if is(a, "nosave") {
             save = Some(false);
         } else if is(a, "save") {
             save = Some(true);
-        } else if is(a, "now") || is(a, "force") {
+        } else if is(a, "now") {
+        } else if is(a, "force") {
+            force = true;
         } else if is(a, "abort") {
             abort = true;
         } else {
@@ -1081,10 +1119,10 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         ctx.ex.stream.truncate_to(pos);
     }
     crate::log::warning("User requested shutdown...");
-    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) {
+    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) && !force {
         return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");
     }
-    ctx.ex.shutdown = Some(ShutdownRequest { save });
+    ctx.ex.shutdown = Some(ShutdownRequest { save, force });
     ctx.client().close_after_reply = true;
     Reply::NoReply
 }

@@ -6,9 +6,12 @@
 //! same row, so a value accepted at startup is accepted at runtime and formatted the
 //! same way by CONFIG GET.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::util::glob::glob_match;
+
+pub mod stored;
 
 /// Who may use a protected command (DEBUG, MODULE) or change a protected config
 /// (`dir`, `dbfilename`): nobody, everybody, or loopback and unix-socket clients.
@@ -136,6 +139,10 @@ pub struct Config {
     /// replicas that acknowledged within `min-replicas-max-lag` seconds.
     pub min_replicas_to_write: u64,
     pub min_replicas_max_lag: u64,
+    /// `rename-command old new` lines: commands renamed (or, with "", removed).
+    pub renamed_commands: Vec<(String, String)>,
+    /// Values of the `stored` directives (stored.rs) set away from their defaults.
+    pub stored: BTreeMap<&'static str, String>,
 }
 
 impl Default for Config {
@@ -205,7 +212,7 @@ impl Default for Config {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             list_max_listpack_size: -2,
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             stream_node_max_bytes: 4096,
@@ -228,6 +235,8 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 << 20,
             notify_keyspace_events: 0,
+            renamed_commands: Vec::new(),
+            stored: BTreeMap::new(),
         }
     }
 }
@@ -237,6 +246,8 @@ pub const IMMUTABLE: u8 = 1;
 /// CONFIG SET accepts the directive only where `enable-protected-configs` allows it
 /// (`dir` and `dbfilename` decide where the server writes files).
 pub const PROTECTED: u8 = 2;
+/// CONFIG GET lists the directive only when asked for by its exact name.
+pub const HIDDEN: u8 = 4;
 
 type Getter = fn(&Config) -> String;
 type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
@@ -524,23 +535,28 @@ pub static DIRECTIVES: &[Directive] = &[
         true
     ),
     bool_directive!("replica-announced", replica_announced, true),
+    // CONFIG SET bind/port re-listens (commands/server.rs config_set).
     Directive {
         name: "bind",
         aliases: &[],
-        flags: IMMUTABLE,
+        flags: 0,
         get: |c| c.bind.join(" "),
         set: |c, a| {
             if a.is_empty() {
                 return Err("wrong number of arguments".into());
             }
-            c.bind = a
+            let addrs: Vec<String> = a
                 .iter()
                 .flat_map(|s| s.split_whitespace().map(String::from))
                 .collect();
+            if addrs.len() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            c.bind = addrs;
             Ok(())
         },
     },
-    int_directive!("port", &[], port, u16, 0, 65535, false),
+    int_directive!("port", &[], port, u16, 0, 65535, true),
     bool_directive!("protected-mode", protected_mode, true),
     Directive {
         name: "dir",
@@ -657,7 +673,8 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     },
     bool_directive!("daemonize", daemonize, false),
-    int_directive!("hz", &[], hz, u32, 1, 500, true),
+    // Redis accepts any non-negative hz and runs at it clamped to 1..=500 (`Config::effective_hz`).
+    int_directive!("hz", &[], hz, u32, 0, i32::MAX as i64, true),
     mem_directive!(
         "proto-max-bulk-len",
         proto_max_bulk_len,
@@ -677,7 +694,8 @@ pub static DIRECTIVES: &[Directive] = &[
         aliases: &[],
         flags: 0,
         get: |c| {
-            ["normal", "replica", "pubsub"]
+            // Redis 7.4 still names the replica class `slave` here.
+            ["normal", "slave", "pubsub"]
                 .iter()
                 .zip(c.client_output_buffer_limit.iter())
                 .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_seconds))
@@ -1071,12 +1089,15 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
 ];
 
+/// Every directive: the typed rows, then the stored ones (stored.rs).
+pub fn all_directives() -> impl Iterator<Item = &'static Directive> {
+    DIRECTIVES.iter().chain(stored::STORED.iter())
+}
+
 /// Finds a directive by name or alias, case-insensitively.
 pub fn find_directive(name: &str) -> Option<&'static Directive> {
     let lower = name.to_ascii_lowercase();
-    DIRECTIVES
-        .iter()
-        .find(|d| d.name == lower || d.aliases.contains(&lower.as_str()))
+    all_directives().find(|d| d.name == lower || d.aliases.contains(&lower.as_str()))
 }
 
 /// A startup configuration error, reported the way Redis reports a bad config file.
@@ -1129,6 +1150,18 @@ impl Config {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| fail(format!("Can't open include file: {e}")))?;
                 self.apply_text(&text)?;
+                continue;
+            }
+            // `rename-command old new` (new "" removes the command): applied to the
+            // command table when the server starts (exec::renames).
+            if words[0].eq_ignore_ascii_case("rename-command") {
+                let [_, old, new] = words.as_slice() else {
+                    return Err(fail("Bad directive or wrong number of arguments".into()));
+                };
+                self.renamed_commands.push((old.clone(), new.clone()));
+                if let Err(e) = crate::commands::resolve_renames(&self.renamed_commands) {
+                    return Err(fail(e.into()));
+                }
                 continue;
             }
             // `user` lines may repeat: they are kept for the ACL to load (src/acl).
@@ -1199,7 +1232,19 @@ impl Config {
     /// CONFIG GET: every (name, value) whose name or alias matches one of `patterns`.
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for d in DIRECTIVES {
+        // A name without glob characters is looked up directly (hidden ones included).
+        for p in patterns
+            .iter()
+            .filter(|p| !p.iter().any(|b| b"[*?".contains(b)))
+        {
+            let name = String::from_utf8_lossy(p).to_ascii_lowercase();
+            if let Some(d) = find_directive(&name) {
+                if d.flags & HIDDEN != 0 && !out.iter().any(|(n, _)| *n == name) {
+                    out.push((name, (d.get)(self)));
+                }
+            }
+        }
+        for d in all_directives().filter(|d| d.flags & HIDDEN == 0) {
             for name in std::iter::once(&d.name).chain(d.aliases.iter()) {
                 if patterns
                     .iter()
@@ -1211,6 +1256,13 @@ impl Config {
             }
         }
         out
+    }
+}
+
+impl Config {
+    /// The timer frequency actually used: `hz` within 1..=500, as Redis clamps it.
+    pub fn effective_hz(&self) -> u32 {
+        self.hz.clamp(1, 500)
     }
 }
 
