@@ -37,17 +37,35 @@ fn repr(v: &str) -> String {
     s
 }
 
+/// Directives whose value is several words, written unquoted.
+const MULTI_WORD: &[&str] = &[
+    "save",
+    "bind",
+    "replicaof",
+    "client-output-buffer-limit",
+    "latency-tracking-info-percentiles",
+    "oom-score-adj-values",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+];
+
 /// The config-file line for a directive's value.
 fn line_for(name: &str, value: &str) -> String {
-    if QUOTED.contains(&name) || value.is_empty() {
+    let spaced = value.contains(char::is_whitespace) && !MULTI_WORD.contains(&name);
+    if QUOTED.contains(&name) || value.is_empty() || spaced {
         format!("{name} {}", repr(value))
     } else {
         format!("{name} {value}")
     }
 }
 
-/// The new file content for `old` (the current file's text) and `cfg`.
+/// The new file content for `old` (the current file's text) and `cfg`; `force_all`
+/// writes every directive, defaults included (DEBUG CONFIG-REWRITE-FORCE-ALL).
 pub fn rewrite_text(old: &str, cfg: &Config) -> String {
+    rewrite_text_with(old, cfg, false)
+}
+
+pub fn rewrite_text_with(old: &str, cfg: &Config, force_all: bool) -> String {
     let defaults = Config::default();
     let mut lines: Vec<String> = Vec::new();
     // Directive name → indexes of its lines in `lines`, in file order.
@@ -78,7 +96,7 @@ pub fn rewrite_text(old: &str, cfg: &Config) -> String {
     for d in all_directives() {
         let value = (d.get)(cfg);
         // `dir` is always written, as Redis does (the working directory at startup).
-        let force = d.name == "dir" || value != (d.get)(&defaults);
+        let force = force_all || d.name == "dir" || value != (d.get)(&defaults);
         let new_line = line_for(d.name, &value);
         match slots.iter().find(|(n, _)| *n == d.name) {
             Some((_, idx)) => {
@@ -118,12 +136,16 @@ pub fn rewrite_text(old: &str, cfg: &Config) -> String {
 
 /// Rewrites `path` atomically: temp file beside it, fsync, rename, fsync the directory.
 pub fn rewrite_file(path: &Path, cfg: &Config) -> std::io::Result<()> {
+    rewrite_file_with(path, cfg, false)
+}
+
+pub fn rewrite_file_with(path: &Path, cfg: &Config, force_all: bool) -> std::io::Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let text = rewrite_text(&old, cfg);
+    let text = rewrite_text_with(&old, cfg, force_all);
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -96,6 +96,22 @@ pub fn warning(msg: &str) {
     write(WARNING, msg)
 }
 
+/// Writes `text` as is (no pid, time or level mark), at notice level: the startup banner.
+pub fn raw(text: &str) {
+    if NOTICE < LEVEL.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    match file.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+}
+
 fn write(level: u8, msg: &str) {
     if level < LEVEL.load(Ordering::Relaxed) {
         return;

@@ -73,6 +73,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    cinnabar::process::show_banner(&server.ex.config);
     cinnabar::log::notice("Server initialized");
     let result = server.run();
     if !pidfile.is_empty() {

@@ -1,10 +1,33 @@
-//! Process-level settings of redis.conf: `supervised` (systemd readiness over
-//! NOTIFY_SOCKET, upstart's SIGSTOP), `disable-thp`, and `oom-score-adj` /
-//! `oom-score-adj-values` (written to /proc/self/oom_score_adj), as Redis applies them.
+//! Process-level settings of redis.conf: the startup banner (`always-show-logo`),
+//! `supervised` (systemd readiness over NOTIFY_SOCKET, upstart's SIGSTOP),
+//! `disable-thp`, and `oom-score-adj` / `oom-score-adj-values` (written to
+//! /proc/self/oom_score_adj), as Redis applies them.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::config::Config;
+
+/// The startup banner: shown with `always-show-logo yes`, or when logging to a terminal
+/// (as Redis shows its logo); otherwise one `Running mode=…, port=….` line.
+pub fn show_banner(config: &Config) {
+    use std::io::IsTerminal;
+    let show = config.stored_bool("always-show-logo")
+        || (!config.stored_bool("syslog-enabled")
+            && config.logfile.is_empty()
+            && std::io::stdout().is_terminal());
+    if !show {
+        crate::log::notice(&format!("Running mode=standalone, port={}.", config.port));
+        return;
+    }
+    crate::log::raw(&format!(
+        "\n      /\\        Cinnabar {} (Redis {} compatible) {} bit\n     /  \\\n    / /\\ \\      Running in standalone mode\n    \\ \\/ /      Port: {}\n     \\  /       PID: {}\n      \\/\n\n",
+        crate::VERSION,
+        crate::commands::connection::REDIS_VERSION,
+        usize::BITS,
+        config.port,
+        std::process::id()
+    ));
+}
 
 /// How the server is supervised, after `supervised auto` looked at the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

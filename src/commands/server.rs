@@ -855,6 +855,18 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Err(e) => Reply::error(format!("ERR {e}")),
         };
     }
+    if is(sub, "config-rewrite-force-all") && args.len() == 2 {
+        let Some(path) = ctx.ex.config.config_file.clone() else {
+            return Reply::err("ERR The server is running without a config file");
+        };
+        return match crate::config_rewrite::rewrite_file_with(&path, &ctx.ex.config, true) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!(
+                "ERR CONFIG-REWRITE-FORCE-ALL failed: {}",
+                crate::config::strerror(&e)
+            )),
+        };
+    }
     if is(sub, "jmap") {
         return Reply::ok();
     }

@@ -143,12 +143,21 @@ pub struct Config {
     pub renamed_commands: Vec<(String, String)>,
     /// Values of the `stored` directives (stored.rs) set away from their defaults.
     pub stored: BTreeMap<&'static str, String>,
+    pub file_parse: FileParse,
+}
+
+/// State of reading a configuration file, for directives that read differently there.
+#[derive(Debug, Clone, Default)]
+pub struct FileParse {
+    pub reading: bool,
+    /// A `save` line was read: later ones add to it.
+    pub save_seen: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            bind: vec!["127.0.0.1".into(), "-::1".into()],
+            bind: vec!["*".into(), "-::*".into()],
             port: 6379,
             protected_mode: true,
             dir: PathBuf::from("."),
@@ -237,6 +246,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             renamed_commands: Vec::new(),
             stored: BTreeMap::new(),
+            file_parse: FileParse::default(),
         }
     }
 }
@@ -790,7 +800,16 @@ pub static DIRECTIVES: &[Directive] = &[
                     _ => return Err("Invalid save parameters".into()),
                 }
             }
-            c.save_params = params;
+            // In a config file (command-line directives included) the first `save`
+            // line replaces the defaults and later ones add to it, as Redis reads them;
+            // CONFIG SET and `save ""` replace everything.
+            let empty = matches!(a, [v] if v.is_empty());
+            if c.file_parse.reading && !empty && c.file_parse.save_seen {
+                c.save_params.extend(params);
+            } else {
+                c.save_params = params;
+            }
+            c.file_parse.save_seen |= c.file_parse.reading;
             Ok(())
         },
     },
@@ -1124,6 +1143,13 @@ impl std::fmt::Display for ConfigError {
 impl Config {
     /// Applies configuration text in redis.conf syntax.
     pub fn apply_text(&mut self, text: &str) -> Result<(), ConfigError> {
+        let was_reading = std::mem::replace(&mut self.file_parse.reading, true);
+        let result = self.apply_lines(text);
+        self.file_parse.reading = was_reading;
+        result
+    }
+
+    fn apply_lines(&mut self, text: &str) -> Result<(), ConfigError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -1202,27 +1228,40 @@ impl Config {
                 rest = &rest[1..];
             }
         }
-        // Command-line directives are appended as config lines, as redis-server does.
-        let mut line = String::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                if !line.is_empty() {
-                    text.push_str(&line);
-                    text.push('\n');
+        // Command-line directives become config lines after the file, as redis-server
+        // builds them: `--name` starts a line; when it came alone, the next argument is
+        // its value even if it starts with `--`; values are written quoted.
+        let mut options = String::new();
+        let mut value_seen = true;
+        for (j, a) in rest.iter().enumerate() {
+            let last = j + 1 == rest.len();
+            if value_seen && a.starts_with("--") {
+                if !options.is_empty() {
+                    options.push('\n');
                 }
-                line = name.to_string();
+                options.push_str(&a[2..]);
+                options.push(' ');
+                let words =
+                    crate::protocol::parser::split_args(a.as_bytes()).map_or(0, |w| w.len());
+                if words == 1 {
+                    value_seen = false;
+                    let next_is_option = !last && rest[j + 1].starts_with("--");
+                    // `--save` with no value (last, or before another option) means "".
+                    if a.eq_ignore_ascii_case("--save") && (last || next_is_option) {
+                        options.push_str("\"\"");
+                        value_seen = next_is_option;
+                    }
+                } else {
+                    value_seen = true;
+                }
             } else {
-                if line.is_empty() {
-                    return Err(format!(
-                        "Invalid argument '{a}': expected --directive value"
-                    ));
-                }
-                line.push(' ');
-                line.push_str(&quote(a));
+                crate::util::repr(&mut options, a.as_bytes());
+                options.push(' ');
+                value_seen = true;
             }
         }
-        if !line.is_empty() {
-            text.push_str(&line);
+        if !options.is_empty() {
+            text.push_str(&options);
             text.push('\n');
         }
         cfg.apply_text(&text).map_err(|e| e.to_string())?;
@@ -1266,25 +1305,6 @@ impl Config {
     }
 }
 
-/// Quotes a command-line value so the config-line parser reads it back as one word.
-fn quote(v: &str) -> String {
-    if !v.is_empty()
-        && !v.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
-    {
-        return v.to_string();
-    }
-    let mut s = String::from("\"");
-    for c in v.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            _ => s.push(c),
-        }
-    }
-    s.push('"');
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1309,7 +1329,7 @@ mod tests {
         assert_eq!(c.requirepass, None);
         let e = Config::from_args(&args(&["--bogus", "1"])).unwrap_err();
         assert!(
-            e.contains(">>> 'bogus 1'") && e.contains("Bad directive"),
+            e.contains(">>> 'bogus \"1\"'") && e.contains("Bad directive"),
             "{e}"
         );
         let e = Config::from_args(&args(&["--port", "x"])).unwrap_err();
@@ -1346,8 +1366,57 @@ mod tests {
         assert!(names.contains(&"maxmemory") && names.contains(&"maxclients"));
         assert_eq!(
             c.get_matching(&[b"hash-max-ziplist-entries"]),
-            vec![("hash-max-ziplist-entries".into(), "128".into())]
+            vec![("hash-max-ziplist-entries".into(), "512".into())]
         );
+    }
+
+    #[test]
+    fn command_line_like_redis_server() {
+        // A lone `--name` takes the next argument as its value, even `--something`.
+        let c = Config::from_args(&args(&[
+            "--proc-title-template",
+            "--my--title",
+            "--hz",
+            "20",
+        ]))
+        .unwrap();
+        assert_eq!(c.stored_str("proc-title-template"), "--my--title");
+        assert_eq!(c.hz, 20);
+        // `--save` with nothing after it, or before another option, is `save ""`.
+        let c = Config::from_args(&args(&["--save", "--hz", "20"])).unwrap();
+        assert!(c.save_params.is_empty());
+        assert_eq!(c.hz, 20);
+        let e = Config::from_args(&args(&["--port", "6379", "6380"])).unwrap_err();
+        assert!(e.contains(">>> 'port \"6379\" \"6380\"'"), "{e}");
+        // In a file, the first `save` line replaces the defaults and later ones add.
+        let c = Config::from_args(&args(&["--save", "900 1", "--save", "100 100"])).unwrap();
+        assert_eq!(c.save_params, vec![(900, 1), (100, 100)]);
+    }
+
+    #[test]
+    fn stored_kinds_parse_and_show_like_redis() {
+        use stored::Kind;
+        let one = |k: &Kind, v: &str| k.parse(&[v.to_string()]);
+        assert_eq!(one(&Kind::Octal(0, 0o777), "0700").unwrap(), "700");
+        assert_eq!(
+            one(&Kind::Octal(0, 0o777), "1000").unwrap_err(),
+            "argument must be between 0 and 777 inclusive"
+        );
+        assert_eq!(
+            one(&Kind::Octal(0, 0o777), "9").unwrap_err(),
+            "argument couldn't be parsed as an octal number"
+        );
+        assert_eq!(
+            one(&Kind::MemPercent(-100, i64::MAX as i128), "0%").unwrap(),
+            "0"
+        );
+        assert_eq!(
+            one(&Kind::Mem(0, 10), "1kb").unwrap_err(),
+            "argument must be between 0 and 10 inclusive"
+        );
+        let flags = Kind::Flags(&["default", "save", "nosave", "now", "force"]);
+        assert_eq!(one(&flags, "force now nosave").unwrap(), "nosave now force");
+        assert_eq!(one(&flags, "default").unwrap(), "default");
     }
 
     #[test]

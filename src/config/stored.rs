@@ -231,7 +231,7 @@ impl Config {
 pub static STORED: &[Directive] = &[
     // No effect here: one event-loop thread does all I/O.
     stored!("io-threads-do-reads", &[], IMMUTABLE, Kind::Bool, "no"),
-    // No effect here: no ASCII logo is printed.
+    // `yes`: the startup banner (process.rs) even when not logging to a terminal.
     stored!("always-show-logo", &[], IMMUTABLE, Kind::Bool, "no"),
     // No effect here: replication never writes sync files on disk.
     stored!("rdb-del-sync-files", &[], 0, Kind::Bool, "no"),
@@ -277,7 +277,7 @@ pub static STORED: &[Directive] = &[
         Kind::Bool,
         "no"
     ),
-    // No effect here: a replica with a broken link keeps serving its data.
+    // While the master link is down, `no` refuses non-STALE commands (MASTERDOWN).
     stored!(
         "replica-serve-stale-data",
         &["slave-serve-stale-data"],
@@ -285,7 +285,7 @@ pub static STORED: &[Directive] = &[
         Kind::Bool,
         "yes"
     ),
-    // No effect here: a replica never evicts on its own.
+    // `yes`: a replica never evicts or refuses writes for its own maxmemory.
     stored!(
         "replica-ignore-maxmemory",
         &["slave-ignore-maxmemory"],

@@ -22,6 +22,11 @@ impl Executor {
         if max == 0 || crate::alloc::used_memory() <= max {
             return true;
         }
+        // `replica-ignore-maxmemory yes`: a replica's keys follow its master, never
+        // its own memory limit (no evictions, no OOM errors).
+        if self.repl.is_replica() && self.config.stored_bool("replica-ignore-maxmemory") {
+            return true;
+        }
         let policy = self.config.maxmemory_policy.clone();
         if policy == "noeviction" {
             return false;

@@ -432,6 +432,10 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
+        if let Some(reply) = crate::replication::stale_data_error(self, slot, cmd) {
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), reply);
+        }
         if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
             if cmd.name == "exec" {
                 // A rejected EXEC aborts the transaction, naming the reason.
