@@ -619,3 +619,89 @@ fn replica_serve_stale_data_no_refuses_while_the_link_is_down() {
     );
     assert_eq!(c.cmd(&["GET", "k"]), "$-1\r\n");
 }
+
+fn server_pid(c: &mut RawConn) -> u32 {
+    let info = c.cmd(&["INFO", "server"]);
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn oom_score_adj_is_written_for_the_process() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let path = format!("/proc/{}/oom_score_adj", server_pid(&mut c));
+    let read = || std::fs::read_to_string(&path).unwrap().trim().to_string();
+    let before = read();
+    assert_eq!(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "oom-score-adj-values",
+            "50 100 200",
+            "oom-score-adj",
+            "absolute"
+        ]),
+        "+OK\r\n"
+    );
+    assert_eq!(read(), "50");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "no"]), "+OK\r\n");
+    assert_eq!(read(), before);
+}
+
+#[test]
+fn syslog_and_upstart_supervision() {
+    // syslog-enabled sends each log line to syslog as well; the server keeps serving.
+    let s = TestServer::start_with(&["--syslog-enabled", "yes", "--syslog-ident", "cinnabar-test"]);
+    assert_eq!(s.raw(2).cmd(&["PING"]), "+PONG\r\n");
+    assert_eq!(
+        s.raw(2).cmd(&["CONFIG", "GET", "syslog-ident"]),
+        "*2\r\n$12\r\nsyslog-ident\r\n$13\r\ncinnabar-test\r\n"
+    );
+
+    // `supervised upstart`: the server stops itself (SIGSTOP) once ready; upstart (here
+    // the test) resumes it.
+    let dir = temp_dir("upstart");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--dir",
+            &dir.display().to_string(),
+            "--supervised",
+            "upstart",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stat = format!("/proc/{}/stat", child.id());
+    poll_until("the server to stop itself", || {
+        std::fs::read_to_string(&stat)
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('T')
+            })
+            .unwrap_or(false)
+    });
+    Command::new("kill")
+        .args(["-CONT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(RawConn::connect(port, 2).cmd(&["PING"]), "+PONG\r\n");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
