@@ -4,7 +4,7 @@
 //! `util` and `protocol` (wire format), `types` (data-type internals), `keyspace`
 //! (databases, key table, expiry), `commands` (the command table and families),
 //! `exec` (the single-threaded executor), `net` (the event loop) and `embedded`
-//! (the in-process API). `config` and `log` serve the process.
+//! (the in-process API). `config`, `log` and `process` serve the process.
 
 pub mod acl;
 pub mod alloc;
@@ -17,6 +17,7 @@ pub mod keyspace;
 pub mod log;
 pub mod net;
 pub mod persistence;
+pub mod process;
 pub mod protocol;
 pub mod replication;
 pub mod scripting;

@@ -1,14 +1,16 @@
 //! Redis-style log lines: `pid:M 22 Nov 2026 11:43:00.123 * message`, to stdout or the
-//! configured `logfile`, filtered by `loglevel`.
+//! configured `logfile`, filtered by `loglevel`; with `syslog-enabled yes` each message
+//! also goes to syslog (`syslog-ident`, `syslog-facility`), as Redis sends it.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 static LEVEL: AtomicU8 = AtomicU8::new(2);
 /// The role letter of log lines: `M` master, `S` replica (as Redis's `pid:S`).
 static ROLE: AtomicU8 = AtomicU8::new(b'M');
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+static SYSLOG: AtomicBool = AtomicBool::new(false);
 
 const DEBUG: u8 = 0;
 const VERBOSE: u8 = 1;
@@ -41,6 +43,38 @@ pub fn configure(level: &str, file: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Opens syslog with `ident` and `facility` (`user`, `local0`..`local7`); later lines
+/// are also sent there.
+pub fn open_syslog(ident: &str, facility: &str) {
+    let facility = match facility {
+        "user" => libc::LOG_USER,
+        "local1" => libc::LOG_LOCAL1,
+        "local2" => libc::LOG_LOCAL2,
+        "local3" => libc::LOG_LOCAL3,
+        "local4" => libc::LOG_LOCAL4,
+        "local5" => libc::LOG_LOCAL5,
+        "local6" => libc::LOG_LOCAL6,
+        "local7" => libc::LOG_LOCAL7,
+        _ => libc::LOG_LOCAL0,
+    };
+    // openlog() keeps the ident pointer: the string lives for the rest of the process.
+    let ident: &'static std::ffi::CStr = Box::leak(
+        std::ffi::CString::new(ident.replace('\0', ""))
+            .unwrap_or_default()
+            .into_boxed_c_str(),
+    );
+    // SAFETY: `ident` is a NUL-terminated string that is never freed; the flags and
+    // facility are libc's constants.
+    unsafe {
+        libc::openlog(
+            ident.as_ptr(),
+            libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
+            facility,
+        )
+    };
+    SYSLOG.store(true, Ordering::Relaxed);
+}
+
 /// Sets the role letter of later lines (replication: REPLICAOF host port / NO ONE).
 /// Panics go to the log with where they happened and a backtrace, so one that a command
 /// survives (the executor turns it into an error reply) still leaves a trace.
@@ -71,6 +105,22 @@ pub fn warning(msg: &str) {
     write(WARNING, msg)
 }
 
+/// Writes `text` as is (no pid, time or level mark), at notice level: the startup banner.
+pub fn raw(text: &str) {
+    if NOTICE < LEVEL.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    match file.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+}
+
 fn write(level: u8, msg: &str) {
     if level < LEVEL.load(Ordering::Relaxed) {
         return;
@@ -82,6 +132,18 @@ fn write(level: u8, msg: &str) {
         ROLE.load(Ordering::Relaxed) as char,
         timestamp(crate::keyspace::unix_ms())
     );
+    if SYSLOG.load(Ordering::Relaxed) {
+        let priority = [
+            libc::LOG_DEBUG,
+            libc::LOG_INFO,
+            libc::LOG_NOTICE,
+            libc::LOG_WARNING,
+        ][level as usize];
+        if let Ok(text) = std::ffi::CString::new(msg.replace('\0', "")) {
+            // SAFETY: a constant "%s" format with one NUL-terminated string argument.
+            unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
+        }
+    }
     let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
     match file.as_mut() {
         Some(f) => {

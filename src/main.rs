@@ -27,7 +27,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if config.port == 0 {
+    if config.port == 0 && config.stored_str("unixsocket").is_empty() {
         eprintln!("Configured to not listen anywhere, exiting.");
         std::process::exit(1);
     }
@@ -44,6 +44,16 @@ fn main() {
         std::process::exit(1);
     }
     cinnabar::log::install_panic_hook();
+    if config.stored_bool("syslog-enabled") {
+        cinnabar::log::open_syslog(
+            &config.stored_str("syslog-ident"),
+            &config.stored_str("syslog-facility"),
+        );
+    }
+    cinnabar::process::apply_disable_thp(&config);
+    if let Err(e) = cinnabar::process::apply_oom_score_adj(&config, config.replicaof.is_some()) {
+        cinnabar::log::warning(&e);
+    }
     if let Err(e) = std::env::set_current_dir(&config.dir) {
         eprintln!("Can't chdir to '{}': {e}", config.dir.display());
         std::process::exit(1);
@@ -64,6 +74,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    cinnabar::process::show_banner(&server.ex.config);
     cinnabar::log::notice("Server initialized");
     let result = server.run();
     if !pidfile.is_empty() {

@@ -28,6 +28,8 @@ fn start_with_conf(conf: &std::path::Path, dir: &std::path::Path) -> (Child, u16
                 &port.to_string(),
                 "--dir",
                 &dir.display().to_string(),
+                "--enable-protected-configs",
+                "yes",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

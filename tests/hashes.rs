@@ -177,14 +177,15 @@ fn encoding(c: &mut RawConn, key: &str) -> String {
 fn encodings_convert_at_exact_thresholds() {
     let s = TestServer::start();
     let mut c = s.raw(2);
-    for i in 0..128 {
+    // Redis 7.4's built-in hash-max-listpack-entries is 512.
+    for i in 0..512 {
         c.cmd(&["HSET", "h", &format!("f{i}"), "v"]);
     }
     assert_eq!(encoding(&mut c, "h"), "$8\r\nlistpack\r\n");
-    c.cmd(&["HSET", "h", "f128", "v"]);
+    c.cmd(&["HSET", "h", "f512", "v"]);
     assert_eq!(encoding(&mut c, "h"), "$9\r\nhashtable\r\n");
     // One-way.
-    for i in 0..120 {
+    for i in 0..500 {
         c.cmd(&["HDEL", "h", &format!("f{i}")]);
     }
     assert_eq!(encoding(&mut c, "h"), "$9\r\nhashtable\r\n");

@@ -210,7 +210,7 @@ fn bad_configuration_stops_startup_naming_the_directive() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("at line 2")
-            && err.contains(">>> 'bogus-directive 1'")
+            && err.contains(">>> 'bogus-directive \"1\"'")
             && err.contains("Bad directive"),
         "{err}"
     );

@@ -522,12 +522,7 @@ fn acl_load(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 fn io_error_text(e: &std::io::Error) -> String {
-    // strerror() text, without Rust's " (os error N)" suffix.
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
+    crate::config::strerror(e)
 }
 
 fn acl_save(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {

@@ -96,6 +96,7 @@ fn expire_fields_where(
     let empty = h.is_empty();
     let next = h.next_expire();
     ex.ks.dirty += expired.len() as u64;
+    ex.ks.stats.expired_subkeys += expired.len() as u64;
     ex.notify(notify::HASH, "hexpired", db, key.to_vec());
     if empty {
         ex.ks.delete(db, key);

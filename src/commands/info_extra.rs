@@ -165,6 +165,22 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "total_writes_processed:{}",
                 st.total_writes_processed
             ));
+            // Cinnabar never evicts cached scripts, so evicted_scripts stays 0.
+            f("evicted_scripts:0".into());
+            f(format!("eventloop_cycles:{}", st.eventloop_cycles));
+            f(format!("eventloop_duration_sum:{}", st.eventloop_usec));
+            f(format!(
+                "eventloop_duration_cmd_sum:{}",
+                st.eventloop_cmd_usec
+            ));
+            f(format!(
+                "instantaneous_eventloop_cycles_per_sec:{}",
+                st.instantaneous_eventloop_cycles_per_sec
+            ));
+            f(format!(
+                "instantaneous_eventloop_duration_usec:{}",
+                st.instantaneous_eventloop_duration_usec
+            ));
         }
         "cpu" => {
             let (user, sys) = thread_cpu();

@@ -170,7 +170,7 @@ fn doctor(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
         threshold: c.latency_monitor_threshold,
         slowlog_log_slower_than: c.slowlog_log_slower_than,
         fsync_always: c.appendonly && c.appendfsync == "always",
-        hz: c.hz,
+        hz: c.effective_hz(),
         anon_huge_pages: latency::anon_huge_pages(),
     };
     let report = latency::doctor(&ctx.ex.latency, &env, now_secs());

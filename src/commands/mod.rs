@@ -10,6 +10,7 @@
 
 pub mod acl;
 pub mod bitmaps;
+pub mod cluster;
 pub mod connection;
 pub mod ctx;
 pub mod digest;
@@ -24,6 +25,7 @@ pub mod keys;
 pub mod latency;
 pub mod lists;
 pub mod memory_report;
+pub mod module;
 pub mod monitor;
 pub mod persistence;
 pub mod pubsub;
@@ -68,6 +70,9 @@ pub mod flags {
     pub const MOVABLE_KEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Refused unless `enable-debug-command` / `enable-module-command` allows the
+    /// client; COMMAND INFO does not show it, as Redis hides it.
+    pub const PROTECTED: u32 = 1 << 18;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -281,6 +286,8 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         acl::COMMANDS,
         latency::COMMANDS,
         waitaof::COMMANDS,
+        module::COMMANDS,
+        cluster::COMMANDS,
     ]
     .into_iter()
     .flat_map(|f| f.iter())
@@ -292,8 +299,56 @@ pub fn table() -> &'static FastMap<&'static [u8], &'static Command> {
     TABLE.get_or_init(|| families().map(|c| (c.name.as_bytes(), c)).collect())
 }
 
-/// Finds a command by name, case-insensitively, without allocating.
+/// Names changed by `rename-command`: a new name maps to its command, an old name to
+/// None. Set once at startup; the command table itself never changes.
+static RENAMES: OnceLock<FastMap<Vec<u8>, Option<&'static Command>>> = OnceLock::new();
+
+/// Resolves `rename-command old new` lines in order, as Redis applies them to its
+/// command table: `old` must name a command at that point (an earlier line may have
+/// renamed or removed it) and `new`, unless empty, must not.
+pub fn resolve_renames(
+    pairs: &[(String, String)],
+) -> Result<FastMap<Vec<u8>, Option<&'static Command>>, &'static str> {
+    let mut map: FastMap<Vec<u8>, Option<&'static Command>> = FastMap::default();
+    let current =
+        |map: &FastMap<Vec<u8>, Option<&'static Command>>, name: &[u8]| match map.get(name) {
+            Some(hit) => *hit,
+            None => table().get(name).copied(),
+        };
+    for (old, new) in pairs {
+        let old = old.to_ascii_lowercase().into_bytes();
+        let cmd = current(&map, &old).ok_or("No such command in rename-command")?;
+        map.insert(old, None);
+        if !new.is_empty() {
+            let new = new.to_ascii_lowercase().into_bytes();
+            if current(&map, &new).is_some() {
+                return Err("Target command name already exists");
+            }
+            map.insert(new, Some(cmd));
+        }
+    }
+    Ok(map)
+}
+
+/// Installs the startup configuration's renames (once per process).
+pub fn install_renames(pairs: &[(String, String)]) -> Result<(), &'static str> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let map = resolve_renames(pairs)?;
+    let _ = RENAMES.set(map);
+    Ok(())
+}
+
+/// Finds a command by name, case-insensitively (without allocating unless commands
+/// were renamed).
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    if let Some(renames) = RENAMES.get() {
+        let lower = name.to_ascii_lowercase();
+        if let Some(hit) = renames.get(&lower) {
+            return *hit;
+        }
+    }
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
         return None;

@@ -8,7 +8,7 @@ use crate::commands::connection::REDIS_VERSION;
 use crate::commands::flags::*;
 use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
-use crate::config::{find_directive, Protection};
+use crate::config::{self, find_directive};
 use crate::exec::ShutdownRequest;
 use crate::keyspace::{unix_ms, Value};
 use crate::protocol::Reply;
@@ -25,7 +25,7 @@ pub static COMMANDS: &[Command] = &[
     command!("swapdb", 3, WRITE | FAST, (0, 0, 0), &["keyspace", "write", "fast", "dangerous"], "server", "4.0.0", "Swaps two Redis databases.", "O(N) where N is the count of clients watching or blocking on keys from both databases.", swapdb),
     command!("time", 1, LOADING | STALE | FAST, (0, 0, 0), &["fast"], "server", "2.6.0", "Returns the server time.", "O(1)", time),
     command!("lolwut", -1, READONLY | FAST, (0, 0, 0), &["read", "fast"], "server", "5.0.0", "Displays computer art and the Redis version", "", lolwut),
-    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.", debug),
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.", debug),
     container!("memory", &["slow"], "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS),
     container!("slowlog", &["slow"], "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS),
     command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, (0, 0, 0), ADMIN_ACL, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", shutdown),
@@ -300,7 +300,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("server_time_usec:{}", unix_ms() * 1000);
             field!("uptime_in_seconds:{}", ex.uptime());
             field!("uptime_in_days:{}", ex.uptime() / 86400);
-            field!("hz:{}", ex.config.hz);
+            field!("hz:{}", ex.config.effective_hz());
             field!("configured_hz:{}", ex.config.hz);
             field!("lru_clock:{}", crate::keyspace::lru_clock(unix_ms()));
             field!(
@@ -421,6 +421,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("sync_full:{}", ex.repl.sync_full);
             field!("sync_partial_ok:{}", ex.repl.sync_partial_ok);
             field!("sync_partial_err:{}", ex.repl.sync_partial_err);
+            field!("expired_subkeys:{}", ks.expired_subkeys);
             field!("expired_keys:{}", ks.expired_keys);
             field!("expired_stale_perc:{:.2}", ks.expired_stale_perc * 100.0);
             field!(
@@ -569,12 +570,67 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return fail("duplicate parameter");
         }
         seen.push(d.name);
-        if !d.mutable {
+        if d.flags & config::IMMUTABLE != 0 {
             return fail("can't set immutable config");
+        }
+        if d.flags & config::PROTECTED != 0
+            && !ctx
+                .ex
+                .config
+                .enable_protected_configs
+                .allows(ctx.client_ref().is_local())
+        {
+            return fail("can't set protected config");
         }
         let value = String::from_utf8_lossy(pair[1]).into_owned();
         if let Err(why) = (d.set)(&mut updated, &[value]) {
-            return fail(&why);
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                d.name
+            ));
+        }
+    }
+    if updated.port != ctx.ex.config.port || updated.bind != ctx.ex.config.bind {
+        // New sockets are bound now (addresses already listened on are kept), so a
+        // port in use fails here and nothing changes; the loop swaps them in.
+        let held = ctx.ex.tcp_addrs.clone();
+        match crate::net::bind_tcp(&updated.bind, updated.port, updated.tcp_backlog, &held) {
+            Ok((new, addrs)) => {
+                ctx.ex.tcp_addrs = addrs.clone();
+                ctx.ex.rebind = Some((addrs, new));
+            }
+            Err(e) => {
+                crate::log::warning(&e.to_string());
+                let (name, why) = if updated.port != ctx.ex.config.port {
+                    ("port", "Unable to listen on this port. Check server logs.")
+                } else {
+                    ("bind", "Failed to bind to specified addresses.")
+                };
+                return Reply::error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                ));
+            }
+        }
+    }
+    if updated.dir != ctx.ex.config.dir {
+        // Files are written relative to the working directory, as Redis's chdir().
+        if let Err(e) = std::env::set_current_dir(&updated.dir) {
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
+                crate::config::strerror(&e)
+            ));
+        }
+    }
+    let oom_changed = ["oom-score-adj", "oom-score-adj-values"]
+        .iter()
+        .any(|n| updated.stored_str(n) != ctx.ex.config.stored_str(n));
+    if oom_changed {
+        let replica = ctx.ex.repl.is_replica();
+        if let Err(why) = crate::process::apply_oom_score_adj(&updated, replica) {
+            let _ = crate::process::apply_oom_score_adj(&ctx.ex.config, replica);
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'oom-score-adj') - {why}"
+            ));
         }
     }
     let aof_was = ctx.ex.config.appendonly;
@@ -750,20 +806,6 @@ fn lolwut(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 // ----- DEBUG ----------------------------------------------------------------------
 
-fn debug_allowed(ctx: &Ctx) -> bool {
-    match ctx.ex.config.enable_debug_command {
-        Protection::Yes => true,
-        Protection::No => false,
-        Protection::Local => {
-            let a = &ctx.client_ref().addr;
-            a.starts_with("127.")
-                || a.starts_with("[::1]")
-                || a.starts_with("::1")
-                || ctx.client_ref().embedded
-        }
-    }
-}
-
 /// DEBUG PROTOCOL <type>: one reply of each RESP type, for testing clients.
 fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
     let ints = || (0..3).map(Reply::Int).collect::<Vec<_>>();
@@ -798,9 +840,6 @@ fn debug_protocol(ctx: &mut Ctx, name: &[u8]) -> Reply {
 }
 
 fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if !debug_allowed(ctx) {
-        return Reply::err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-    }
     let sub = args[1];
     if is(sub, "help") {
         return help_reply(
@@ -933,6 +972,18 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return match crate::persistence::snapshot::debug_reload(ctx.ex, opts) {
             Ok(()) => Reply::ok(),
             Err(e) => Reply::error(format!("ERR {e}")),
+        };
+    }
+    if is(sub, "config-rewrite-force-all") && args.len() == 2 {
+        let Some(path) = ctx.ex.config.config_file.clone() else {
+            return Reply::err("ERR The server is running without a config file");
+        };
+        return match crate::config_rewrite::rewrite_file_with(&path, &ctx.ex.config, true) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!(
+                "ERR CONFIG-REWRITE-FORCE-ALL failed: {}",
+                crate::config::strerror(&e)
+            )),
         };
     }
     if is(sub, "jmap") {
@@ -1197,12 +1248,15 @@ fn slowlog_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut save = None;
     let mut abort = false;
+    let mut force = false;
     for a in &args[1..] {
         if is(a, "nosave") {
             save = Some(false);
         } else if is(a, "save") {
             save = Some(true);
-        } else if is(a, "now") || is(a, "force") {
+        } else if is(a, "now") {
+        } else if is(a, "force") {
+            force = true;
         } else if is(a, "abort") {
             abort = true;
         } else {
@@ -1225,10 +1279,10 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         ctx.ex.stream.truncate_to(pos);
     }
     crate::log::warning("User requested shutdown...");
-    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) {
+    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) && !force {
         return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");
     }
-    ctx.ex.shutdown = Some(ShutdownRequest { save });
+    ctx.ex.shutdown = Some(ShutdownRequest { save, force });
     ctx.client().close_after_reply = true;
     Reply::NoReply
 }

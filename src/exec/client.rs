@@ -124,6 +124,14 @@ impl Client {
         }
     }
 
+    /// Whether the client is local for the `local` value of `enable-debug-command`,
+    /// `enable-module-command` and `enable-protected-configs`: a loopback peer
+    /// (127.0.0.0/8 or ::1), a unix-socket peer, or one that never crossed the network.
+    pub fn is_local(&self) -> bool {
+        let a = &self.addr;
+        a.starts_with("127.") || a.starts_with("[::1]:") || a.starts_with('/') || self.embedded
+    }
+
     /// Bytes of output not yet written.
     pub fn pending_output(&self) -> usize {
         self.out.len() - self.out_pos

@@ -138,6 +138,11 @@ impl Executor {
             self.eviction_exceeded(false);
             return true;
         }
+        // `replica-ignore-maxmemory yes`: a replica's keys follow its master, never
+        // its own memory limit (no evictions, no OOM errors).
+        if self.repl.is_replica() && self.config.stored_bool("replica-ignore-maxmemory") {
+            return true;
+        }
         let policy = self.config.maxmemory_policy.clone();
         if policy == "noeviction" {
             self.eviction_exceeded(true);

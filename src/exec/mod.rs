@@ -64,6 +64,18 @@ pub struct Stats {
     pub net_samples: Vec<(Instant, u64, u64)>,
     pub instantaneous_input_kbps: f64,
     pub instantaneous_output_kbps: f64,
+    /// Event-loop turns, their total and longest busy time (poll's wait excluded), the
+    /// time spent in top-level commands, and the most commands in one turn (INFO
+    /// eventloop_*).
+    pub eventloop_cycles: u64,
+    pub eventloop_usec: u64,
+    pub eventloop_max_usec: u64,
+    pub eventloop_cmd_usec: u64,
+    pub eventloop_cmd_per_cycle_max: u64,
+    /// Samples of (time, cycles, busy usec) for the instantaneous_eventloop_* rates.
+    pub eventloop_samples: Vec<(Instant, u64, u64)>,
+    pub instantaneous_eventloop_cycles_per_sec: u64,
+    pub instantaneous_eventloop_duration_usec: u64,
 }
 
 /// An entry of the slow log.
@@ -77,10 +89,15 @@ pub struct SlowlogEntry {
     pub name: Vec<u8>,
 }
 
+/// Listening addresses kept and sockets newly bound (CONFIG SET port/bind).
+pub type Rebind = (Vec<std::net::SocketAddr>, Vec<std::net::TcpListener>);
+
 /// What SHUTDOWN asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownRequest {
     pub save: Option<bool>,
+    /// Exit even if the final save fails (SHUTDOWN FORCE, `shutdown-on-sig* force`).
+    pub force: bool,
 }
 
 /// CLIENT PAUSE state.
@@ -107,6 +124,11 @@ pub struct Executor {
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
     pub shutdown: Option<ShutdownRequest>,
+    /// CONFIG SET port/bind: the addresses still wanted and the sockets newly bound,
+    /// for the network layer to swap in.
+    pub rebind: Option<Rebind>,
+    /// The TCP addresses listened on.
+    pub tcp_addrs: Vec<std::net::SocketAddr>,
     pub start_time: Instant,
     pub run_id: String,
     pub pause: Option<Pause>,
@@ -186,6 +208,8 @@ impl Executor {
             error_stats: FastMap::default(),
             pending_writes: Vec::new(),
             shutdown: None,
+            rebind: None,
+            tcp_addrs: Vec::new(),
             start_time: now,
             run_id: (0..40)
                 .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
@@ -387,6 +411,12 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), commands::wrong_arity(cmd.name));
         }
+        if cmd.flags & flags::PROTECTED != 0 {
+            if let Some(reply) = self.protected_command_refusal(slot, cmd) {
+                self.flag_transaction(slot);
+                return self.reject(Some(cmd), reply);
+            }
+        }
         {
             let c = self.client_mut(slot);
             c.last_cmd = cmd.name;
@@ -436,6 +466,10 @@ impl Executor {
             return self.reject(Some(cmd), Reply::error(text));
         }
         if let Some(reply) = crate::replication::readonly_error(self, slot, cmd) {
+            self.flag_transaction(slot);
+            return self.reject(Some(cmd), reply);
+        }
+        if let Some(reply) = crate::replication::stale_data_error(self, slot, cmd) {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
@@ -511,6 +545,9 @@ impl Executor {
         }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
         self.stats.total_commands_processed += 1;
+        if self.call_nesting == 0 {
+            self.stats.eventloop_cmd_usec += usec;
+        }
         let st = self.cmd_stats.entry(cmd.name).or_default();
         st.calls += 1;
         st.usec += usec;
@@ -601,6 +638,30 @@ impl Executor {
             return None;
         }
         Some(crate::persistence::disk_error_message(error))
+    }
+
+    /// DEBUG and MODULE LOAD/LOADEX/UNLOAD are refused unless `enable-debug-command` or
+    /// `enable-module-command` allows this client (`local`: loopback or unix socket).
+    fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
+        let (allowed, name, option) = if cmd.name == "debug" {
+            (
+                self.config.enable_debug_command,
+                "DEBUG",
+                "enable-debug-command",
+            )
+        } else {
+            (
+                self.config.enable_module_command,
+                "MODULE",
+                "enable-module-command",
+            )
+        };
+        if allowed.allows(self.client(slot).is_local()) {
+            return None;
+        }
+        Some(Reply::error(format!(
+            "ERR {name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+        )))
     }
 
     fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
@@ -738,7 +799,7 @@ impl Executor {
 
     /// Milliseconds until the next cron tick is due.
     pub fn ms_until_cron(&self) -> u64 {
-        let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
+        let period = Duration::from_millis(1000 / self.config.effective_hz() as u64);
         let walk = if self.persist.walking() { 1 } else { u64::MAX };
         (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
             .min(self.blocking.ms_until_deadline())
@@ -749,7 +810,7 @@ impl Executor {
     /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
     /// expiry budget for the tick. Returns whether a tick ran.
     pub fn cron(&mut self) -> bool {
-        let period = Duration::from_millis(1000 / self.config.hz.max(1) as u64);
+        let period = Duration::from_millis(1000 / self.config.effective_hz() as u64);
         if self.last_cron.elapsed() < period {
             return false;
         }
@@ -812,9 +873,37 @@ impl Executor {
             || self.eviction_running
     }
 
+    /// Ends one event-loop turn that began at `start` with `commands_before` commands
+    /// processed.
+    pub fn record_eventloop_cycle(&mut self, start: Instant, commands_before: u64) {
+        let st = &mut self.stats;
+        let usec = start.elapsed().as_micros() as u64;
+        st.eventloop_cycles += 1;
+        st.eventloop_usec += usec;
+        st.eventloop_max_usec = st.eventloop_max_usec.max(usec);
+        st.eventloop_cmd_per_cycle_max = st
+            .eventloop_cmd_per_cycle_max
+            .max(st.total_commands_processed.saturating_sub(commands_before));
+    }
+
     fn sample_ops(&mut self) {
         let now = Instant::now();
         let st = &mut self.stats;
+        st.eventloop_samples
+            .push((now, st.eventloop_cycles, st.eventloop_usec));
+        if st.eventloop_samples.len() > 16 {
+            st.eventloop_samples.remove(0);
+        }
+        if let (Some(a), Some(b)) = (st.eventloop_samples.first(), st.eventloop_samples.last()) {
+            let dt = b.0.duration_since(a.0).as_secs_f64();
+            let cycles = b.1.saturating_sub(a.1);
+            if dt > 0.0 {
+                st.instantaneous_eventloop_cycles_per_sec = (cycles as f64 / dt) as u64;
+                // The mean busy time of a turn over the sampled period.
+                st.instantaneous_eventloop_duration_usec =
+                    b.2.saturating_sub(a.2).checked_div(cycles).unwrap_or(0);
+            }
+        }
         st.net_samples
             .push((now, st.total_net_input_bytes, st.total_net_output_bytes));
         if st.net_samples.len() > 16 {
@@ -823,8 +912,8 @@ impl Executor {
         if let (Some(a), Some(b)) = (st.net_samples.first(), st.net_samples.last()) {
             let dt = b.0.duration_since(a.0).as_secs_f64();
             if dt > 0.0 {
-                st.instantaneous_input_kbps = (b.1 - a.1) as f64 / dt / 1024.0;
-                st.instantaneous_output_kbps = (b.2 - a.2) as f64 / dt / 1024.0;
+                st.instantaneous_input_kbps = b.1.saturating_sub(a.1) as f64 / dt / 1024.0;
+                st.instantaneous_output_kbps = b.2.saturating_sub(a.2) as f64 / dt / 1024.0;
             }
         }
         let total = self.stats.total_commands_processed;

@@ -36,6 +36,8 @@ pub struct Db {
 #[derive(Default, Debug, Clone)]
 pub struct KeyspaceStats {
     pub expired_keys: u64,
+    /// Hash fields deleted by their own TTL (HEXPIRE & co.), lazily or actively.
+    pub expired_subkeys: u64,
     pub expired_stale_perc: f64,
     pub expired_time_cap_reached_count: u64,
     pub expire_cycle_cpu_milliseconds: u64,

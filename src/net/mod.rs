@@ -7,12 +7,18 @@
 //! pipelining megabytes cannot starve the others.
 
 mod busy;
+mod socket;
+
+pub use socket::bind_tcp;
+use socket::{Listener, Stream};
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::{TcpListener, TcpStream};
@@ -35,7 +41,7 @@ const SIGNAL_TOKEN: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = usize::MAX - 64;
 
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     /// Read buffer: bytes `start..end` are received but not yet consumed. Empty while
     /// nothing is pending: reads then borrow the loop's shared buffer (`Net::spare_rbuf`).
     rbuf: Vec<u8>,
@@ -61,10 +67,12 @@ struct Conn {
 /// of `conns` meanwhile (`Server::process`), so that round never touches it.
 struct Net {
     poll: Poll,
-    listeners: Vec<TcpListener>,
+    listeners: Vec<Listener>,
     /// Boxed, so a slot costs 8 bytes once its connection is gone.
     conns: Vec<Option<Box<Conn>>>,
     signals: mio::net::UnixStream,
+    /// Set by SIGINT (both signals wake the loop through `signals`).
+    sigint: Arc<AtomicBool>,
     /// Connections with unread input left over from the last turn's budget.
     pending_reads: Vec<usize>,
     /// The shared read buffer (Redis 7.4's reusable query buffer): an idle connection
@@ -88,54 +96,28 @@ pub struct Server {
     pub ex: Executor,
 }
 
-/// Parses a `bind` entry (`127.0.0.1`, `-::1`, `*`, `::*`) into an address and whether
-/// failing to bind it is tolerated.
-fn bind_addr(entry: &str, port: u16) -> Option<(SocketAddr, bool)> {
-    let (optional, addr) = match entry.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, entry),
-    };
-    let ip: IpAddr = match addr {
-        "*" => IpAddr::from([0, 0, 0, 0]),
-        "::*" => IpAddr::from([0u16; 8]),
-        a => a.parse().ok()?,
-    };
-    Some((SocketAddr::new(ip, port), optional))
-}
-
 impl Server {
     /// Binds the configured addresses and prepares the loop.
     pub fn bind(mut config: Config) -> io::Result<Server> {
         config.maxclients =
             crate::util::fdlimit::adjust(config.maxclients).map_err(io::Error::other)?;
         let poll = Poll::new()?;
-        let mut listeners = Vec::new();
-        for entry in &config.bind {
-            let Some((addr, optional)) = bind_addr(entry, config.port) else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("Invalid bind address '{entry}'"),
-                ));
-            };
-            match TcpListener::bind(addr) {
-                Ok(l) => listeners.push(l),
-                Err(e) if optional => {
-                    crate::log::verbose(&format!("Skipping optional bind {addr}: {e}"))
-                }
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "Failed listening on port {} (tcp), aborting: {e}",
-                            config.port
-                        ),
-                    ))
-                }
-            }
+        crate::commands::install_renames(&config.renamed_commands)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let (tcp, tcp_addrs) = bind_tcp(&config.bind, config.port, config.tcp_backlog, &[])?;
+        let mut listeners: Vec<Listener> = tcp
+            .into_iter()
+            .map(|l| Listener::Tcp(TcpListener::from_std(l)))
+            .collect();
+        let unixsocket = config.stored_str("unixsocket");
+        if !unixsocket.is_empty() {
+            let perm = u32::from_str_radix(&config.stored_str("unixsocketperm"), 8).unwrap_or(0);
+            listeners.push(socket::bind_unix(&unixsocket, perm, config.tcp_backlog)?);
         }
-        for l in &listeners {
-            // SAFETY: listen() on a socket we own just updates its accept backlog.
-            unsafe { libc::listen(l.as_raw_fd(), config.tcp_backlog) };
+        if listeners.is_empty() {
+            return Err(io::Error::other(
+                "Configured to not listen anywhere, exiting.",
+            ));
         }
         for (i, l) in listeners.iter_mut().enumerate() {
             poll.registry()
@@ -144,6 +126,8 @@ impl Server {
         let (sig_read, sig_write) = std::os::unix::net::UnixStream::pair()?;
         sig_read.set_nonblocking(true)?;
         sig_write.set_nonblocking(true)?;
+        let sigint = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGINT, sigint.clone())?;
         for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
             signal_hook::low_level::pipe::register(sig, sig_write.try_clone()?)?;
         }
@@ -151,6 +135,7 @@ impl Server {
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
+        ex.tcp_addrs = tcp_addrs;
         crate::alloc::mark_startup();
         crate::acl::load_at_startup(&mut ex).map_err(io::Error::other)?;
         crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
@@ -159,6 +144,7 @@ impl Server {
             listeners,
             conns: Vec::new(),
             signals,
+            sigint,
             pending_reads: Vec::new(),
             spare_rbuf: Vec::new(),
             caller_peer_closed: false,
@@ -181,14 +167,23 @@ impl Server {
             .borrow()
             .listeners
             .iter()
-            .filter_map(|l| l.local_addr().ok())
+            .filter_map(|l| l.tcp_addr())
             .collect()
     }
 
     /// Runs until SHUTDOWN or a termination signal.
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
-        crate::log::notice("Ready to accept connections tcp");
+        {
+            let net = self.net.borrow();
+            if net.listeners.iter().any(|l| l.is_tcp()) {
+                crate::log::notice("Ready to accept connections tcp");
+            }
+            if !net.listeners.iter().all(|l| l.is_tcp()) {
+                crate::log::notice("Ready to accept connections unix");
+            }
+        }
+        crate::process::notify_ready(&self.ex.config, self.ex.repl.is_replica());
         loop {
             let timeout = {
                 let net = self.net.borrow();
@@ -207,6 +202,8 @@ impl Server {
                     return Err(e);
                 }
             }
+            let turn_start = std::time::Instant::now();
+            let commands_before = self.ex.stats.total_commands_processed;
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
@@ -276,14 +273,22 @@ impl Server {
             if std::mem::take(&mut self.ex.close_pending) {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
+            self.ex.record_eventloop_cycle(turn_start, commands_before);
+            if let Some(new) = self.ex.rebind.take() {
+                self.net.borrow_mut().replace_tcp_listeners(new);
+            }
             if let Some(req) = self.ex.shutdown {
-                if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save) {
+                if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save)
+                    && !req.force
+                {
                     crate::log::warning("SIGTERM received but errors trying to shut down the server, check the logs for more information");
                     self.ex.shutdown = None;
                     continue;
                 }
                 crate::persistence::aof::flush(&mut self.ex);
                 self.net.borrow_mut().flush_pending(&mut self.ex);
+                self.net.borrow_mut().remove_unix_socket();
+                crate::process::notify_stopping(&self.ex.config);
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());
             }
@@ -435,41 +440,96 @@ impl Net {
                 break;
             }
         }
-        crate::log::warning("Received SIGTERM scheduling shutdown...");
-        ex.shutdown = Some(crate::exec::ShutdownRequest { save: None });
+        // `shutdown-on-sigint` / `shutdown-on-sigterm`: default, or save|nosave, now, force.
+        let (name, option) = if self.sigint.swap(false, Ordering::SeqCst) {
+            ("SIGINT", "shutdown-on-sigint")
+        } else {
+            ("SIGTERM", "shutdown-on-sigterm")
+        };
+        let flags = ex.config.stored_str(option);
+        let has = |w: &str| flags.split(' ').any(|f| f == w);
+        let save = if has("save") {
+            Some(true)
+        } else if has("nosave") {
+            Some(false)
+        } else {
+            None
+        };
+        crate::log::warning(&format!("Received {name} scheduling shutdown..."));
+        ex.shutdown = Some(crate::exec::ShutdownRequest {
+            save,
+            force: has("force"),
+        });
+    }
+
+    /// CONFIG SET port/bind bound new sockets: they replace the TCP listeners (the
+    /// unix socket stays).
+    fn replace_tcp_listeners(&mut self, (keep, new): crate::exec::Rebind) {
+        for l in &mut self.listeners {
+            let _ = self.poll.registry().deregister(l);
+        }
+        self.listeners
+            .retain(|l| l.tcp_addr().is_none_or(|a| keep.contains(&a)));
+        self.listeners.extend(
+            new.into_iter()
+                .map(|l| Listener::Tcp(TcpListener::from_std(l))),
+        );
+        for (i, l) in self.listeners.iter_mut().enumerate() {
+            let _ = self
+                .poll
+                .registry()
+                .register(l, Token(LISTENER_BASE + i), Interest::READABLE);
+        }
+    }
+
+    fn remove_unix_socket(&mut self) {
+        for l in &self.listeners {
+            if let Listener::Unix(_, shown) = l {
+                crate::log::notice("Removing the unix socket file.");
+                let _ = std::fs::remove_file(shown.trim_end_matches(":0"));
+            }
+        }
     }
 
     fn accept(&mut self, ex: &mut Executor, idx: usize) {
         loop {
-            let (mut stream, peer) = match self.listeners[idx].accept() {
-                Ok(s) => s,
+            let Some(listener) = self.listeners.get(idx) else {
+                return;
+            };
+            let accepted = match listener.accept() {
+                Ok(a) => a,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
                     crate::log::warning(&format!("Accepting client connection: {e}"));
                     return;
                 }
             };
+            let socket::Accepted {
+                mut stream,
+                addr,
+                laddr,
+                remote_tcp,
+            } = accepted;
             if ex.client_count() >= ex.config.maxclients {
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
                 ex.stats.rejected_connections += 1;
                 continue;
             }
-            if ex.config.protected_mode
-                && ex.acl.default_needs_no_auth()
-                && !peer.ip().is_loopback()
-            {
+            if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
                 let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
                 ex.stats.rejected_connections += 1;
                 continue;
             }
-            let _ = stream.set_nodelay(true);
-            set_keepalive(&stream, ex.config.tcp_keepalive);
-            let laddr = stream
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default();
-            let fd = stream.as_raw_fd() as i64;
-            let slot = ex.connect(peer.to_string(), laddr, fd);
+            let fd = match &stream {
+                Stream::Tcp(s) => {
+                    let _ = s.set_nodelay(true);
+                    set_keepalive(s, ex.config.tcp_keepalive);
+                    s.as_raw_fd()
+                }
+                Stream::Unix(s) => s.as_raw_fd(),
+            } as i64;
+            let peer = addr.clone();
+            let slot = ex.connect(addr, laddr, fd);
             if let Err(e) =
                 self.poll
                     .registry()

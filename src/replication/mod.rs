@@ -443,6 +443,36 @@ pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command
     ))
 }
 
+/// `replica-serve-stale-data no`: while the link to the master is down, a replica
+/// answers only the commands flagged STALE.
+pub fn stale_data_error(
+    ex: &Executor,
+    slot: usize,
+    cmd: &crate::commands::Command,
+) -> Option<Reply> {
+    let link = ex.repl.link.as_ref()?;
+    if link.is_up() || link.client == Some(slot) {
+        return None;
+    }
+    let stale_ok = |c: &crate::commands::Command| c.flags & crate::commands::flags::STALE != 0;
+    // EXEC counts as its queued commands.
+    let allowed = if cmd.name == "exec" {
+        ex.client(slot)
+            .tx
+            .multi
+            .as_ref()
+            .is_none_or(|m| m.queue.iter().all(|q| stale_ok(q.cmd)))
+    } else {
+        stale_ok(cmd)
+    };
+    if allowed || ex.config.stored_bool("replica-serve-stale-data") {
+        return None;
+    }
+    Some(Reply::err(
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+    ))
+}
+
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Replicas online that acknowledged within `min-replicas-max-lag` seconds.

@@ -504,7 +504,13 @@ fn process(ex: &mut Executor) {
 /// One handshake reply; false when the link failed.
 fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
     let text = String::from_utf8_lossy(line).into_owned();
-    let port = ex.config.port.to_string();
+    // `replica-announce-port` / `replica-announce-ip` replace what the master sees
+    // (behind NAT or port forwarding), as Redis sends them.
+    let port = match ex.config.stored_i64("replica-announce-port") {
+        0 => ex.config.port.to_string(),
+        p => p.to_string(),
+    };
+    let announce_ip = ex.config.stored_str("replica-announce-ip");
     let auth = ex.config.masterauth.clone();
     let user = ex.config.masteruser.clone();
     let (replid, offset) = (ex.repl.replid.clone(), ex.repl.offset);
@@ -530,6 +536,10 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                 left += 1;
             }
             link.send(&[b"REPLCONF", b"listening-port", port.as_bytes()]);
+            if !announce_ip.is_empty() {
+                link.send(&[b"REPLCONF", b"ip-address", announce_ip.as_bytes()]);
+                left += 1;
+            }
             link.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]);
             link.state = State::Handshake(Step::Conf {
                 left,

@@ -116,7 +116,13 @@ impl TestServer {
                 "127.0.0.1".into(),
                 "--dir".into(),
                 dir.display().to_string(),
+                // As Redis's own test suite (its default.conf): tests may use DEBUG,
+                // MODULE and CONFIG SET dir/dbfilename; the server's defaults are `no`.
                 "--enable-debug-command".into(),
+                "yes".into(),
+                "--enable-protected-configs".into(),
+                "yes".into(),
+                "--enable-module-command".into(),
                 "yes".into(),
                 "--loglevel".into(),
                 "warning".into(),

@@ -6,16 +6,39 @@
 //! same row, so a value accepted at startup is accepted at runtime and formatted the
 //! same way by CONFIG GET.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::util::glob::glob_match;
 
-/// How a protected command (DEBUG) may be used.
+pub mod stored;
+
+/// Who may use a protected command (DEBUG, MODULE) or change a protected config
+/// (`dir`, `dbfilename`): nobody, everybody, or loopback and unix-socket clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {
     No,
     Yes,
     Local,
+}
+
+impl Protection {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protection::No => "no",
+            Protection::Yes => "yes",
+            Protection::Local => "local",
+        }
+    }
+
+    /// Whether a client is allowed; `local`: whether it is on loopback or a unix socket.
+    pub fn allows(self, client_is_local: bool) -> bool {
+        match self {
+            Protection::No => false,
+            Protection::Yes => true,
+            Protection::Local => client_is_local,
+        }
+    }
 }
 
 /// One class of `client-output-buffer-limit`.
@@ -60,6 +83,8 @@ pub struct Config {
     pub lfu_log_factor: i64,
     pub lfu_decay_time: i64,
     pub enable_debug_command: Protection,
+    pub enable_protected_configs: Protection,
+    pub enable_module_command: Protection,
     pub lazyfree_lazy_user_del: bool,
     pub lazyfree_lazy_user_flush: bool,
     pub lazyfree_lazy_expire: bool,
@@ -122,12 +147,25 @@ pub struct Config {
     /// replicas that acknowledged within `min-replicas-max-lag` seconds.
     pub min_replicas_to_write: u64,
     pub min_replicas_max_lag: u64,
+    /// `rename-command old new` lines: commands renamed (or, with "", removed).
+    pub renamed_commands: Vec<(String, String)>,
+    /// Values of the `stored` directives (stored.rs) set away from their defaults.
+    pub stored: BTreeMap<&'static str, String>,
+    pub file_parse: FileParse,
+}
+
+/// State of reading a configuration file, for directives that read differently there.
+#[derive(Debug, Clone, Default)]
+pub struct FileParse {
+    pub reading: bool,
+    /// A `save` line was read: later ones add to it.
+    pub save_seen: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            bind: vec!["127.0.0.1".into(), "-::1".into()],
+            bind: vec!["*".into(), "-::*".into()],
             port: 6379,
             protected_mode: true,
             dir: PathBuf::from("."),
@@ -168,6 +206,8 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             enable_debug_command: Protection::No,
+            enable_protected_configs: Protection::No,
+            enable_module_command: Protection::No,
             lazyfree_lazy_user_del: false,
             lazyfree_lazy_user_flush: false,
             lazyfree_lazy_expire: false,
@@ -192,7 +232,7 @@ impl Default for Config {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             list_max_listpack_size: -2,
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             stream_node_max_bytes: 4096,
@@ -217,9 +257,20 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 << 20,
             notify_keyspace_events: 0,
+            renamed_commands: Vec::new(),
+            stored: BTreeMap::new(),
+            file_parse: FileParse::default(),
         }
     }
 }
+
+/// CONFIG SET refuses the directive: it is read at startup only.
+pub const IMMUTABLE: u8 = 1;
+/// CONFIG SET accepts the directive only where `enable-protected-configs` allows it
+/// (`dir` and `dbfilename` decide where the server writes files).
+pub const PROTECTED: u8 = 2;
+/// CONFIG GET lists the directive only when asked for by its exact name.
+pub const HIDDEN: u8 = 4;
 
 type Getter = fn(&Config) -> String;
 type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
@@ -228,8 +279,8 @@ type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
 pub struct Directive {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
-    /// Whether CONFIG SET may change it at runtime.
-    pub mutable: bool,
+    /// `IMMUTABLE`, `PROTECTED`, … (see the constants).
+    pub flags: u8,
     pub get: Getter,
     pub set: Setter,
 }
@@ -290,6 +341,15 @@ fn parse_mem_arg(v: &str, min: u64, max: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// An I/O error as strerror() words it (without Rust's " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 fn one(args: &[String]) -> Result<&str, String> {
     match args {
         [v] => Ok(v.as_str()),
@@ -302,7 +362,7 @@ macro_rules! bool_directive {
         Directive {
             name: $name,
             aliases: &[],
-            mutable: $mutable,
+            flags: if $mutable { 0 } else { IMMUTABLE },
             get: |c| yes_no(c.$field),
             set: |c, a| {
                 c.$field = parse_bool(one(a)?)?;
@@ -317,7 +377,7 @@ macro_rules! int_directive {
         Directive {
             name: $name,
             aliases: $aliases,
-            mutable: $mutable,
+            flags: if $mutable { 0 } else { IMMUTABLE },
             get: |c| c.$field.to_string(),
             set: |c, a| {
                 c.$field = parse_int(one(a)?, $min, $max)? as $ty;
@@ -332,10 +392,30 @@ macro_rules! mem_directive {
         Directive {
             name: $name,
             aliases: &[],
-            mutable: true,
+            flags: 0,
             get: |c| c.$field.to_string(),
             set: |c, a| {
                 c.$field = parse_mem_arg(one(a)?, $min, $max)? as $ty;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// `no`, `yes` or `local`: who may use a protected command or config (startup only).
+macro_rules! protection_directive {
+    ($name:literal, $field:ident) => {
+        Directive {
+            name: $name,
+            aliases: &[],
+            flags: IMMUTABLE,
+            get: |c| c.$field.name().into(),
+            set: |c, a| {
+                c.$field = match enum_value(one(a)?, &["no", "yes", "local"])?.as_str() {
+                    "yes" => Protection::Yes,
+                    "local" => Protection::Local,
+                    _ => Protection::No,
+                };
                 Ok(())
             },
         }
@@ -370,7 +450,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "replicaof",
         aliases: &["slaveof"],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| {
             c.replicaof
                 .as_ref()
@@ -396,7 +476,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "masterauth",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.masterauth.clone().unwrap_or_default(),
         set: |c, a| {
             let p = one(a)?;
@@ -407,7 +487,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "masteruser",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.masteruser.clone().unwrap_or_default(),
         set: |c, a| {
             let p = one(a)?;
@@ -461,7 +541,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "replica-read-only",
         aliases: &["slave-read-only"],
-        mutable: true,
+        flags: 0,
         get: |c| yes_no(c.replica_read_only),
         set: |c, a| {
             c.replica_read_only = parse_bool(one(a)?)?;
@@ -478,39 +558,48 @@ pub static DIRECTIVES: &[Directive] = &[
         true
     ),
     bool_directive!("replica-announced", replica_announced, true),
+    // CONFIG SET bind/port re-listens (commands/server.rs config_set).
     Directive {
         name: "bind",
         aliases: &[],
-        mutable: false,
+        flags: 0,
         get: |c| c.bind.join(" "),
         set: |c, a| {
             if a.is_empty() {
                 return Err("wrong number of arguments".into());
             }
-            c.bind = a
+            let addrs: Vec<String> = a
                 .iter()
                 .flat_map(|s| s.split_whitespace().map(String::from))
                 .collect();
+            if addrs.len() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            c.bind = addrs;
             Ok(())
         },
     },
-    int_directive!("port", &[], port, u16, 0, 65535, false),
+    int_directive!("port", &[], port, u16, 0, 65535, true),
     bool_directive!("protected-mode", protected_mode, true),
     Directive {
         name: "dir",
         aliases: &[],
-        mutable: true,
+        flags: PROTECTED,
         get: |c| {
             std::fs::canonicalize(&c.dir)
                 .unwrap_or_else(|_| c.dir.clone())
                 .to_string_lossy()
                 .into_owned()
         },
+        // The directory must exist: it is never created (a client allowed to set it
+        // must not be able to make the server build a tree of its choosing). The path
+        // is kept absolute; the server changes into it at startup and on CONFIG SET.
         set: |c, a| {
-            let d = PathBuf::from(one(a)?);
-            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
-            if !d.is_dir() {
-                return Err("No such file or directory".into());
+            let d = std::path::absolute(one(a)?).map_err(|e| strerror(&e))?;
+            match std::fs::metadata(&d) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err("Not a directory".into()),
+                Err(e) => return Err(strerror(&e)),
             }
             c.dir = d;
             Ok(())
@@ -556,7 +645,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "requirepass",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.requirepass
                 .as_ref()
@@ -576,7 +665,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "loglevel",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.loglevel.clone(),
         set: |c, a| {
             c.loglevel = enum_value(
@@ -589,7 +678,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "logfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.logfile.clone(),
         set: |c, a| {
             c.logfile = one(a)?.to_string();
@@ -599,7 +688,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "pidfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.pidfile.clone(),
         set: |c, a| {
             c.pidfile = one(a)?.to_string();
@@ -607,7 +696,8 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     },
     bool_directive!("daemonize", daemonize, false),
-    int_directive!("hz", &[], hz, u32, 1, 500, true),
+    // Redis accepts any non-negative hz and runs at it clamped to 1..=500 (`Config::effective_hz`).
+    int_directive!("hz", &[], hz, u32, 0, i32::MAX as i64, true),
     mem_directive!(
         "proto-max-bulk-len",
         proto_max_bulk_len,
@@ -625,9 +715,10 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "client-output-buffer-limit",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
-            ["normal", "replica", "pubsub"]
+            // Redis 7.4 still names the replica class `slave` here.
+            ["normal", "slave", "pubsub"]
                 .iter()
                 .zip(c.client_output_buffer_limit.iter())
                 .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_seconds))
@@ -668,7 +759,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "notify-keyspace-events",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| crate::exec::pubsub::format_notify_classes(c.notify_keyspace_events),
         set: |c, a| {
             c.notify_keyspace_events = crate::exec::pubsub::parse_notify_classes(one(a)?)
@@ -680,7 +771,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxmemory-policy",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.maxmemory_policy.clone(),
         set: |c, a| {
             c.maxmemory_policy = enum_value(one(a)?, POLICIES)?;
@@ -723,31 +814,13 @@ pub static DIRECTIVES: &[Directive] = &[
         i32::MAX as i64,
         true
     ),
-    Directive {
-        name: "enable-debug-command",
-        aliases: &[],
-        mutable: false,
-        get: |c| {
-            match c.enable_debug_command {
-                Protection::No => "no",
-                Protection::Yes => "yes",
-                Protection::Local => "local",
-            }
-            .into()
-        },
-        set: |c, a| {
-            c.enable_debug_command = match enum_value(one(a)?, &["no", "yes", "local"])?.as_str() {
-                "yes" => Protection::Yes,
-                "local" => Protection::Local,
-                _ => Protection::No,
-            };
-            Ok(())
-        },
-    },
+    protection_directive!("enable-debug-command", enable_debug_command),
+    protection_directive!("enable-protected-configs", enable_protected_configs),
+    protection_directive!("enable-module-command", enable_module_command),
     Directive {
         name: "save",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.save_params
                 .iter()
@@ -767,14 +840,23 @@ pub static DIRECTIVES: &[Directive] = &[
                     _ => return Err("Invalid save parameters".into()),
                 }
             }
-            c.save_params = params;
+            // In a config file (command-line directives included) the first `save`
+            // line replaces the defaults and later ones add to it, as Redis reads them;
+            // CONFIG SET and `save ""` replace everything.
+            let empty = matches!(a, [v] if v.is_empty());
+            if c.file_parse.reading && !empty && c.file_parse.save_seen {
+                c.save_params.extend(params);
+            } else {
+                c.save_params = params;
+            }
+            c.file_parse.save_seen |= c.file_parse.reading;
             Ok(())
         },
     },
     Directive {
         name: "dbfilename",
         aliases: &[],
-        mutable: true,
+        flags: PROTECTED,
         get: |c| c.dbfilename.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -801,7 +883,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appendfsync",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| c.appendfsync.clone(),
         set: |c, a| {
             c.appendfsync = enum_value(one(a)?, &["always", "everysec", "no"])?;
@@ -811,7 +893,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appenddirname",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.appenddirname.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -825,7 +907,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "appendfilename",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.appendfilename.clone(),
         set: |c, a| {
             let v = one(a)?;
@@ -896,7 +978,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "aclfile",
         aliases: &[],
-        mutable: false,
+        flags: IMMUTABLE,
         get: |c| c.aclfile.clone(),
         set: |c, a| {
             c.aclfile = one(a)?.to_string();
@@ -906,7 +988,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "acl-pubsub-default",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             if c.acl_pubsub_default_all {
                 "allchannels".into()
@@ -951,7 +1033,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "latency-tracking-info-percentiles",
         aliases: &[],
-        mutable: true,
+        flags: 0,
         get: |c| {
             c.latency_tracking_info_percentiles
                 .iter()
@@ -1076,12 +1158,15 @@ pub static DIRECTIVES: &[Directive] = &[
     ),
 ];
 
+/// Every directive: the typed rows, then the stored ones (stored.rs).
+pub fn all_directives() -> impl Iterator<Item = &'static Directive> {
+    DIRECTIVES.iter().chain(stored::STORED.iter())
+}
+
 /// Finds a directive by name or alias, case-insensitively.
 pub fn find_directive(name: &str) -> Option<&'static Directive> {
     let lower = name.to_ascii_lowercase();
-    DIRECTIVES
-        .iter()
-        .find(|d| d.name == lower || d.aliases.contains(&lower.as_str()))
+    all_directives().find(|d| d.name == lower || d.aliases.contains(&lower.as_str()))
 }
 
 /// A startup configuration error, reported the way Redis reports a bad config file.
@@ -1108,6 +1193,13 @@ impl std::fmt::Display for ConfigError {
 impl Config {
     /// Applies configuration text in redis.conf syntax.
     pub fn apply_text(&mut self, text: &str) -> Result<(), ConfigError> {
+        let was_reading = std::mem::replace(&mut self.file_parse.reading, true);
+        let result = self.apply_lines(text);
+        self.file_parse.reading = was_reading;
+        result
+    }
+
+    fn apply_lines(&mut self, text: &str) -> Result<(), ConfigError> {
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -1134,6 +1226,18 @@ impl Config {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| fail(format!("Can't open include file: {e}")))?;
                 self.apply_text(&text)?;
+                continue;
+            }
+            // `rename-command old new` (new "" removes the command): applied to the
+            // command table when the server starts (exec::renames).
+            if words[0].eq_ignore_ascii_case("rename-command") {
+                let [_, old, new] = words.as_slice() else {
+                    return Err(fail("Bad directive or wrong number of arguments".into()));
+                };
+                self.renamed_commands.push((old.clone(), new.clone()));
+                if let Err(e) = crate::commands::resolve_renames(&self.renamed_commands) {
+                    return Err(fail(e.into()));
+                }
                 continue;
             }
             // `user` lines may repeat: they are kept for the ACL to load (src/acl).
@@ -1174,27 +1278,40 @@ impl Config {
                 rest = &rest[1..];
             }
         }
-        // Command-line directives are appended as config lines, as redis-server does.
-        let mut line = String::new();
-        for a in rest {
-            if let Some(name) = a.strip_prefix("--") {
-                if !line.is_empty() {
-                    text.push_str(&line);
-                    text.push('\n');
+        // Command-line directives become config lines after the file, as redis-server
+        // builds them: `--name` starts a line; when it came alone, the next argument is
+        // its value even if it starts with `--`; values are written quoted.
+        let mut options = String::new();
+        let mut value_seen = true;
+        for (j, a) in rest.iter().enumerate() {
+            let last = j + 1 == rest.len();
+            if value_seen && a.starts_with("--") {
+                if !options.is_empty() {
+                    options.push('\n');
                 }
-                line = name.to_string();
+                options.push_str(&a[2..]);
+                options.push(' ');
+                let words =
+                    crate::protocol::parser::split_args(a.as_bytes()).map_or(0, |w| w.len());
+                if words == 1 {
+                    value_seen = false;
+                    let next_is_option = !last && rest[j + 1].starts_with("--");
+                    // `--save` with no value (last, or before another option) means "".
+                    if a.eq_ignore_ascii_case("--save") && (last || next_is_option) {
+                        options.push_str("\"\"");
+                        value_seen = next_is_option;
+                    }
+                } else {
+                    value_seen = true;
+                }
             } else {
-                if line.is_empty() {
-                    return Err(format!(
-                        "Invalid argument '{a}': expected --directive value"
-                    ));
-                }
-                line.push(' ');
-                line.push_str(&quote(a));
+                crate::util::repr(&mut options, a.as_bytes());
+                options.push(' ');
+                value_seen = true;
             }
         }
-        if !line.is_empty() {
-            text.push_str(&line);
+        if !options.is_empty() {
+            text.push_str(&options);
             text.push('\n');
         }
         cfg.apply_text(&text).map_err(|e| e.to_string())?;
@@ -1204,7 +1321,19 @@ impl Config {
     /// CONFIG GET: every (name, value) whose name or alias matches one of `patterns`.
     pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for d in DIRECTIVES {
+        // A name without glob characters is looked up directly (hidden ones included).
+        for p in patterns
+            .iter()
+            .filter(|p| !p.iter().any(|b| b"[*?".contains(b)))
+        {
+            let name = String::from_utf8_lossy(p).to_ascii_lowercase();
+            if let Some(d) = find_directive(&name) {
+                if d.flags & HIDDEN != 0 && !out.iter().any(|(n, _)| *n == name) {
+                    out.push((name, (d.get)(self)));
+                }
+            }
+        }
+        for d in all_directives().filter(|d| d.flags & HIDDEN == 0) {
             for name in std::iter::once(&d.name).chain(d.aliases.iter()) {
                 if patterns
                     .iter()
@@ -1219,23 +1348,11 @@ impl Config {
     }
 }
 
-/// Quotes a command-line value so the config-line parser reads it back as one word.
-fn quote(v: &str) -> String {
-    if !v.is_empty()
-        && !v.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
-    {
-        return v.to_string();
+impl Config {
+    /// The timer frequency actually used: `hz` within 1..=500, as Redis clamps it.
+    pub fn effective_hz(&self) -> u32 {
+        self.hz.clamp(1, 500)
     }
-    let mut s = String::from("\"");
-    for c in v.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            _ => s.push(c),
-        }
-    }
-    s.push('"');
-    s
 }
 
 #[cfg(test)]
@@ -1262,7 +1379,7 @@ mod tests {
         assert_eq!(c.requirepass, None);
         let e = Config::from_args(&args(&["--bogus", "1"])).unwrap_err();
         assert!(
-            e.contains(">>> 'bogus 1'") && e.contains("Bad directive"),
+            e.contains(">>> 'bogus \"1\"'") && e.contains("Bad directive"),
             "{e}"
         );
         let e = Config::from_args(&args(&["--port", "x"])).unwrap_err();
@@ -1299,8 +1416,57 @@ mod tests {
         assert!(names.contains(&"maxmemory") && names.contains(&"maxclients"));
         assert_eq!(
             c.get_matching(&[b"hash-max-ziplist-entries"]),
-            vec![("hash-max-ziplist-entries".into(), "128".into())]
+            vec![("hash-max-ziplist-entries".into(), "512".into())]
         );
+    }
+
+    #[test]
+    fn command_line_like_redis_server() {
+        // A lone `--name` takes the next argument as its value, even `--something`.
+        let c = Config::from_args(&args(&[
+            "--proc-title-template",
+            "--my--title",
+            "--hz",
+            "20",
+        ]))
+        .unwrap();
+        assert_eq!(c.stored_str("proc-title-template"), "--my--title");
+        assert_eq!(c.hz, 20);
+        // `--save` with nothing after it, or before another option, is `save ""`.
+        let c = Config::from_args(&args(&["--save", "--hz", "20"])).unwrap();
+        assert!(c.save_params.is_empty());
+        assert_eq!(c.hz, 20);
+        let e = Config::from_args(&args(&["--port", "6379", "6380"])).unwrap_err();
+        assert!(e.contains(">>> 'port \"6379\" \"6380\"'"), "{e}");
+        // In a file, the first `save` line replaces the defaults and later ones add.
+        let c = Config::from_args(&args(&["--save", "900 1", "--save", "100 100"])).unwrap();
+        assert_eq!(c.save_params, vec![(900, 1), (100, 100)]);
+    }
+
+    #[test]
+    fn stored_kinds_parse_and_show_like_redis() {
+        use stored::Kind;
+        let one = |k: &Kind, v: &str| k.parse(&[v.to_string()]);
+        assert_eq!(one(&Kind::Octal(0, 0o777), "0700").unwrap(), "700");
+        assert_eq!(
+            one(&Kind::Octal(0, 0o777), "1000").unwrap_err(),
+            "argument must be between 0 and 777 inclusive"
+        );
+        assert_eq!(
+            one(&Kind::Octal(0, 0o777), "9").unwrap_err(),
+            "argument couldn't be parsed as an octal number"
+        );
+        assert_eq!(
+            one(&Kind::MemPercent(-100, i64::MAX as i128), "0%").unwrap(),
+            "0"
+        );
+        assert_eq!(
+            one(&Kind::Mem(0, 10), "1kb").unwrap_err(),
+            "argument must be between 0 and 10 inclusive"
+        );
+        let flags = Kind::Flags(&["default", "save", "nosave", "now", "force"]);
+        assert_eq!(one(&flags, "force now nosave").unwrap(), "nosave now force");
+        assert_eq!(one(&flags, "default").unwrap(), "default");
     }
 
     #[test]

@@ -1,0 +1,154 @@
+//! Process-level settings of redis.conf: the startup banner (`always-show-logo`),
+//! `supervised` (systemd readiness over NOTIFY_SOCKET, upstart's SIGSTOP),
+//! `disable-thp`, and `oom-score-adj` / `oom-score-adj-values` (written to
+//! /proc/self/oom_score_adj), as Redis applies them.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::config::Config;
+
+/// The startup banner: shown with `always-show-logo yes`, or when logging to a terminal
+/// (as Redis shows its logo); otherwise one `Running mode=…, port=….` line.
+pub fn show_banner(config: &Config) {
+    use std::io::IsTerminal;
+    let show = config.stored_bool("always-show-logo")
+        || (!config.stored_bool("syslog-enabled")
+            && config.logfile.is_empty()
+            && std::io::stdout().is_terminal());
+    if !show {
+        crate::log::notice(&format!("Running mode=standalone, port={}.", config.port));
+        return;
+    }
+    crate::log::raw(&format!(
+        "\n      /\\        Cinnabar {} (Redis {} compatible) {} bit\n     /  \\\n    / /\\ \\      Running in standalone mode\n    \\ \\/ /      Port: {}\n     \\  /       PID: {}\n      \\/\n\n",
+        crate::VERSION,
+        crate::commands::connection::REDIS_VERSION,
+        usize::BITS,
+        config.port,
+        std::process::id()
+    ));
+}
+
+/// How the server is supervised, after `supervised auto` looked at the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervisor {
+    None,
+    Systemd,
+    Upstart,
+}
+
+pub fn supervisor(config: &Config) -> Supervisor {
+    match config.stored_str("supervised").as_str() {
+        "systemd" => Supervisor::Systemd,
+        "upstart" => Supervisor::Upstart,
+        "auto" if std::env::var_os("NOTIFY_SOCKET").is_some() => Supervisor::Systemd,
+        "auto" if std::env::var_os("UPSTART_JOB").is_some() => Supervisor::Upstart,
+        _ => Supervisor::None,
+    }
+}
+
+/// Sends one sd_notify datagram to $NOTIFY_SOCKET (a path, or `@name` for Linux's
+/// abstract namespace). Returns whether it was sent.
+pub fn systemd_notify(message: &str) -> bool {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        crate::log::warning("systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable is not set");
+        return false;
+    };
+    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else {
+        return false;
+    };
+    let path = path.to_string_lossy().into_owned();
+    let sent = match path.strip_prefix('@') {
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                .and_then(|addr| sock.send_to_addr(message.as_bytes(), &addr))
+        }
+        None => sock.send_to(message.as_bytes(), &path),
+    };
+    if let Err(e) = &sent {
+        crate::log::warning(&format!("Can't send notification to systemd: {e}"));
+    }
+    sent.is_ok()
+}
+
+/// Tells the supervisor the server accepts connections.
+pub fn notify_ready(config: &Config, replica: bool) {
+    match supervisor(config) {
+        Supervisor::Systemd => {
+            crate::log::notice("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+            let status = if replica {
+                "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
+            } else {
+                "STATUS=Ready to accept connections\n"
+            };
+            systemd_notify(status);
+            systemd_notify("READY=1\n");
+        }
+        Supervisor::Upstart => {
+            crate::log::notice("Supervised by upstart, will stop to signal readiness.");
+            // SAFETY: raise() only sends SIGSTOP to this process; upstart resumes it.
+            unsafe { libc::raise(libc::SIGSTOP) };
+            std::env::remove_var("UPSTART_JOB");
+        }
+        Supervisor::None => {}
+    }
+}
+
+/// Tells systemd the server is stopping.
+pub fn notify_stopping(config: &Config) {
+    if supervisor(config) == Supervisor::Systemd {
+        systemd_notify("STOPPING=1\n");
+    }
+}
+
+/// `disable-thp yes`: transparent huge pages off for this process (their copy-on-write
+/// cost hurts forked snapshots), as Redis does.
+pub fn apply_disable_thp(config: &Config) {
+    if config.stored_bool("disable-thp") {
+        // SAFETY: prctl(PR_SET_THP_DISABLE) only changes a flag of this process.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
+}
+
+/// oom_score_adj before the server changed it (`i32::MIN`: not read yet).
+static BASE_OOM_SCORE: AtomicI32 = AtomicI32::new(i32::MIN);
+const OOM_SCORE_PATH: &str = "/proc/self/oom_score_adj";
+
+/// Applies `oom-score-adj` for the server's role (`oom-score-adj-values` holds the
+/// master, replica and background-child values): `absolute` writes the value,
+/// `yes`/`relative` adds it to the score the process started with, `no` restores
+/// that score once changed. An error names the failure, as CONFIG SET reports it.
+pub fn apply_oom_score_adj(config: &Config, replica: bool) -> Result<(), String> {
+    let mode = config.stored_str("oom-score-adj");
+    let mut base = BASE_OOM_SCORE.load(Ordering::Relaxed);
+    if base == i32::MIN {
+        if mode == "no" {
+            return Ok(());
+        }
+        base = std::fs::read_to_string(OOM_SCORE_PATH)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or("Unable to read oom_score_adj")?;
+        BASE_OOM_SCORE.store(base, Ordering::Relaxed);
+    }
+    let values: Vec<i32> = config
+        .stored_str("oom-score-adj-values")
+        .split(' ')
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let class_value = values.get(usize::from(replica)).copied().unwrap_or(0);
+    if mode == "no" {
+        // Back to the score from before, once.
+        BASE_OOM_SCORE.store(i32::MIN, Ordering::Relaxed);
+    }
+    let value = match mode.as_str() {
+        "no" => base,
+        "absolute" => class_value,
+        _ => (base + class_value).clamp(-1000, 1000),
+    };
+    std::fs::write(OOM_SCORE_PATH, value.to_string()).map_err(|e| {
+        crate::log::warning(&format!("Unable to write oom_score_adj: {e}"));
+        "Failed to set current oom_score_adj. Check server logs.".to_string()
+    })
+}
