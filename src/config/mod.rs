@@ -875,7 +875,7 @@ pub static DIRECTIVES: &[Directive] = &[
         true
     ),
     bool_directive!(
-        "repl-ignore-disk-write-error",
+        "replica-ignore-disk-write-errors",
         repl_ignore_disk_write_error,
         true
     ),

@@ -237,8 +237,6 @@ pub static STORED: &[Directive] = &[
     stored!("rdb-del-sync-files", &[], 0, Kind::Bool, "no"),
     // No effect here: hash tables grow and shrink incrementally by themselves.
     stored!("activerehashing", &[], 0, Kind::Bool, "yes"),
-    // No effect here: writes are not refused after a failed background save.
-    stored!("stop-writes-on-bgsave-error", &[], 0, Kind::Bool, "yes"),
     // No effect here: the process title is not rewritten.
     stored!("set-proc-title", &[], IMMUTABLE, Kind::Bool, "yes"),
     // No effect here: hz is used as configured.
@@ -319,8 +317,6 @@ pub static STORED: &[Directive] = &[
     stored!("disable-thp", &[], IMMUTABLE, Kind::Bool, "yes"),
     // No effect here: no cluster mode.
     stored!("cluster-allow-replica-migration", &[], 0, Kind::Bool, "yes"),
-    // No effect here: a replica stops on a disk write error.
-    stored!("replica-ignore-disk-write-errors", &[], 0, Kind::Bool, "no"),
     // No effect here: logs never contain keys or values.
     stored!("hide-user-data-from-log", &[], 0, Kind::Bool, "no"),
     // Listened on (net::unix); `unixsocketperm` sets its mode.

@@ -599,7 +599,7 @@ impl Executor {
     /// MISCONF: while data cannot be persisted (`persistence::disk_error`), write
     /// commands, an EXEC with writes queued and PING are refused, as Redis's
     /// processCommand does after the OOM check. The master's stream is applied anyway
-    /// only with repl-ignore-disk-write-error; otherwise the replica stops, as in Redis.
+    /// only with replica-ignore-disk-write-errors; otherwise the replica stops, as in Redis.
     fn disk_error_rejection(&mut self, slot: usize, cmd: &'static Command) -> Option<String> {
         let writes = cmd.is_write()
             || cmd.name == "ping"
