@@ -444,3 +444,75 @@ fn out_of_keys_refuses_writes_and_counts_time_over() {
         "{stats}"
     );
 }
+
+/// Files written here record each key's LFU counter (or LRU idle time) as Redis does,
+/// through SAVE, BGSAVE and the AOF base, so a restart keeps access history; and
+/// redis-server reads our counters back.
+#[test]
+fn rdb_access_history_is_saved() {
+    let dir = temp_dir("rdb-lfu-save");
+    let args = [
+        "--appendonly",
+        "no",
+        "--save",
+        "",
+        "--maxmemory-policy",
+        "allkeys-lfu",
+        "--lfu-log-factor",
+        "0",
+        "--lfu-decay-time",
+        "0",
+    ];
+    let mut s = TestServer::start_in(&dir, &args);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "hot", "v"]);
+    c.cmd(&["SET", "cold", "v"]);
+    for _ in 0..40 {
+        c.cmd(&["GET", "hot"]);
+    }
+    assert_eq!(c.cmd(&["OBJECT", "FREQ", "hot"]), ":45\r\n");
+    for save in ["SAVE", "BGSAVE"] {
+        c.cmd(&[save]);
+        wait_until(|| {
+            c.cmd(&["INFO", "persistence"])
+                .contains("rdb_bgsave_in_progress:0")
+        });
+        s.kill9();
+        s = TestServer::start_in(&dir, &args);
+        c = s.raw(2);
+        c.check(&[
+            (&["OBJECT", "FREQ", "hot"], ":45\r\n"),
+            (&["OBJECT", "FREQ", "cold"], ":5\r\n"),
+        ]);
+    }
+    if redis_server_available() {
+        let r = RedisServer::start();
+        let mut rc = r.raw(2);
+        let dir_reply = rc.cmd(&["CONFIG", "GET", "dir"]);
+        let redis_dir = dir_reply.split("\r\n").nth(4).expect("dir").to_string();
+        rc.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        rc.cmd(&["CONFIG", "SET", "lfu-decay-time", "0"]);
+        std::fs::copy(
+            dir.join("dump.rdb"),
+            std::path::Path::new(&redis_dir).join("dump.rdb"),
+        )
+        .unwrap();
+        assert_eq!(rc.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), "+OK\r\n");
+        assert_eq!(rc.cmd(&["OBJECT", "FREQ", "hot"]), ":45\r\n");
+    }
+    // Under an LRU policy the idle time is recorded (OP_IDLE before the key).
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    c.cmd(&["SAVE"]);
+    let file = std::fs::read(dir.join("dump.rdb")).unwrap();
+    // OP_IDLE (0xF8), the idle seconds as an RDB length (1 to 9 bytes), then the key.
+    let key_at = file
+        .windows(5)
+        .position(|w| w == [0, 3, b'h', b'o', b't'])
+        .expect("key record");
+    assert!(
+        file[key_at.saturating_sub(10)..key_at].contains(&0xF8),
+        "no idle record before the key"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,7 +47,14 @@ pub struct KeyTable {
 pub trait CowSink: Send {
     /// `before_write` tells a copy-on-write (the entry is about to change) from the
     /// walker's visit.
-    fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, before_write: bool);
+    fn save(
+        &mut self,
+        key: &[u8],
+        value: ValueRef<'_>,
+        expire: Option<i64>,
+        access: u32,
+        before_write: bool,
+    );
     /// Hands buffered output on (called once per event-loop turn).
     fn flush(&mut self);
     /// A cancelled snapshot only needs the marks brought back in line: an unwritten
@@ -65,7 +72,8 @@ impl Cow {
     /// Saves `e` if it is still unwritten, and marks it written.
     fn save(&mut self, e: EntryPtr, mark: u32, before_write: bool) {
         if e.snap_mark() != mark {
-            self.sink.save(e.key(), e.value(), e.expire(), before_write);
+            self.sink
+                .save(e.key(), e.value(), e.expire(), e.lru(), before_write);
             e.set_snap_mark(mark);
         }
     }
@@ -754,7 +762,7 @@ mod tests {
     }
 
     impl CowSink for Recorder {
-        fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, _: bool) {
+        fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, _: u32, _: bool) {
             let mut g = self.saved.lock().unwrap();
             if g.0.insert(key.to_vec(), (int_of(value), expire)).is_some() {
                 g.1 += 1;
@@ -871,7 +879,7 @@ mod tests {
     }
 
     impl CowSink for ObjRecorder {
-        fn save(&mut self, key: &[u8], value: ValueRef<'_>, _: Option<i64>, _: bool) {
+        fn save(&mut self, key: &[u8], value: ValueRef<'_>, _: Option<i64>, _: u32, _: bool) {
             let prev = self
                 .saved
                 .lock()

@@ -145,13 +145,22 @@ enum Msg {
 struct TableSink {
     /// The database number the table had when the snapshot began.
     db: usize,
+    /// What each key's record says of its access history.
+    access: rdb::AccessSave,
     shared: Arc<Shared>,
     tx: Sender<Msg>,
     buf: Deferred,
 }
 
 impl CowSink for TableSink {
-    fn save(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, before_write: bool) {
+    fn save(
+        &mut self,
+        key: &[u8],
+        value: ValueRef<'_>,
+        expire: Option<i64>,
+        access: u32,
+        before_write: bool,
+    ) {
         if self.shared.discard.load(Ordering::Relaxed) {
             return;
         }
@@ -159,6 +168,12 @@ impl CowSink for TableSink {
         if let Some(t) = expire {
             self.buf.raw(&[rdb::OP_EXPIRETIME_MS]);
             self.buf.raw(&t.to_le_bytes());
+        }
+        if self.access != rdb::AccessSave::Nothing {
+            let mut rec = Vec::with_capacity(11);
+            self.access
+                .write(&mut rec, access, crate::keyspace::unix_ms());
+            self.buf.raw(&rec);
         }
         self.buf.raw(&[0]);
         let type_at = self.buf.bytes.len() - 1;
@@ -383,6 +398,7 @@ impl Snapshot {
         header: Vec<u8>,
         compress: bool,
         checksum: bool,
+        access: rdb::AccessSave,
     ) -> std::io::Result<Snapshot> {
         assert!(
             ks.dbs.iter().all(|d| !d.table.cow_active()) && ks.retired.is_empty(),
@@ -406,6 +422,7 @@ impl Snapshot {
         for (i, d) in ks.dbs.iter_mut().enumerate() {
             d.table.cow_begin(Box::new(TableSink {
                 db: i,
+                access,
                 shared: shared.clone(),
                 tx: tx.clone(),
                 buf: Deferred::default(),

@@ -433,6 +433,47 @@ pub struct KeyRecord<'a> {
     pub key: &'a [u8],
     pub value: ValueRef<'a>,
     pub expire_ms: Option<i64>,
+    /// The entry's access field (LRU clock or LFU counter), for `AccessSave`.
+    pub access: u32,
+}
+
+/// What a file records of each key's access history, as Redis's rdbSaveKeyValuePair:
+/// the idle time under an LRU `maxmemory-policy`, the LFU counter under an LFU one,
+/// nothing otherwise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AccessSave {
+    Nothing,
+    Idle,
+    Freq(crate::keyspace::LfuParams),
+}
+
+impl AccessSave {
+    pub fn for_policy(policy: &str, params: crate::keyspace::LfuParams) -> AccessSave {
+        if policy.ends_with("-lru") {
+            AccessSave::Idle
+        } else if policy.ends_with("-lfu") {
+            AccessSave::Freq(params)
+        } else {
+            AccessSave::Nothing
+        }
+    }
+
+    /// Appends the OP_IDLE (seconds) or OP_FREQ (the decayed counter) record of an
+    /// entry whose access field is `field`, at `now_ms`.
+    pub fn write(self, out: &mut Vec<u8>, field: u32, now_ms: i64) {
+        match self {
+            AccessSave::Nothing => {}
+            AccessSave::Idle => {
+                out.push(OP_IDLE);
+                let idle = crate::keyspace::lru_idle_ms(field, now_ms).max(0) / 1000;
+                write_len(out, idle as u64);
+            }
+            AccessSave::Freq(params) => {
+                out.push(OP_FREQ);
+                out.push(crate::keyspace::lfu_counter(field, now_ms, params).min(255) as u8);
+            }
+        }
+    }
 }
 
 /// Streams an RDB file: header and aux fields, then databases and keys, then the EOF
@@ -443,6 +484,8 @@ pub struct FileWriter {
     pub checksum: bool,
     crc: Crc64Digest,
     pub version: u16,
+    /// Each key's access history recorded (set by the caller; nothing by default).
+    pub access: AccessSave,
 }
 
 impl FileWriter {
@@ -459,6 +502,7 @@ impl FileWriter {
             checksum,
             crc: crc64_digest(),
             version,
+            access: AccessSave::Nothing,
         };
         let start = out.len();
         out.extend_from_slice(format!("REDIS{version:04}").as_bytes());
@@ -502,6 +546,8 @@ impl FileWriter {
             out.push(OP_EXPIRETIME_MS);
             out.extend_from_slice(&t.to_le_bytes());
         }
+        self.access
+            .write(out, rec.access, crate::keyspace::unix_ms());
         let type_at = out.len();
         out.push(0);
         write_string(out, rec.key, self.compress);

@@ -184,7 +184,10 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
     for code in crate::scripting::functions::library_codes(ex) {
         w.library(&mut header, &code);
     }
-    let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, compress, checksum)?;
+    let access = rdb::AccessSave::for_policy(&ex.config.maxmemory_policy, ex.ks.lfu_params);
+    let snap = Snapshot::begin(
+        &mut ex.ks, purpose, dest, header, compress, checksum, access,
+    )?;
     ex.persist.snap = Some(snap);
     Ok(())
 }
@@ -221,6 +224,7 @@ pub fn serialize_parts(ex: &Executor, parts: ImageParts) -> Result<Vec<u8>, Stri
     let version = if needs_12 { 12 } else { rdb::RDB_VERSION };
     let mut out = Vec::new();
     let mut w = FileWriter::start(&mut out, version, cfg.rdbcompression, cfg.rdbchecksum, &aux);
+    w.access = rdb::AccessSave::for_policy(&cfg.maxmemory_policy, ex.ks.lfu_params);
     if parts.functions {
         for code in crate::scripting::functions::library_codes(ex) {
             w.library(&mut out, &code);
@@ -240,6 +244,7 @@ pub fn serialize_parts(ex: &Executor, parts: ImageParts) -> Result<Vec<u8>, Stri
                         key: e.key(),
                         value: e.value(),
                         expire_ms: e.expire(),
+                        access: e.lru(),
                     },
                 );
             });

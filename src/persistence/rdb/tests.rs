@@ -738,7 +738,7 @@ proptest! {
         let mut out = Vec::new();
         let mut w = FileWriter::start(&mut out, RDB_VERSION, true, true, &[("redis-ver", b"7.0.0".to_vec())]);
         w.select_db(&mut out, 3, 1, 1);
-        w.key(&mut out, &KeyRecord { key: b"k", value: value_ref(&v), expire_ms: Some(1234) });
+        w.key(&mut out, &KeyRecord { key: b"k", value: value_ref(&v), expire_ms: Some(1234), access: 0 });
         w.finish(&mut out);
         let mut got = Vec::new();
         let (info, used) = read_file(&out, &in_lim, |k| got.push(k)).unwrap();
@@ -792,6 +792,7 @@ fn truncated_files_are_refused() {
             key: b"a",
             value: ValueRef::Int(5),
             expire_ms: None,
+            access: 0,
         },
     );
     w.key(
@@ -800,6 +801,7 @@ fn truncated_files_are_refused() {
             key: b"b",
             value: ValueRef::Emb(b"hello"),
             expire_ms: None,
+            access: 0,
         },
     );
     w.finish(&mut out);
