@@ -343,3 +343,37 @@ fn exec_of_a_denyoom_queue_aborts_on_oom() {
     assert_eq!(c.cmd(&["EXEC"]), "*1\r\n$1\r\n0\r\n");
     admin.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
 }
+
+/// A refused EXEC aborts its transaction naming the reason: a replica whose master link
+/// went down (with replica-serve-stale-data no) after the commands were queued.
+#[test]
+fn exec_on_a_stale_replica_aborts() {
+    let s = TestServer::start_with(&[
+        "--appendonly",
+        "no",
+        "--save",
+        "",
+        "--replica-serve-stale-data",
+        "no",
+    ]);
+    let mut c = s.raw(2);
+    let mut admin = s.raw(2);
+    c.cmd(&["SET", "xx", "1"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["GET", "xx"]);
+    let unused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    assert_eq!(
+        admin.cmd(&["REPLICAOF", "127.0.0.1", &unused.to_string()]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        "-EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n"
+    );
+    assert_eq!(admin.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "xx"]), "$1\r\n1\r\n");
+}

@@ -440,16 +440,9 @@ impl Executor {
             && self.busy.is_none()
             && (cmd.flags & flags::DENYOOM != 0 || self.exec_queues_denyoom(slot, cmd))
         {
-            const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-            if cmd.name == "exec" {
-                // EXEC of a queue holding a command that may grow memory is refused
-                // as that command would be, aborting the transaction (Redis 7).
-                self.discard_transaction(slot);
-                let abort = format!("EXECABORT Transaction discarded because of: {OOM}");
-                return self.reject(Some(cmd), Reply::error(abort));
-            }
-            self.flag_transaction(slot);
-            return self.reject(Some(cmd), Reply::err(OOM));
+            // EXEC of a queue holding a command that may grow memory is refused as that
+            // command would be, aborting the transaction (Redis 7).
+            return self.refuse(slot, cmd, crate::scripting::OOM.to_string());
         }
         // The client-tracking table is kept within its limit before each command (tracking.rs).
         let max_keys = self.config.tracking_table_max_keys;
@@ -457,28 +450,18 @@ impl Executor {
             self.tracking_limit_keys(Some(slot));
         }
         if let Some(text) = self.disk_error_rejection(slot, cmd) {
-            if cmd.name == "exec" {
-                self.discard_transaction(slot);
-                let abort = format!("EXECABORT Transaction discarded because of: {text}");
-                return self.reject(Some(cmd), Reply::error(abort));
-            }
-            self.flag_transaction(slot);
-            return self.reject(Some(cmd), Reply::error(text));
+            return self.refuse(slot, cmd, text);
         }
         if let Some(reply) = crate::replication::readonly_error(self, slot, cmd) {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
-        if let Some(reply) = crate::replication::stale_data_error(self, slot, cmd) {
-            self.flag_transaction(slot);
-            return self.reject(Some(cmd), reply);
+        if let Some(Reply::Error(text)) = crate::replication::stale_data_error(self, slot, cmd) {
+            return self.refuse(slot, cmd, text.into_owned());
         }
         if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
             if cmd.name == "exec" {
-                // A rejected EXEC aborts the transaction, naming the reason.
-                self.discard_transaction(slot);
-                let abort = format!("EXECABORT Transaction discarded because of: {text}");
-                return self.reject(Some(cmd), Reply::error(abort));
+                return self.refuse(slot, cmd, text.to_string());
             }
             self.flag_transaction(slot);
             return self.reject(Some(cmd), Reply::err(text));
@@ -488,6 +471,19 @@ impl Executor {
             return reply;
         }
         self.call(slot, cmd, args)
+    }
+
+    /// Refuses a command before it runs, as Redis's rejectCommand: a refused EXEC
+    /// aborts its transaction naming the reason (EXECABORT), any other command inside
+    /// MULTI flags the transaction so that its EXEC aborts.
+    fn refuse(&mut self, slot: usize, cmd: &'static Command, text: String) -> Reply {
+        if cmd.name == "exec" {
+            self.discard_transaction(slot);
+            let abort = format!("EXECABORT Transaction discarded because of: {text}");
+            return self.reject(Some(cmd), Reply::error(abort));
+        }
+        self.flag_transaction(slot);
+        self.reject(Some(cmd), Reply::error(text))
     }
 
     /// Whether `cmd` is an EXEC whose queue holds a `denyoom` command.
