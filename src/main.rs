@@ -76,6 +76,10 @@ fn main() {
     };
     cinnabar::process::show_banner(&server.ex.config);
     cinnabar::log::notice("Server initialized");
+    if let Err(e) = server.load_data() {
+        cinnabar::log::warning(&e.to_string());
+        std::process::exit(1);
+    }
     let result = server.run();
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);

@@ -462,12 +462,18 @@ fn missing_aof_files_refuse_to_load() {
     // The incremental file deleted.
     let incr = std::fs::read(incr_file(&dir)).unwrap();
     std::fs::remove_file(incr_file(&dir)).unwrap();
-    let (code, log) = refused_start(&dir, &["--appendonly", "yes"]);
+    let (code, log) = refused_start(&dir, &["--appendonly", "yes", "--always-show-logo", "yes"]);
     assert_eq!(code, Some(1), "{log}");
     assert!(
         log.contains("Unable to obtain the AOF file appendonly.aof.1.incr.aof length. stat: No such file or directory"),
         "{log}"
     );
+    // As Redis, the banner (with `PID:`, which Redis's test harness waits for) and
+    // "Server initialized" come before loading, so a refusal follows them.
+    let banner = log.find(" PID: ").expect("banner");
+    let initialized = log.find("Server initialized").expect("initialized");
+    let refusal = log.find("Unable to obtain").unwrap();
+    assert!(banner < initialized && initialized < refusal, "{log}");
     std::fs::write(incr_file(&dir), &incr).unwrap();
     // A manifest naming a file that was never there.
     std::fs::write(

@@ -137,8 +137,6 @@ impl Server {
         let mut ex = Executor::new(config);
         ex.tcp_addrs = tcp_addrs;
         crate::alloc::mark_startup();
-        crate::acl::load_at_startup(&mut ex).map_err(io::Error::other)?;
-        crate::persistence::aof::load_at_startup(&mut ex).map_err(io::Error::other)?;
         let net = Rc::new(RefCell::new(Net {
             poll,
             listeners,
@@ -153,12 +151,23 @@ impl Server {
             busy_swept: None,
             aof_held: Vec::new(),
         }));
-        ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&net))));
-        ex.repl.registry = Some(net.borrow().poll.registry().try_clone()?);
-        if let Some((host, port)) = ex.config.replicaof.clone() {
-            crate::replication::replica::start(&mut ex, host, port);
-        }
         Ok(Server { net, ex })
+    }
+
+    /// Loads the ACL file and the data (AOF or RDB), then connects to a configured
+    /// master. Separate from `bind` so that, as in Redis, the startup banner and
+    /// "Server initialized" are logged before loading, which may fail.
+    pub fn load_data(&mut self) -> io::Result<()> {
+        let ex = &mut self.ex;
+        crate::acl::load_at_startup(ex).map_err(io::Error::other)?;
+        crate::persistence::aof::load_at_startup(ex).map_err(io::Error::other)?;
+        // Only once loaded: a slow script replayed from the AOF serves no clients.
+        ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&self.net))));
+        ex.repl.registry = Some(self.net.borrow().poll.registry().try_clone()?);
+        if let Some((host, port)) = ex.config.replicaof.clone() {
+            crate::replication::replica::start(ex, host, port);
+        }
+        Ok(())
     }
 
     /// The addresses actually bound.
