@@ -921,3 +921,27 @@ fn script_time_is_frozen_for_expiry() {
     // Outside the script, time moved on.
     assert_eq!(c.cmd(&["EXISTS", "fk"]), ":0\r\n");
 }
+
+/// Thousands of cached scripts must not exhaust the Lua VM: each is kept by its
+/// registry key alone, so later scripts still compile and run.
+#[test]
+fn many_cached_scripts_leave_the_vm_usable() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    let n = 12_000;
+    for i in 0..n {
+        c.send(&["EVAL", &format!("return {i}"), "0"]);
+    }
+    for i in 0..n {
+        assert_eq!(c.read_reply(), format!(":{i}\r\n"));
+    }
+    assert_eq!(
+        c.cmd(&["EVAL", "return 'still compiles'", "0"]),
+        "$14\r\nstill compiles\r\n"
+    );
+    let info = c.cmd(&["INFO", "memory"]);
+    assert!(
+        info.contains(&format!("number_of_cached_scripts:{}\r\n", n + 1)),
+        "{info}"
+    );
+}

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use mlua::{Function, Lua};
+use mlua::Lua;
 
 use crate::commands::{self, flags, Command};
 use crate::exec::Executor;
@@ -68,8 +68,10 @@ pub fn lowercase_sha<'b>(arg: &[u8], buf: &'b mut [u8; 40]) -> Option<&'b str> {
 /// A cached EVAL script.
 pub struct Script {
     pub body: Vec<u8>,
-    pub func: Function,
-    /// `func` in the VM's registry, where the raw run path finds it (raw.rs).
+    /// The compiled function in the VM's registry, where the raw run path finds it
+    /// (raw.rs). Only the registry key is kept: an mlua `Function` handle would hold a
+    /// slot of mlua's reference stack for as long as the script is cached, and a few
+    /// thousand cached scripts would exhaust it (every later compile failing).
     pub key: mlua::RegistryKey,
     pub flags: u32,
 }
@@ -205,7 +207,6 @@ impl Engine {
             sha.clone(),
             Script {
                 body: body.to_vec(),
-                func,
                 key,
                 flags: fl,
             },
