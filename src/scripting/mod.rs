@@ -526,7 +526,7 @@ mod tests {
         assert!(!ok1 && !ok2);
         assert!(e1.contains("only available while a script runs"), "{e1}");
         assert_eq!(e1, e2);
-        let pcall: Function = vm.redis.raw_get("pcall").unwrap();
+        let pcall: mlua::Function = vm.redis.raw_get("pcall").unwrap();
         let step = mlua::Value::LightUserData(mlua::LightUserData(
             busy::step_mark_ptr() as *mut std::ffi::c_void
         ));
