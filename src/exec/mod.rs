@@ -456,15 +456,11 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
-        if let Some(Reply::Error(text)) = crate::replication::stale_data_error(self, slot, cmd) {
-            return self.refuse(slot, cmd, text.into_owned());
+        if let Some(text) = crate::replication::stale_data_error(self, slot, cmd) {
+            return self.refuse(slot, cmd, text.to_string());
         }
         if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
-            if cmd.name == "exec" {
-                return self.refuse(slot, cmd, text.to_string());
-            }
-            self.flag_transaction(slot);
-            return self.reject(Some(cmd), Reply::err(text));
+            return self.refuse(slot, cmd, text.to_string());
         }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {

@@ -449,7 +449,7 @@ pub fn stale_data_error(
     ex: &Executor,
     slot: usize,
     cmd: &crate::commands::Command,
-) -> Option<Reply> {
+) -> Option<&'static str> {
     let link = ex.repl.link.as_ref()?;
     if link.is_up() || link.client == Some(slot) {
         return None;
@@ -468,9 +468,7 @@ pub fn stale_data_error(
     if allowed || ex.config.stored_bool("replica-serve-stale-data") {
         return None;
     }
-    Some(Reply::err(
-        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-    ))
+    Some("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 }
 
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
