@@ -189,6 +189,59 @@ fn lfu_counter_is_exact_with_log_factor_zero() {
     ]);
 }
 
+/// CLIENT NO-TOUCH spares the access field for reads and writes alike (Redis's
+/// lookupKey), in scripts too; TOUCH sent by the client still counts.
+#[test]
+fn client_no_touch_leaves_reads_and_writes_uncounted() {
+    let s = TestServer::start_with(&[
+        "--maxmemory-policy",
+        "allkeys-lfu",
+        "--lfu-log-factor",
+        "0",
+        "--lfu-decay-time",
+        "0",
+    ]);
+    let mut r = s.raw(2);
+    r.check(&[
+        (&["SET", "s", "1"], "+OK\r\n"),
+        (&["RPUSH", "l", "a"], ":1\r\n"),
+        (&["OBJECT", "FREQ", "s"], ":5\r\n"),
+        (&["CLIENT", "NO-TOUCH", "on"], "+OK\r\n"),
+        (&["GET", "s"], "$1\r\n1\r\n"),
+        (&["INCR", "s"], ":2\r\n"),
+        (&["APPEND", "s", "0"], ":2\r\n"),
+        (&["SET", "s", "9"], "+OK\r\n"),
+        (&["RPUSH", "l", "b"], ":2\r\n"),
+        (&["LPOP", "l"], "$1\r\na\r\n"),
+        (
+            &[
+                "EVAL",
+                "redis.call('get', KEYS[1]); return redis.call('incr', KEYS[1])",
+                "1",
+                "s",
+            ],
+            ":10\r\n",
+        ),
+        (
+            &["EVAL", "return redis.call('touch', KEYS[1])", "1", "s"],
+            ":1\r\n",
+        ),
+        (&["OBJECT", "FREQ", "s"], ":5\r\n"),
+        (&["OBJECT", "FREQ", "l"], ":5\r\n"),
+        (&["TOUCH", "s"], ":1\r\n"),
+        (&["OBJECT", "FREQ", "s"], ":6\r\n"),
+        (&["MULTI"], "+OK\r\n"),
+        (&["TOUCH", "s"], "+QUEUED\r\n"),
+        (&["GET", "s"], "+QUEUED\r\n"),
+        (&["EXEC"], "*2\r\n:1\r\n$2\r\n10\r\n"),
+        (&["OBJECT", "FREQ", "s"], ":7\r\n"),
+        (&["CLIENT", "NO-TOUCH", "off"], "+OK\r\n"),
+        (&["GET", "s"], "$2\r\n10\r\n"),
+        (&["INCR", "s"], ":11\r\n"),
+        (&["OBJECT", "FREQ", "s"], ":9\r\n"),
+    ]);
+}
+
 /// The same deterministic access sequence gives the same counters as redis-server.
 #[test]
 fn lfu_counters_match_redis() {

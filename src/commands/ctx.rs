@@ -68,13 +68,12 @@ impl<'a> Ctx<'a> {
 
     /// Looks a key up for reading, counting a keyspace hit or miss.
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<EntryRef<'_>> {
-        let touch = !self.ex.client(self.client).no_touch;
         if self.ex.notify_classes & notify::KEY_MISS != 0
             && !self.ex.ks.exists(self.db, key, self.now_ms)
         {
             self.notify(notify::KEY_MISS, "keymiss", key);
         }
-        self.ex.ks.lookup(self.db, key, self.now_ms, touch)
+        self.ex.ks.lookup(self.db, key, self.now_ms, true)
     }
 
     /// Looks a key up for writing (no hit/miss accounting).

@@ -114,12 +114,12 @@ fn del(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn exists(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     // A read lookup (without touching), so that a miss raises `keymiss` as in Redis.
-    let no_touch = std::mem::replace(&mut ctx.client().no_touch, true);
+    let no_touch = std::mem::replace(&mut ctx.ex.ks.no_touch, true);
     let n = args[1..]
         .iter()
         .filter(|k| ctx.lookup_read(k).is_some())
         .count();
-    ctx.client().no_touch = no_touch;
+    ctx.ex.ks.no_touch = no_touch;
     Reply::Int(n as i64)
 }
 

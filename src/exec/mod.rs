@@ -505,6 +505,13 @@ impl Executor {
         } else {
             self.time_snapshot_ms
         };
+        // CLIENT NO-TOUCH spares every lookup of the client's commands, reads and
+        // writes, except TOUCH itself. A script's commands (run by the scripting
+        // client) keep the setting of the EVAL/FCALL that runs them.
+        let client = self.client(slot);
+        if self.call_nesting == 0 || client.in_exec {
+            self.ks.no_touch = client.no_touch && cmd.name != "touch";
+        }
         self.call_nesting += 1;
         let db = self.client(slot).db;
         let mark = self.stream_begin();

@@ -70,6 +70,9 @@ pub struct Keyspace {
     pub retired: Vec<KeyTable>,
     /// What lookups do with a key whose expiry has passed (replicas keep them).
     pub expire_mode: ExpireMode,
+    /// Lookups leave the access field alone: the running command's client asked for
+    /// CLIENT NO-TOUCH. The executor sets this before each command.
+    pub no_touch: bool,
 }
 
 /// Lazy expiry policy. A replica never deletes keys by itself: the master's DELs do.
@@ -233,6 +236,7 @@ impl Keyspace {
             field_expiry: field_expiry::FieldExpiry::default(),
             retired: Vec::new(),
             expire_mode: ExpireMode::Delete,
+            no_touch: false,
         }
     }
 
@@ -283,7 +287,7 @@ impl Keyspace {
         }
         let access = self.access_policy();
         let table = &mut self.dbs[db].table;
-        let found = if touch {
+        let found = if touch && !self.no_touch {
             table.get_mut(key).map(|mut e| {
                 e.set_lru(access.touched(e.lru(), now_ms));
                 e.into_ref()
@@ -304,8 +308,11 @@ impl Keyspace {
             return None;
         }
         let access = self.access_policy();
+        let no_touch = self.no_touch;
         let mut e = self.dbs[db].table.get_mut(key)?;
-        e.set_lru(access.touched(e.lru(), now_ms));
+        if !no_touch {
+            e.set_lru(access.touched(e.lru(), now_ms));
+        }
         Some(e)
     }
 
@@ -341,6 +348,7 @@ impl Keyspace {
         now_ms: i64,
         touch: bool,
     ) {
+        let touch = touch && !self.no_touch;
         let d = &mut self.dbs[db];
         let expire = if keep_ttl {
             d.table.get(key).and_then(|e| e.expire()).or(expire)
