@@ -571,6 +571,71 @@ fn restarted_master_keeps_its_history_as_replid2() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A master restarted from its RDB drops the keys that expired meanwhile and tells
+/// its replicas with DELs in the continued stream; a replica that learns of the new
+/// ID makes its own replicas reconnect, and they continue too. CONFIG RESETSTAT
+/// zeroes the sync counters.
+#[test]
+fn restarted_master_sends_dels_of_keys_expired_while_down() {
+    let dir = temp_dir("repl-restart-expired");
+    let mut master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    m.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    m.cmd(&["SET", "kept", "1"]);
+    for db in 0..3 {
+        m.cmd(&["SELECT", &db.to_string()]);
+        for i in 0..10 {
+            m.cmd(&["SET", &format!("gone:{i}"), "v", "PX", "300"]);
+        }
+    }
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let sub = TestServer::start_with(&["--replicaof", "127.0.0.1", &replica.port.to_string()]);
+    // Offsets only: reading the keys would expire them on the master.
+    let caught_up = |a: u16, b: u16| link_up(b) && offset(a) == offset(b);
+    wait_until(|| caught_up(master.port, replica.port) && caught_up(replica.port, sub.port));
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["CONFIG", "RESETSTAT"]), "+OK\r\n");
+    assert_eq!(info(&mut r, "stats", "sync_full"), "0");
+    assert_eq!(info(&mut r, "stats", "sync_partial_ok"), "0");
+    let off: u64 = offset(master.port).parse().unwrap();
+    master.terminate();
+    // Past the keys' expiry (they were written with PX 300 before the sync).
+    std::thread::sleep(Duration::from_millis(400));
+    let master = TestServer::start_in(&dir, &["--appendonly", "no"]);
+    let mut m = master.raw(2);
+    assert_eq!(
+        info(&mut m, "persistence", "rdb_last_load_keys_expired"),
+        "30"
+    );
+    // The DELs (with a SELECT before each database's) follow the saved offset.
+    let hist: u64 = info(&mut m, "replication", "repl_backlog_histlen")
+        .parse()
+        .unwrap();
+    assert!(hist > 0);
+    assert_eq!(offset(master.port), (off + hist).to_string());
+    assert_eq!(
+        info(&mut m, "replication", "repl_backlog_first_byte_offset"),
+        (off + 1).to_string()
+    );
+    assert_eq!(
+        r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+        "+OK\r\n"
+    );
+    wait_synced(master.port, replica.port);
+    wait_synced(replica.port, sub.port);
+    assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut m, "stats", "sync_full"), "0");
+    // The sub-replica reconnected under the new ID and continued.
+    assert_eq!(info(&mut r, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut r, "stats", "sync_full"), "0");
+    let digest = m.cmd(&["DEBUG", "DIGEST"]);
+    assert_eq!(r.cmd(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(sub.raw(2).cmd(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(r.cmd(&["DBSIZE"]), ":1\r\n");
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     let master = TestServer::start();

@@ -988,6 +988,8 @@ impl Executor {
         self.slowlog.clear();
         let ks = &mut self.ks.stats;
         *ks = Default::default();
+        let r = &mut self.repl;
+        (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
     }
 
     /// Uptime in seconds.

@@ -50,6 +50,9 @@ pub struct Persist {
     pub loading: bool,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
+    /// The keys the last load skipped as expired, kept only when asked for (a
+    /// master restarting from its RDB tells its replicas with DELs).
+    pub expired_on_load: Option<Vec<(usize, Vec<u8>)>>,
 }
 
 impl Default for Persist {
@@ -72,6 +75,7 @@ impl Default for Persist {
             loading: false,
             last_load_keys: 0,
             last_load_expired: 0,
+            expired_on_load: None,
         }
     }
 }
@@ -571,6 +575,9 @@ pub fn load_image(
     for k in loaded {
         if k.expire_ms.is_some_and(|t| t <= now) {
             expired += 1;
+            if let Some(keys) = ex.persist.expired_on_load.as_mut() {
+                keys.push((k.db, k.key));
+            }
             continue;
         }
         super::register_field_ttls(&mut ex.ks, k.db, &k.key, &k.value);
@@ -608,7 +615,9 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     };
     let start = Instant::now();
     ex.persist.loading = true;
+    ex.persist.expired_on_load = Some(Vec::new());
     let r = load_bytes(ex, &bytes, false);
+    let expired_keys = ex.persist.expired_on_load.take().unwrap_or_default();
     ex.persist.loading = false;
     match r {
         Ok(info) => {
@@ -632,7 +641,7 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
             // Redis 7.0 restores the replication history from an RDB it starts
             // from (not from an AOF).
             if !ex.config.appendonly {
-                crate::replication::restore_from_rdb(ex, &info.aux);
+                crate::replication::restore_from_rdb(ex, &info.aux, &expired_keys);
             }
             Ok(())
         }

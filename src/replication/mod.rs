@@ -359,9 +359,15 @@ pub fn rdb_aux(ex: &Executor) -> Option<RdbAux> {
 /// replica takes the file's ID and offset as its own, so it asks its master for
 /// `PSYNC <id> <offset+1>` and continues; a master keeps them as its previous
 /// history (`replid2`, `second_repl_offset`) with its offset rebased on them, so
-/// its former replicas continue too. Files without the fields (or with a
-/// `repl-stream-db` of -1, as old servers wrote) change nothing.
-pub fn restore_from_rdb(ex: &mut Executor, aux: &[(Vec<u8>, Vec<u8>)]) {
+/// its former replicas continue too; the keys the load dropped as expired go to
+/// its stream as DELs (UNLINKs with lazyfree-lazy-expire), so those replicas drop
+/// them too. Files without the fields (or with a `repl-stream-db` of -1, as old
+/// servers wrote) change nothing.
+pub fn restore_from_rdb(
+    ex: &mut Executor,
+    aux: &[(Vec<u8>, Vec<u8>)],
+    expired_keys: &[(usize, Vec<u8>)],
+) {
     let get = |k: &str| {
         aux.iter()
             .find(|(key, _)| key == k.as_bytes())
@@ -391,6 +397,16 @@ pub fn restore_from_rdb(ex: &mut Executor, aux: &[(Vec<u8>, Vec<u8>)]) {
     r.backlog = Some(Backlog::new(size));
     ex.stream.enabled = true;
     r.fed_upto = ex.stream.position();
+    if ex.config.replicaof.is_none() {
+        let del: &[u8] = if ex.config.lazyfree_lazy_expire {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        };
+        for (db, key) in expired_keys {
+            ex.stream.append(*db, &[del, key]);
+        }
+    }
 }
 
 /// A client went away: forget it as a replica, a WAITer or a REPLCONF sender.

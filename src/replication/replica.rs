@@ -601,8 +601,12 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                     if let Some(id) = words.next().filter(|id| id.len() == 40) {
                         let r = &mut ex.repl;
                         if id != r.replid {
+                            crate::log::notice(&format!("Master replication ID changed to {id}"));
                             r.replid2 = std::mem::replace(&mut r.replid, id.to_string());
                             r.second_offset = r.offset as i64 + 1;
+                            // Our replicas follow the old ID: they must reconnect
+                            // and continue under the new one.
+                            disconnect_peers(ex);
                         }
                     }
                     connected(ex);
