@@ -636,6 +636,34 @@ fn restarted_master_sends_dels_of_keys_expired_while_down() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// repl-backlog-ttl: a master left without replicas that long frees its backlog and
+/// starts a new history, so the replica's return is a full sync.
+#[test]
+fn backlog_freed_after_ttl_without_replicas() {
+    let master = TestServer::start_with(&["--repl-backlog-ttl", "1"]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "a", "1"]);
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    wait_synced(master.port, replica.port);
+    let id = info(&mut m, "replication", "master_replid");
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    wait_until(|| info(&mut m, "replication", "repl_backlog_active") == "0");
+    assert_ne!(info(&mut m, "replication", "master_replid"), id);
+    assert_eq!(
+        info(&mut m, "replication", "master_replid2"),
+        "0".repeat(40)
+    );
+    assert_eq!(
+        r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+        "+OK\r\n"
+    );
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_full"), "2");
+    assert_eq!(info(&mut m, "stats", "sync_partial_err"), "1");
+    assert_eq!(info(&mut m, "replication", "repl_backlog_active"), "1");
+}
+
 #[test]
 fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     let master = TestServer::start();

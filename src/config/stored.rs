@@ -608,7 +608,7 @@ pub static STORED: &[Directive] = &[
         Kind::MemPercent(-100, i64::MAX as i128),
         "0"
     ),
-    // No effect here: the backlog is kept while the server runs.
+    // Read by replication::expire_backlog.
     stored!(
         "repl-backlog-ttl",
         &[],

@@ -137,6 +137,8 @@ pub struct Repl {
     pub snapshot_offset: u64,
     /// The master stream's database recorded in the RDB loaded at startup.
     pub restored_db: Option<usize>,
+    /// Since when a master with a backlog has had no replica (`repl-backlog-ttl`).
+    no_replicas_since: Option<Instant>,
 }
 
 impl Default for Repl {
@@ -161,6 +163,7 @@ impl Default for Repl {
             registry: None,
             snapshot_offset: 0,
             restored_db: None,
+            no_replicas_since: None,
         }
     }
 }
@@ -556,7 +559,32 @@ pub fn tick(ex: &mut Executor) {
     if let Some(b) = ex.repl.backlog.as_mut() {
         b.resize(ex.config.repl_backlog_size as usize, ex.repl.offset);
     }
+    expire_backlog(ex);
     master::serve_waiters(ex);
+}
+
+/// A master without replicas for `repl-backlog-ttl` seconds (0: never) frees its
+/// backlog and starts a new history, as Redis's replicationCron: a replica that
+/// comes back later needs a full sync. A replica keeps its backlog (its own
+/// replicas' history is its master's).
+fn expire_backlog(ex: &mut Executor) {
+    let r = &mut ex.repl;
+    if r.backlog.is_none() || r.link.is_some() || !r.peers.is_empty() {
+        r.no_replicas_since = None;
+        return;
+    }
+    let since = *r.no_replicas_since.get_or_insert_with(Instant::now);
+    let ttl = ex.config.stored_i64("repl-backlog-ttl");
+    if ttl > 0 && since.elapsed() >= Duration::from_secs(ttl as u64) {
+        r.replid = random_id();
+        r.replid2 = "0".repeat(40);
+        r.second_offset = -1;
+        r.backlog = None;
+        r.no_replicas_since = None;
+        crate::log::notice(&format!(
+            "Replication backlog freed after {ttl} seconds without connected replicas."
+        ));
+    }
 }
 
 /// The INFO replication section's fields.
