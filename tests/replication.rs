@@ -664,6 +664,34 @@ fn backlog_freed_after_ttl_without_replicas() {
     assert_eq!(info(&mut m, "replication", "repl_backlog_active"), "1");
 }
 
+/// A replica's own min-replicas-to-write and maxmemory never refuse or evict what
+/// its master sends (Redis ignores them for the master's stream): the writes apply.
+#[test]
+fn replica_applies_writes_despite_its_min_replicas_and_maxmemory() {
+    let master = TestServer::start();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut m = master.raw(2);
+    let mut r = replica.raw(2);
+    m.cmd(&["SET", "foo", "1"]);
+    wait_synced(master.port, replica.port);
+    for c in [
+        &["CONFIG", "SET", "min-replicas-to-write", "1"][..],
+        &["CONFIG", "SET", "min-replicas-max-lag", "10"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+        &["CONFIG", "SET", "maxmemory", "1"],
+    ] {
+        assert_eq!(r.cmd(c), "+OK\r\n");
+    }
+    m.cmd(&["SET", "foo", "2"]);
+    for i in 0..50 {
+        m.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    wait_synced(master.port, replica.port);
+    assert_eq!(r.cmd(&["GET", "foo"]), "$1\r\n2\r\n");
+    assert_eq!(r.cmd(&["DBSIZE"]), ":51\r\n");
+    assert_eq!(info(&mut r, "stats", "evicted_keys"), "0");
+}
+
 #[test]
 fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     let master = TestServer::start();

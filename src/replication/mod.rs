@@ -139,6 +139,8 @@ pub struct Repl {
     pub restored_db: Option<usize>,
     /// Since when a master with a backlog has had no replica (`repl-backlog-ttl`).
     no_replicas_since: Option<Instant>,
+    /// The master's commands are running (the link is out of `link` meanwhile).
+    pub(crate) applying_master: bool,
 }
 
 impl Default for Repl {
@@ -164,6 +166,7 @@ impl Default for Repl {
             snapshot_offset: 0,
             restored_db: None,
             no_replicas_since: None,
+            applying_master: false,
         }
     }
 }
@@ -196,7 +199,7 @@ impl Repl {
 
     /// Whether this server follows a master.
     pub fn is_replica(&self) -> bool {
-        self.link.is_some()
+        self.link.is_some() || self.applying_master
     }
 
     /// Replicas whose acknowledged offset reached `target`.
@@ -509,7 +512,7 @@ pub fn enough_good_replicas(ex: &Executor) -> bool {
     let need = ex.config.min_replicas_to_write;
     need == 0
         || ex.config.min_replicas_max_lag == 0
-        || ex.repl.link.is_some()
+        || ex.repl.is_replica()
         || good_replicas(ex) as u64 >= need
 }
 

@@ -801,6 +801,7 @@ fn apply(ex: &mut Executor) {
         authenticated: true,
     };
     let mut link = ex.repl.link.take().expect("link");
+    ex.repl.applying_master = true;
     ex.ks.expire_mode = ExpireMode::Keep;
     loop {
         let mut getack = false;
@@ -825,6 +826,7 @@ fn apply(ex: &mut Executor) {
             }
             Err(e) => {
                 ex.ks.expire_mode = ExpireMode::Hide;
+                ex.repl.applying_master = false;
                 ex.repl.link = Some(link);
                 return fail(ex, &format!("Protocol error from MASTER: {}", e.0));
             }
@@ -849,6 +851,7 @@ fn apply(ex: &mut Executor) {
     link.read_reploff = link.reploff + (link.forward.len() + link.rbuf.len() - link.rpos) as u64;
     link.fack.checkpoint(ex.stream.position(), link.reploff);
     ex.ks.expire_mode = ExpireMode::Hide;
+    ex.repl.applying_master = false;
     ex.repl.link = Some(link);
     if ex.blocking.has_ready() {
         crate::exec::blocking::handle_ready(ex);
