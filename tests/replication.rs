@@ -173,6 +173,9 @@ fn replica_keys_expire_only_by_the_master() {
     assert_eq!(r.cmd(&["GET", "k"]), "$-1\r\n");
     assert_eq!(r.cmd(&["EXISTS", "k"]), ":0\r\n");
     assert_eq!(r.cmd(&["DBSIZE"]), ":1\r\n");
+    // DEBUG OBJECT shows the table as it is, as Redis's.
+    assert!(r.cmd(&["DEBUG", "OBJECT", "k"]).starts_with("+Value at:"));
+    assert_eq!(r.cmd(&["DEBUG", "OBJECT", "nokey"]), "-ERR no such key\r\n");
     // The master meets the key, deletes it and propagates a DEL.
     assert_eq!(m.cmd(&["GET", "k"]), "$-1\r\n");
     wait_until(|| r.cmd(&["DBSIZE"]) == ":0\r\n");

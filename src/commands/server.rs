@@ -914,8 +914,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return debug_populate(ctx, args);
     }
     if is(sub, "object") && args.len() == 3 {
-        let (db, now) = (ctx.db, ctx.now_ms);
-        return match ctx.ex.ks.lookup(db, args[2], now, false) {
+        // The table as it is: a logically expired key not yet deleted (on a replica,
+        // until its master's DEL) is still shown, and nothing is counted or expired.
+        return match ctx.ex.ks.dbs[ctx.db].table.get(args[2]) {
             None => errors::NO_SUCH_KEY,
             Some(e) => Reply::Status(
                 format!(
@@ -924,7 +925,7 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     e.value().encoding(),
                     e.value().string_len(),
                     e.lru(),
-                    crate::keyspace::lru_idle_ms(e.lru(), now) / 1000
+                    crate::keyspace::lru_idle_ms(e.lru(), ctx.now_ms) / 1000
                 )
                 .into(),
             ),
