@@ -564,22 +564,57 @@ fn expired_fields_not_yet_reclaimed() {
             (&["HLEN", "h"], ":1\r\n"),
             (&["HGET", "h", "c"], "$1\r\n3\r\n"),
         ]);
-        // HRANDFIELD may return an expired field that is still there.
+        // HRANDFIELD deletes every due field first (Redis 7.4.1), so it never
+        // returns one.
         c.cmd(&["HSET", "h", "d", "4"]);
         c.cmd(&["HPEXPIRE", "h", "20", "FIELDS", "1", "d"]);
         std::thread::sleep(std::time::Duration::from_millis(80));
         assert_eq!(c.cmd(&["HLEN", "h"]), ":2\r\n");
-        let all = c.cmd(&["HRANDFIELD", "h", "10"]);
-        assert!(
-            all.starts_with("*2\r\n") && all.contains("$1\r\nd\r\n"),
-            "{all}"
-        );
-        assert_eq!(
-            c.cmd(&["HMGET", "h", "d", "c", "d"]),
-            "*3\r\n$-1\r\n$1\r\n3\r\n$-1\r\n"
-        );
+        assert_eq!(c.cmd(&["HRANDFIELD", "h", "10"]), "*1\r\n$1\r\nc\r\n");
         assert_eq!(c.cmd(&["HLEN", "h"]), ":1\r\n");
+        // HSET and HDEL take the hash as it is: HSET overwrites a due field (an
+        // update, its TTL dropped), HDEL counts one.
+        for f in ["e", "f"] {
+            c.cmd(&["HSET", "h", f, "5"]);
+        }
+        c.cmd(&["HPEXPIRE", "h", "20", "FIELDS", "2", "e", "f"]);
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        c.check(&[
+            (&["HSET", "h", "e", "6"], ":0\r\n"),
+            (&["HTTL", "h", "FIELDS", "1", "e"], "*1\r\n:-1\r\n"),
+            (&["HDEL", "h", "f"], ":1\r\n"),
+            (&["HLEN", "h"], ":2\r\n"),
+        ]);
     }
+}
+
+/// HINCRBY and HINCRBYFLOAT keep the field's TTL; on a due field they start from
+/// zero (the field is deleted lazily first) and HEXPIRE leaves other due fields be.
+#[test]
+fn hincrby_keeps_field_ttl() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.check(&[
+        (&["HSET", "h", "n", "10", "f", "1.5", "d", "7", "x", "0"], ":4\r\n"),
+        (&["HEXPIRE", "h", "1000", "FIELDS", "2", "n", "f"], "*2\r\n:1\r\n:1\r\n"),
+        (&["HPEXPIRE", "h", "20", "FIELDS", "2", "d", "x"], "*2\r\n:1\r\n:1\r\n"),
+    ]);
+    let times = c.cmd(&["HPEXPIRETIME", "h", "FIELDS", "2", "n", "f"]);
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    c.check(&[
+        (&["HINCRBY", "h", "n", "2"], ":12\r\n"),
+        (&["HINCRBYFLOAT", "h", "f", "1"], "$3\r\n2.5\r\n"),
+        // HEXPIRE of one field leaves the other due field (x) in place.
+        (&["HPEXPIRE", "h", "1000000", "FIELDS", "1", "n"], "*1\r\n:1\r\n"),
+        (&["HLEN", "h"], ":4\r\n"),
+        // A due field counts from zero, with no TTL left.
+        (&["HINCRBY", "h", "d", "1"], ":1\r\n"),
+        (&["HTTL", "h", "FIELDS", "1", "d"], "*1\r\n:-1\r\n"),
+        (&["HLEN", "h"], ":4\r\n"),
+    ]);
+    let after = c.cmd(&["HPEXPIRETIME", "h", "FIELDS", "2", "n", "f"]);
+    assert_eq!(after.lines().nth(2), times.lines().nth(2), "f keeps its TTL");
 }
 
 /// A hash moved under another name or database keeps expiring its fields actively:

@@ -1,8 +1,12 @@
 //! Hashes: HSET and friends, HRANDFIELD, HSCAN, and Redis 7.4's field expiry
 //! (HEXPIRE family, HTTL family, HPERSIST) with lazy and active expiry of fields.
 //!
-//! Every command reaches the hash through `read_hash` / `write_hash`, which first
-//! expire the key's due fields (lazy expiry), so handlers never see an expired field.
+//! Lazy field expiry follows Redis 7.4: a command that names a field (HGET, HMGET,
+//! HEXISTS, HSTRLEN, HSETNX, HINCRBY*) deletes it if it is due (`peek_hash`); HRANDFIELD
+//! and the HEXPIRE/HTTL family delete every due field first (`read_hash`); listings
+//! (HGETALL, HKEYS, HVALS, HSCAN) skip due fields without deleting them; HSET and
+//! HDEL take the hash as it is (`write_hash`), so HSET overwrites a due field and HDEL
+//! counts it, and HLEN counts due fields until they are reclaimed.
 //! The HEXPIRE variants share `hexpire_generic`, the TTL readers `httl_generic`.
 //! Active expiry is `active_expire_fields`, called from the executor's cron.
 
@@ -91,6 +95,13 @@ fn expire_fields_where(
         Some(fields) => h.expire_named(fields, now),
     };
     if expired.is_empty() {
+        // A popped hint whose field was overwritten or persisted since: the hash
+        // stays registered at its next expiry.
+        if only.is_none() {
+            if let Some(at) = h.next_expire() {
+                ex.ks.field_expiry.register(db, at, key);
+            }
+        }
         return 0;
     }
     let empty = h.is_empty();
@@ -171,15 +182,13 @@ fn peek_hash<'c>(
     }
 }
 
-/// Runs `f` on the hash at `key` for writing, after lazy field expiry:
-/// `Ok(None)` when missing.
+/// Runs `f` on the hash at `key` for writing, due fields included (callers expire
+/// what they must first): `Ok(None)` when missing.
 fn write_hash<R>(
     ctx: &mut Ctx,
     key: &[u8],
     f: impl FnOnce(&mut Hash) -> R,
 ) -> Result<Option<R>, Reply> {
-    let (db, now) = (ctx.db, ctx.now_ms);
-    expire_fields_of(ctx.ex, db, key, now);
     let Some(mut e) = ctx.lookup_write(key) else {
         return Ok(None);
     };
@@ -197,7 +206,6 @@ fn write_or_create<R>(
     f: impl FnOnce(&mut Hash) -> R,
 ) -> Result<R, Reply> {
     let (db, now) = (ctx.db, ctx.now_ms);
-    expire_fields_of(ctx.ex, db, key, now);
     if ctx.exists(key) {
         return write_hash(ctx, key, f).map(|r| r.expect("hash exists"));
     }
@@ -259,7 +267,7 @@ fn hmset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 fn hsetnx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (key, field, value) = (args[1], args[2], args[3]);
     let lim = limits(ctx);
-    match read_hash(ctx, key) {
+    match peek_hash(ctx, key, &[field]) {
         Err(e) => return e,
         Ok(Some(h)) if h.contains(field) => return Reply::Int(0),
         Ok(_) => {}
@@ -377,7 +385,7 @@ fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let current = match read_hash(ctx, key) {
+    let current = match peek_hash(ctx, key, &[field]) {
         Err(e) => return e,
         Ok(h) => match h.and_then(|h| h.get(field)) {
             None => 0,
@@ -393,7 +401,7 @@ fn hincrby(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut buf = Vec::with_capacity(20);
     format_i64(new, &mut buf);
     let lim = limits(ctx);
-    if let Err(e) = write_or_create(ctx, key, |h| h.set(field, &buf, lim)) {
+    if let Err(e) = write_or_create(ctx, key, |h| set_keep_ttl(h, field, &buf, lim)) {
         return e;
     }
     ctx.modified(key);
@@ -407,7 +415,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(i) => i,
         Err(e) => return Reply::err(e.message()),
     };
-    let new = match read_hash(ctx, key) {
+    let new = match peek_hash(ctx, key, &[field]) {
         Err(e) => return e,
         Ok(h) => {
             let current = h.and_then(|h| h.get(field)).unwrap_or(b"0");
@@ -418,12 +426,21 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
     };
     let lim = limits(ctx);
-    if let Err(e) = write_or_create(ctx, key, |h| h.set(field, &new, lim)) {
+    if let Err(e) = write_or_create(ctx, key, |h| set_keep_ttl(h, field, &new, lim)) {
         return e;
     }
     ctx.modified(key);
     ctx.notify(notify::HASH, "hincrbyfloat", key);
     Reply::Bulk(new)
+}
+
+/// Sets a field's value keeping its TTL, as HINCRBY/HINCRBYFLOAT do.
+fn set_keep_ttl(h: &mut Hash, field: &[u8], value: &[u8], lim: HashLimits) {
+    let ttl = h.expire_of(field);
+    h.set(field, value, lim);
+    if let Some(at) = ttl {
+        h.set_expire(field, at);
+    }
 }
 
 // ----- HRANDFIELD ---------------------------------------------------------------------
@@ -439,11 +456,11 @@ pub fn parse_rand_count(a: &[u8]) -> Result<i64, Reply> {
     }
 }
 
-/// Like Redis 7.4, HRANDFIELD neither skips nor deletes expired fields not yet
-/// reclaimed (its hrandfieldWithCountCommand sizes with hashTypeLength(.., 0)).
+/// Like Redis 7.4.1, HRANDFIELD first deletes every due field of the hash (and the
+/// hash, if none is left), so it never returns an expired field.
 fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() == 2 {
-        return match peek_hash(ctx, args[1], &[]) {
+        return match read_hash(ctx, args[1]) {
             Err(e) => e,
             Ok(None) => Reply::Null,
             Ok(Some(h)) => h.random().map_or(Reply::Null, |(k, _)| Reply::Bulk(k)),
@@ -463,7 +480,7 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let proto = ctx.proto();
     let room = ctx.reply_room();
-    let h = match peek_hash(ctx, args[1], &[]) {
+    let h = match read_hash(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(h)) => h,
@@ -592,8 +609,9 @@ enum Cond {
 
 fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: bool) -> Reply {
     let key = args[1];
-    // Type first, as Redis looks the key up before parsing.
-    if let Err(e) = read_hash(ctx, key) {
+    // Type first, as Redis looks the key up before parsing. Other due fields stay
+    // (Redis's HEXPIRE expires none); a due field named here gets its new TTL.
+    if let Err(e) = peek_hash(ctx, key, &[]) {
         return e;
     }
     let mut t = match arg_i64(args[2]) {
@@ -627,7 +645,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: boo
         Err(e) => return e,
     };
     let now = ctx.now_ms;
-    let before = match read_hash(ctx, key) {
+    let before = match peek_hash(ctx, key, &[]) {
         Ok(Some(h)) => h.next_expire(),
         _ => None,
     };
@@ -665,6 +683,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: boo
     };
     let updated = codes.contains(&1);
     let deleted = codes.contains(&2);
+    ctx.ex.ks.stats.expired_subkeys += codes.iter().filter(|&&c| c == 2).count() as u64;
     if updated || deleted {
         ctx.modified(key);
         if updated {
@@ -720,17 +739,19 @@ fn httl_generic(ctx: &mut Ctx, args: &[&[u8]], f: fn(i64, i64) -> i64) -> Reply 
         Ok(f) => f,
         Err(e) => return e,
     };
-    match read_hash(ctx, args[1]) {
+    // A due field reads as missing, and stays (Redis's HTTL deletes nothing).
+    match peek_hash(ctx, args[1], &[]) {
         Err(e) => e,
         Ok(None) => Reply::Array(vec![Reply::Int(-2); fields.len()]),
         Ok(Some(h)) => Reply::Array(
             fields
                 .iter()
                 .map(|fl| {
-                    Reply::Int(if !h.contains(fl) {
-                        -2
-                    } else {
-                        h.expire_of(fl).map_or(-1, |at| f(at, now))
+                    Reply::Int(match h.expire_of(fl) {
+                        _ if !h.contains(fl) => -2,
+                        Some(at) if at <= now => -2,
+                        Some(at) => f(at, now),
+                        None => -1,
                     })
                 })
                 .collect(),
@@ -756,18 +777,19 @@ fn hpexpiretime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn hpersist(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
-    if let Err(e) = read_hash(ctx, key) {
+    if let Err(e) = peek_hash(ctx, key, &[]) {
         return e;
     }
     let fields = match parse_fields_owned(args, 2) {
         Ok(f) => f,
         Err(e) => return e,
     };
+    let now = ctx.now_ms;
     let codes = match write_hash(ctx, key, |h| {
         fields
             .iter()
             .map(|f| {
-                if !h.contains(f) {
+                if !h.contains(f) || h.is_expired(f, now) {
                     -2
                 } else if h.persist(f) {
                     1
