@@ -596,9 +596,18 @@ fn hincrby_keeps_field_ttl() {
     let mut c = s.raw(2);
     c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
     c.check(&[
-        (&["HSET", "h", "n", "10", "f", "1.5", "d", "7", "x", "0"], ":4\r\n"),
-        (&["HEXPIRE", "h", "1000", "FIELDS", "2", "n", "f"], "*2\r\n:1\r\n:1\r\n"),
-        (&["HPEXPIRE", "h", "20", "FIELDS", "2", "d", "x"], "*2\r\n:1\r\n:1\r\n"),
+        (
+            &["HSET", "h", "n", "10", "f", "1.5", "d", "7", "x", "0"],
+            ":4\r\n",
+        ),
+        (
+            &["HEXPIRE", "h", "1000", "FIELDS", "2", "n", "f"],
+            "*2\r\n:1\r\n:1\r\n",
+        ),
+        (
+            &["HPEXPIRE", "h", "20", "FIELDS", "2", "d", "x"],
+            "*2\r\n:1\r\n:1\r\n",
+        ),
     ]);
     let times = c.cmd(&["HPEXPIRETIME", "h", "FIELDS", "2", "n", "f"]);
     std::thread::sleep(std::time::Duration::from_millis(80));
@@ -606,7 +615,10 @@ fn hincrby_keeps_field_ttl() {
         (&["HINCRBY", "h", "n", "2"], ":12\r\n"),
         (&["HINCRBYFLOAT", "h", "f", "1"], "$3\r\n2.5\r\n"),
         // HEXPIRE of one field leaves the other due field (x) in place.
-        (&["HPEXPIRE", "h", "1000000", "FIELDS", "1", "n"], "*1\r\n:1\r\n"),
+        (
+            &["HPEXPIRE", "h", "1000000", "FIELDS", "1", "n"],
+            "*1\r\n:1\r\n",
+        ),
         (&["HLEN", "h"], ":4\r\n"),
         // A due field counts from zero, with no TTL left.
         (&["HINCRBY", "h", "d", "1"], ":1\r\n"),
@@ -614,7 +626,11 @@ fn hincrby_keeps_field_ttl() {
         (&["HLEN", "h"], ":4\r\n"),
     ]);
     let after = c.cmd(&["HPEXPIRETIME", "h", "FIELDS", "2", "n", "f"]);
-    assert_eq!(after.lines().nth(2), times.lines().nth(2), "f keeps its TTL");
+    assert_eq!(
+        after.lines().nth(2),
+        times.lines().nth(2),
+        "f keeps its TTL"
+    );
 }
 
 /// A hash moved under another name or database keeps expiring its fields actively:
