@@ -321,3 +321,33 @@ fn aof_rewrite_times() {
     assert_eq!(field(&info, "aof_last_rewrite_time_sec"), "0");
     assert_eq!(field(&info, "aof_current_rewrite_time_sec"), "-1");
 }
+
+/// INFO ERRORSTATS tracks at most 128 distinct codes: the 129th drops the table for
+/// one ERRORSTATS_DISABLED line (logged once) until CONFIG RESETSTAT.
+#[test]
+fn errorstats_stop_after_128_codes() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let script = "return redis.error_reply(ARGV[1] .. ' my error')";
+    for i in 1..=129 {
+        assert_eq!(
+            c.cmd(&["EVAL", script, "0", &format!("E{i}")]),
+            format!("-E{i} my error\r\n")
+        );
+    }
+    c.cmd(&["EVAL", script, "0", "E1"]);
+    let stats = c.cmd(&["INFO", "errorstats"]);
+    assert!(
+        stats.contains("errorstat_ERRORSTATS_DISABLED:count=1\r\n"),
+        "{stats}"
+    );
+    assert!(!stats.contains("errorstat_E1:"), "{stats}");
+    assert!(c
+        .cmd(&["INFO", "stats"])
+        .contains("total_error_replies:130\r\n"));
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), "+OK\r\n");
+    c.cmd(&["EVAL", script, "0", "E1"]);
+    let stats = c.cmd(&["INFO", "errorstats"]);
+    assert!(stats.contains("errorstat_E1:count=1\r\n"), "{stats}");
+    assert!(!stats.contains("ERRORSTATS_DISABLED"), "{stats}");
+}

@@ -39,9 +39,15 @@ pub struct CmdStat {
     pub latency: Option<Box<latency::Histogram>>,
 }
 
+/// Distinct error codes INFO ERRORSTATS tracks (Redis's ERROR_STATS_NUMBER).
+const ERRORSTATS_MAX: usize = 128;
+
 /// Server-wide counters (INFO stats).
 #[derive(Default, Debug, Clone)]
 pub struct Stats {
+    /// Errorstats stopped tracking new error codes (more than 128 seen); CONFIG
+    /// RESETSTAT turns it back on.
+    pub errorstats_disabled: bool,
     /// Time memory stayed over `maxmemory` (INFO's eviction_exceeded_time fields):
     /// closed intervals, and the start of the current one.
     pub eviction_exceeded_total: Duration,
@@ -680,16 +686,29 @@ impl Executor {
 
     fn count_error(&mut self, e: &str) {
         self.stats.total_error_replies += 1;
-        let code = e.split(' ').next().unwrap_or("ERR");
-        match self.error_stats.get_mut(code) {
-            Some(n) => *n += 1,
-            None => {
-                // Redis caps the number of distinct error codes it tracks at 128.
-                if self.error_stats.len() < 128 {
-                    self.error_stats.insert(code.to_string(), 1);
-                }
-            }
+        if self.stats.errorstats_disabled {
+            return;
         }
+        let code = e.split(' ').next().unwrap_or("ERR");
+        if let Some(n) = self.error_stats.get_mut(code) {
+            *n += 1;
+            return;
+        }
+        if self.error_stats.len() < ERRORSTATS_MAX {
+            self.error_stats.insert(code.to_string(), 1);
+            return;
+        }
+        // Too many distinct codes (a script's error_reply with made-up prefixes): as
+        // Redis, say so once, drop the table and stop until CONFIG RESETSTAT.
+        let mut codes: Vec<&str> = self.error_stats.keys().map(|k| k.as_str()).collect();
+        codes.sort_unstable();
+        crate::log::warning(
+            "Errorstats stopped adding new errors because the number of errors reached the limit, may be misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled via CONFIG RESETSTAT.",
+        );
+        crate::log::warning(&format!("Current errors code list: {}", codes.join(", ")));
+        self.error_stats.clear();
+        self.error_stats.insert("ERRORSTATS_DISABLED".into(), 1);
+        self.stats.errorstats_disabled = true;
     }
 
     fn slowlog_maybe(&mut self, slot: usize, args: &[&[u8]], usec: u64) {
