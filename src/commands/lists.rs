@@ -539,6 +539,7 @@ fn lmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> R
         return e;
     }
     let fill = packing(ctx);
+    let dirty = ctx.ex.ks.dirty;
     let Ok(Some(Some(value))) = with_list(ctx, src, |l| l.pop(from, fill)) else {
         return Reply::Null;
     };
@@ -554,6 +555,8 @@ fn lmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> R
     ctx.notify(notify::LIST, push_event(to), dst);
     let emptied = matches!(with_list(ctx, src, |l| l.is_empty()), Ok(Some(true)));
     after_removal(ctx, src, pop_event(from), emptied);
+    // Both keys were signalled, but Redis counts a move as one change.
+    ctx.ex.ks.dirty = dirty + 1;
     Reply::Bulk(value)
 }
 
@@ -619,6 +622,16 @@ fn parse_mpop<'a>(args: &'a [&'a [u8]], at: usize) -> Result<Mpop<'a>, Reply> {
 fn mpop_serve(ctx: &mut Ctx, m: &Mpop) -> Result<Option<Reply>, Reply> {
     for key in m.keys {
         if let Some(v) = pop_many(ctx, key, m.end, m.count)? {
+            // Replicated as the LPOP/RPOP with a count that has the same effect.
+            let name: &[u8] = match m.end {
+                End::Head => b"LPOP",
+                End::Tail => b"RPOP",
+            };
+            ctx.propagate_as(vec![vec![
+                name.to_vec(),
+                key.to_vec(),
+                v.len().to_string().into_bytes(),
+            ]]);
             return Ok(Some(Reply::Array(vec![
                 Reply::bulk(key),
                 Reply::Array(v.into_iter().map(Reply::Bulk).collect()),
