@@ -262,12 +262,19 @@ impl Node {
     }
 
     /// Makes the node's bytes plain entries again (before changing it).
-    #[inline]
+    #[inline(always)]
     pub(super) fn make_raw(&mut self) {
         if self.lzf {
-            self.buf = self.decompressed_entries().into_boxed_slice();
-            self.lzf = false;
+            self.decompress_in_place();
         }
+    }
+
+    // Out of line: pushes and pops call `make_raw` on every change of an end node.
+    #[cold]
+    #[inline(never)]
+    fn decompress_in_place(&mut self) {
+        self.buf = self.decompressed_entries().into_boxed_slice();
+        self.lzf = false;
     }
 
     /// Compresses the node as Redis would: not below MIN_COMPRESS_BYTES, and only
