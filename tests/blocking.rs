@@ -289,3 +289,131 @@ fn swapdb_wakes_waiters_and_client_list_flags() {
     assert_eq!(c.cmd(&["SWAPDB", "0", "1"]), "+OK\r\n");
     assert_eq!(waiter.read_reply(), "*2\r\n$1\r\nq\r\n$8\r\nfrom-db1\r\n");
 }
+
+/// LMPOP and BLMPOP (served at once or after blocking) are written as the LPOP/RPOP
+/// with a count that has their effect, as Redis writes them; a timed-out one is not
+/// written at all.
+#[test]
+fn lmpop_and_blmpop_are_written_as_pops_with_a_count() {
+    let dir = temp_dir("lmpop-aof");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = s.raw(2);
+    let mut w = s.raw(2);
+    c.cmd(&["RPUSH", "a", "1", "2", "3"]);
+    c.cmd(&["LMPOP", "2", "none", "a", "RIGHT", "COUNT", "10"]);
+    c.cmd(&["RPUSH", "a", "x", "y"]);
+    c.cmd(&["BLMPOP", "0", "1", "a", "LEFT"]);
+    c.send(&["BLMPOP", "0", "2", "none", "b", "LEFT", "COUNT", "5"]);
+    wait_blocked(&s, 1);
+    w.cmd(&["RPUSH", "b", "p", "q"]);
+    assert_eq!(
+        c.read_reply(),
+        "*2\r\n$1\r\nb\r\n*2\r\n$1\r\np\r\n$1\r\nq\r\n"
+    );
+    assert_eq!(c.cmd(&["BLMPOP", "0.01", "1", "none", "LEFT"]), "*-1\r\n");
+    c.cmd(&["SET", "end", "1"]);
+    let incr = std::fs::read(dir.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+    let text = String::from_utf8_lossy(&incr);
+    let cmds: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| !l.starts_with('*') && !l.starts_with('$') && !l.is_empty())
+        .collect();
+    assert_eq!(
+        cmds.join(" "),
+        "SELECT 0 RPUSH a 1 2 3 RPOP a 3 RPUSH a x y LPOP a 1 RPUSH b p q LPOP b 2 SET end 1"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A command that blocks counts one call in INFO commandstats, when it is answered:
+/// served by a push, timed out, or unblocked with an error (a failed call then).
+#[test]
+fn blocked_commands_count_one_call_when_answered() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut w = s.raw(2);
+    let stat = |w: &mut RawConn, cmd: &str| -> String {
+        let info = w.cmd(&["INFO", "commandstats"]);
+        info.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .map(|l| {
+                l.split(',')
+                    .filter(|kv| !kv.starts_with("usec"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    c.send(&["BLPOP", "q", "0"]);
+    wait_blocked(&s, 1);
+    assert_eq!(stat(&mut w, "blpop"), "");
+    w.cmd(&["LPUSH", "q", "1"]);
+    assert_eq!(c.read_reply(), "*2\r\n$1\r\nq\r\n$1\r\n1\r\n");
+    assert_eq!(
+        stat(&mut w, "blpop"),
+        "cmdstat_blpop:calls=1,rejected_calls=0,failed_calls=0"
+    );
+    assert_eq!(c.cmd(&["BRPOP", "q", "0.01"]), "*-1\r\n");
+    assert_eq!(
+        stat(&mut w, "brpop"),
+        "cmdstat_brpop:calls=1,rejected_calls=0,failed_calls=0"
+    );
+    c.send(&["BLMOVE", "q", "d", "LEFT", "LEFT", "0"]);
+    wait_blocked(&s, 1);
+    let list = w.cmd(&["CLIENT", "LIST"]);
+    let blocked_id = list
+        .lines()
+        .find(|l| l.contains("cmd=blmove"))
+        .and_then(|l| l.split(' ').find_map(|kv| kv.strip_prefix("id=")))
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        w.cmd(&["CLIENT", "UNBLOCK", &blocked_id, "ERROR"]),
+        ":1\r\n"
+    );
+    assert_eq!(
+        c.read_reply(),
+        "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+    );
+    assert_eq!(
+        stat(&mut w, "blmove"),
+        "cmdstat_blmove:calls=1,rejected_calls=0,failed_calls=1"
+    );
+}
+
+/// LMOVE and a served BLMOVE count one change for persistence, as in Redis.
+#[test]
+fn lmove_counts_one_change() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut w = s.raw(2);
+    let dirty = |w: &mut RawConn| -> i64 {
+        let info = w.cmd(&["INFO", "persistence"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    w.cmd(&["RPUSH", "src", "a", "b"]);
+    let d0 = dirty(&mut w);
+    assert_eq!(
+        w.cmd(&["LMOVE", "src", "dst", "LEFT", "RIGHT"]),
+        "$1\r\na\r\n"
+    );
+    assert_eq!(dirty(&mut w), d0 + 1);
+    // Emptying the source and rotating a list on itself count one change as well.
+    assert_eq!(w.cmd(&["RPOPLPUSH", "dst", "dst"]), "$1\r\na\r\n");
+    assert_eq!(
+        w.cmd(&["LMOVE", "src", "dst", "LEFT", "LEFT"]),
+        "$1\r\nb\r\n"
+    );
+    assert_eq!(dirty(&mut w), d0 + 3);
+    c.send(&["BLMOVE", "empty", "dst", "LEFT", "LEFT", "0"]);
+    wait_blocked(&s, 1);
+    w.cmd(&["LPUSH", "empty", "z"]);
+    assert_eq!(c.read_reply(), "$1\r\nz\r\n");
+    assert_eq!(dirty(&mut w), d0 + 5);
+}

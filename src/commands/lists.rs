@@ -15,7 +15,7 @@ use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
-use crate::types::list::{End, List};
+use crate::types::list::{End, List, Packing};
 
 const W: &[&str] = &["write", "list", "slow"];
 const WF: &[&str] = &["write", "list", "fast"];
@@ -55,9 +55,12 @@ pub static COMMANDS: &[Command] = &[
 
 // ----- shared helpers ---------------------------------------------------------------
 
-/// The current `list-max-listpack-size`.
-fn fill(ctx: &Ctx) -> i64 {
-    ctx.ex.config.list_max_listpack_size
+/// The current `list-max-listpack-size` and `list-compress-depth`.
+pub(crate) fn packing(ctx: &Ctx) -> Packing {
+    Packing {
+        fill: ctx.ex.config.list_max_listpack_size,
+        depth: ctx.ex.config.list_compress_depth as usize,
+    }
 }
 
 /// The list at `key` for reading: `Ok(None)` when missing, WRONGTYPE for other types.
@@ -173,6 +176,19 @@ fn parse_end(a: &[u8]) -> Result<End, Reply> {
     }
 }
 
+/// DEBUG OBJECT's quicklist fields (Redis's layout; the fill and depth shown are the
+/// current settings, which are what the list's nodes follow here).
+pub(crate) fn debug_object_fields(pk: Packing, l: &List) -> String {
+    let nodes = l.node_count();
+    format!(
+        " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
+        l.len() as f64 / nodes as f64,
+        pk.fill,
+        (pk.depth != 0) as u8,
+        l.uncompressed_size()
+    )
+}
+
 fn bulk(e: crate::types::list::Elem<'_>) -> Reply {
     Reply::Bulk(e.to_vec())
 }
@@ -182,7 +198,7 @@ fn bulk(e: crate::types::list::Elem<'_>) -> Reply {
 fn push_generic(ctx: &mut Ctx, args: &[&[u8]], end: End, only_existing: bool) -> Reply {
     let key = args[1];
     let items = &args[2..];
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     let len = match with_list(ctx, key, |l| {
         l.push(end, items, fill);
         l.len()
@@ -230,7 +246,7 @@ fn pop_many(
     end: End,
     count: usize,
 ) -> Result<Option<Vec<Vec<u8>>>, Reply> {
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     let r = with_list(ctx, key, |l| {
         let n = count.min(l.len());
         let mut out = Vec::with_capacity(n);
@@ -331,7 +347,7 @@ fn lindex(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     };
     match arg_i64(index) {
         Err(e) => e,
-        Ok(i) => l.get(i).map_or(Reply::Null, bulk),
+        Ok(i) => l.get(i, bulk).unwrap_or(Reply::Null),
     }
 }
 
@@ -426,7 +442,7 @@ fn lset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(i) => i,
         Err(e) => return e,
     };
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     match with_list(ctx, key, |l| l.set(index, args[3], fill)) {
         Err(e) => e,
         Ok(Some(true)) => {
@@ -447,7 +463,7 @@ fn linsert(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::SYNTAX;
     };
     let (key, pivot, value) = (args[1], args[3], args[4]);
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     match with_list(ctx, key, |l| {
         l.insert(pivot, after, value, fill).then(|| l.len())
     }) {
@@ -468,7 +484,7 @@ fn lrem(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     match with_list(ctx, key, |l| (l.remove(count, args[3], fill), l.is_empty())) {
         Err(e) => e,
         Ok(None) => Reply::Int(0),
@@ -487,7 +503,7 @@ fn ltrim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let fill = fill(ctx);
+    let fill = packing(ctx);
     let r = with_list(ctx, key, |l| {
         let len = l.len() as i64;
         let s = if start < 0 { len + start } else { start }.max(0);
@@ -522,7 +538,8 @@ fn lmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> R
     if let Err(e) = check_list(ctx, dst) {
         return e;
     }
-    let fill = fill(ctx);
+    let fill = packing(ctx);
+    let dirty = ctx.ex.ks.dirty;
     let Ok(Some(Some(value))) = with_list(ctx, src, |l| l.pop(from, fill)) else {
         return Reply::Null;
     };
@@ -538,6 +555,8 @@ fn lmove_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> R
     ctx.notify(notify::LIST, push_event(to), dst);
     let emptied = matches!(with_list(ctx, src, |l| l.is_empty()), Ok(Some(true)));
     after_removal(ctx, src, pop_event(from), emptied);
+    // Both keys were signalled, but Redis counts a move as one change.
+    ctx.ex.ks.dirty = dirty + 1;
     Reply::Bulk(value)
 }
 
@@ -603,6 +622,16 @@ fn parse_mpop<'a>(args: &'a [&'a [u8]], at: usize) -> Result<Mpop<'a>, Reply> {
 fn mpop_serve(ctx: &mut Ctx, m: &Mpop) -> Result<Option<Reply>, Reply> {
     for key in m.keys {
         if let Some(v) = pop_many(ctx, key, m.end, m.count)? {
+            // Replicated as the LPOP/RPOP with a count that has the same effect.
+            let name: &[u8] = match m.end {
+                End::Head => b"LPOP",
+                End::Tail => b"RPOP",
+            };
+            ctx.propagate_as(vec![vec![
+                name.to_vec(),
+                key.to_vec(),
+                v.len().to_string().into_bytes(),
+            ]]);
             return Ok(Some(Reply::Array(vec![
                 Reply::bulk(key),
                 Reply::Array(v.into_iter().map(Reply::Bulk).collect()),

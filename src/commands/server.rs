@@ -10,7 +10,7 @@ use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::config::{self, find_directive};
 use crate::exec::ShutdownRequest;
-use crate::keyspace::{unix_ms, Value};
+use crate::keyspace::{unix_ms, ObjRef, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::{command, container};
 
@@ -854,6 +854,14 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    it is used instead of the 'key' prefix. These are not propagated to",
                 "    replicas. Cluster slots are not respected so keys not belonging to the",
                 "    current node can be created in cluster mode.",
+                "QUICKLIST-PACKED-THRESHOLD <size>",
+                "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+                "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+                "LISTPACK <key>",
+                "    Show low level info about the listpack encoding of <key>.",
+                "QUICKLIST <key> [<0|1>]",
+                "    Show low level info about the quicklist encoding of <key>.",
+                "    The optional argument (0 by default) sets the level of detail",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not",
                 "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -916,20 +924,46 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if is(sub, "object") && args.len() == 3 {
         // The table as it is: a logically expired key not yet deleted (on a replica,
         // until its master's DEL) is still shown, and nothing is counted or expired.
+        let now = ctx.now_ms;
+        let pk = crate::commands::lists::packing(ctx);
         return match ctx.ex.ks.dbs[ctx.db].table.get(args[2]) {
             None => errors::NO_SUCH_KEY,
-            Some(e) => Reply::Status(
-                format!(
-                    "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
-                    e.key().as_ptr(),
-                    e.value().encoding(),
-                    e.value().string_len(),
-                    e.lru(),
-                    crate::keyspace::lru_idle_ms(e.lru(), ctx.now_ms) / 1000
+            Some(e) => {
+                let extra = match e.value() {
+                    ValueRef::Obj(ObjRef::List(l)) if l.encoding() == "quicklist" => {
+                        crate::commands::lists::debug_object_fields(pk, l)
+                    }
+                    _ => String::new(),
+                };
+                Reply::Status(
+                    format!(
+                        "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}{extra}",
+                        e.key().as_ptr(),
+                        e.value().encoding(),
+                        e.value().string_len(),
+                        e.lru(),
+                        crate::keyspace::lru_idle_ms(e.lru(), now) / 1000
+                    )
+                    .into(),
                 )
-                .into(),
-            ),
+            }
         };
+    }
+    if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
+        let size = std::str::from_utf8(args[2])
+            .ok()
+            .and_then(crate::config::parse_memory);
+        return match size {
+            Some(sz) if crate::types::list::set_packed_threshold(sz) => Reply::ok(),
+            _ => {
+                Reply::err("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+            }
+        };
+    }
+    if (is(sub, "listpack") && args.len() == 3)
+        || (is(sub, "quicklist") && (args.len() == 3 || args.len() == 4))
+    {
+        return debug_structure(ctx, args);
     }
     if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.ex.active_expire = args[2] != b"0";
@@ -1029,6 +1063,40 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
         String::from_utf8_lossy(sub)
     ))
+}
+
+/// DEBUG LISTPACK <key> and DEBUG QUICKLIST <key> [0|1]: print the value's layout on
+/// stdout, as Redis does (lists list their nodes; other listpack values their kind).
+fn debug_structure(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let quicklist = is(args[1], "quicklist");
+    let full = args.get(3).is_some_and(|a| a != b"0");
+    let (db, now) = (ctx.db, ctx.now_ms);
+    let Some(e) = ctx.ex.ks.lookup(db, args[2], now, false) else {
+        return errors::NO_SUCH_KEY;
+    };
+    let value = e.value();
+    let encoding = value.encoding();
+    if quicklist && encoding != "quicklist" {
+        return Reply::err("ERR Not a quicklist encoded object.");
+    }
+    if !quicklist && encoding != "listpack" && encoding != "listpackex" {
+        return Reply::err("ERR Not a listpack encoded object.");
+    }
+    let text = match value {
+        ValueRef::Obj(ObjRef::List(l)) => l.repr(full || !quicklist),
+        _ => format!("{{listpack {encoding}}}\n"),
+    };
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    Reply::Status(if quicklist {
+        "Quicklist structure printed on stdout".into()
+    } else {
+        "Listpack structure printed on stdout".into()
+    })
 }
 
 /// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` → `value:N` (padded with

@@ -65,7 +65,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], items: Vec<Vec<u8>>) -> Reply {
     list.push(
         crate::types::list::End::Tail,
         &refs,
-        ctx.ex.config.list_max_listpack_size,
+        crate::commands::lists::packing(ctx),
     );
     ctx.set(
         dst,

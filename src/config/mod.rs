@@ -102,6 +102,8 @@ pub struct Config {
     pub latency_tracking: bool,
     pub latency_tracking_info_percentiles: Vec<f64>,
     pub list_max_listpack_size: i64,
+    /// Nodes kept uncompressed at each end of a quicklist (0: no compression).
+    pub list_compress_depth: i64,
     pub hash_max_listpack_entries: i64,
     pub hash_max_listpack_value: i64,
     pub set_max_intset_entries: i64,
@@ -232,6 +234,7 @@ impl Default for Config {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             list_max_listpack_size: -2,
+            list_compress_depth: 0,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
@@ -1075,6 +1078,15 @@ pub static DIRECTIVES: &[Directive] = &[
         i64,
         0,
         i64::MAX,
+        true
+    ),
+    int_directive!(
+        "list-compress-depth",
+        &[],
+        list_compress_depth,
+        i64,
+        0,
+        i32::MAX as i64,
         true
     ),
     int_directive!(

@@ -531,8 +531,6 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, 65535),
         "0"
     ),
-    // No effect here: list nodes are not compressed.
-    stored!("list-compress-depth", &[], 0, Kind::Int(0, INT_MAX), "0"),
     // No effect here: SHUTDOWN does not wait for replicas to catch up.
     stored!("shutdown-timeout", &[], 0, Kind::Int(0, INT_MAX), "10"),
     // No effect here: full syncs start at once.

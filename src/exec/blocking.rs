@@ -339,6 +339,17 @@ pub fn handle_ready(ex: &mut Executor) {
     }
 }
 
+/// Counts a blocked command answered without running again (timeout, CLIENT UNBLOCK,
+/// WAIT's answer): its one call in the command statistics, as Redis does on unblock.
+fn count_answered(ex: &mut Executor, cmd: &'static Command, reply: &Reply) {
+    let st = ex.cmd_stats.entry(cmd.name).or_default();
+    st.calls += 1;
+    if let Reply::Error(e) = reply {
+        st.failed_calls += 1;
+        ex.count_error_pub(e);
+    }
+}
+
 /// Answers waiters whose deadline has passed with their timeout reply.
 pub fn tick(ex: &mut Executor) {
     if ex.blocking.deadlines.is_empty() {
@@ -350,7 +361,10 @@ pub fn tick(ex: &mut Executor) {
             break;
         }
         match ex.blocking.remove(slot) {
-            Some(b) => deliver(ex, slot, &b.timeout_reply),
+            Some(b) => {
+                count_answered(ex, b.cmd, &b.timeout_reply);
+                deliver(ex, slot, &b.timeout_reply)
+            }
             None => {
                 ex.blocking.deadlines.pop_first();
             }
@@ -361,7 +375,8 @@ pub fn tick(ex: &mut Executor) {
 /// Unblocks a client blocked by [`block`] with `reply` (WAIT answers from
 /// src/replication when enough replicas acknowledged or its timeout passed).
 pub fn unblock_with(ex: &mut Executor, slot: usize, reply: &Reply) {
-    if ex.blocking.remove(slot).is_some() {
+    if let Some(b) = ex.blocking.remove(slot) {
+        count_answered(ex, b.cmd, reply);
         deliver(ex, slot, reply);
     }
 }
@@ -386,6 +401,7 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
         // WAIT answers the replicas acknowledged by now (src/replication).
         crate::replication::master::wait_unblock_reply(ex, slot).unwrap_or(b.timeout_reply)
     };
+    count_answered(ex, b.cmd, &reply);
     deliver(ex, slot, &reply);
     true
 }

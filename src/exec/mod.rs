@@ -553,17 +553,22 @@ impl Executor {
         if self.call_nesting == 0 {
             self.stats.eventloop_cmd_usec += usec;
         }
-        let st = self.cmd_stats.entry(cmd.name).or_default();
-        st.calls += 1;
-        st.usec += usec;
-        if self.config.latency_tracking {
-            st.latency
-                .get_or_insert_with(Default::default)
-                .record_usec(usec);
-        }
-        if let Reply::Error(e) = &reply {
-            st.failed_calls += 1;
-            self.count_error(e);
+        // A command that blocked counts once, when it is finally answered (served
+        // here on a later call, or answered by exec/blocking.rs), as in Redis.
+        let blocked = matches!(reply, Reply::NoReply) && self.blocking.is_blocked(slot);
+        if !blocked {
+            let st = self.cmd_stats.entry(cmd.name).or_default();
+            st.calls += 1;
+            st.usec += usec;
+            if self.config.latency_tracking {
+                st.latency
+                    .get_or_insert_with(Default::default)
+                    .record_usec(usec);
+            }
+            if let Reply::Error(e) = &reply {
+                st.failed_calls += 1;
+                self.count_error(e);
+            }
         }
         // Inside EXEC the after-command work waits for the end of the transaction
         // (multi.rs); tracking, CLIENT CACHING and MONITOR see every command (signals.rs).

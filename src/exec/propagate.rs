@@ -314,7 +314,8 @@ impl Executor {
             "brpoplpush" if args.len() == 4 => {
                 self.stream.append(db, &[b"RPOPLPUSH", args[1], args[2]]);
             }
-            "blmpop" | "bzmpop" => {
+            // BLMPOP, like LMPOP, records the LPOP/RPOP it amounts to (commands/lists.rs).
+            "bzmpop" => {
                 // Reply: [key, [elements]]; the direction is the argument after the keys.
                 if let Reply::Array(items) = reply {
                     if let (Some(Reply::Bulk(k)), Some(Reply::Array(elems))) =
@@ -323,13 +324,8 @@ impl Executor {
                         let nk = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) as usize;
                         let dir = args.get(3 + nk).copied().unwrap_or(b"LEFT");
                         let count = elems.len().to_string();
-                        let name: &[u8] = if cmd.name == "blmpop" {
-                            b"LMPOP"
-                        } else {
-                            b"ZMPOP"
-                        };
                         self.stream
-                            .append(db, &[name, b"1", k, dir, b"COUNT", count.as_bytes()]);
+                            .append(db, &[b"ZMPOP", b"1", k, dir, b"COUNT", count.as_bytes()]);
                     }
                 }
             }

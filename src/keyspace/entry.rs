@@ -500,7 +500,7 @@ mod tests {
         let mut h = Hash::new();
         let mut st = Set::create(b"m0", n, SetLimits::default());
         let mut x = Stream::new();
-        l.push(End::Tail, &refs, -2);
+        l.push(End::Tail, &refs, crate::types::list::Packing::fill(-2));
         for (i, m) in refs.iter().enumerate() {
             z.set(m, i as f64, zset_limits());
             h.set(m, b"v", HashLimits::default());
@@ -554,7 +554,9 @@ mod tests {
                         assert_eq!(e.alloc_size(), e.value_off() + 8);
                         match e.object_mut().expect("a collection") {
                             ObjMut::ZSet(z) => z.set(b"new", 1.5, zset_limits()),
-                            ObjMut::List(l) => l.push(End::Head, &[b"new"], -2),
+                            ObjMut::List(l) => {
+                                l.push(End::Head, &[b"new"], crate::types::list::Packing::fill(-2))
+                            }
                             ObjMut::Hash(h) => {
                                 h.set(b"new", b"v", HashLimits::default());
                             }

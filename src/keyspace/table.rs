@@ -916,7 +916,7 @@ mod tests {
                 }
                 1 => {
                     let mut l = list::List::new();
-                    l.push(list::End::Tail, &refs, -2);
+                    l.push(list::End::Tail, &refs, list::Packing::fill(-2));
                     Object::List(Box::new(l))
                 }
                 2 => {
@@ -957,7 +957,7 @@ mod tests {
             let mut e = t.get_mut(format!("{kind}:0").as_bytes()).unwrap();
             match e.object_mut().unwrap() {
                 ObjMut::ZSet(z) => z.set(b"x", 2.0, zl),
-                ObjMut::List(l) => l.push(list::End::Head, &[b"x"], -2),
+                ObjMut::List(l) => l.push(list::End::Head, &[b"x"], list::Packing::fill(-2)),
                 ObjMut::Hash(h) => {
                     h.set(b"x", b"v", hash::HashLimits::default());
                 }

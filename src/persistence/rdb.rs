@@ -20,7 +20,7 @@ use std::fmt;
 
 use crate::keyspace::{ObjRef, Object, Value, ValueRef};
 use crate::types::hash::{Hash, HashLimits};
-use crate::types::list::{End, List};
+use crate::types::list::{End, List, NodeImage, Packing};
 use crate::types::set::{Set, SetLimits};
 use crate::types::zset::{self, ZSet};
 use crate::util::numeric::{format_i64, parse_f64, parse_i64};
@@ -143,7 +143,7 @@ pub struct Limits {
     pub hash: HashLimits,
     pub set: SetLimits,
     pub zset: zset::Limits,
-    pub list_fill: i64,
+    pub list: Packing,
 }
 
 impl Default for Limits {
@@ -155,7 +155,7 @@ impl Default for Limits {
                 max_entries: 128,
                 max_value: 64,
             },
-            list_fill: -2,
+            list: Packing::fill(-2),
         }
     }
 }
@@ -176,7 +176,10 @@ impl Limits {
                 max_entries: c.zset_max_listpack_entries.max(0) as usize,
                 max_value: c.zset_max_listpack_value.max(0) as usize,
             },
-            list_fill: c.list_max_listpack_size,
+            list: Packing {
+                fill: c.list_max_listpack_size,
+                depth: c.list_compress_depth.max(0) as usize,
+            },
         }
     }
 }
@@ -318,6 +321,15 @@ pub fn write_value_to<O: Out>(out: &mut O, v: ValueRef<'_>) -> (u8, u16) {
     }
 }
 
+/// A quicklist node's container kind in RDB: 1 plain, 2 packed (a listpack).
+fn quicklist_container(plain: bool) -> u64 {
+    if plain {
+        1
+    } else {
+        2
+    }
+}
+
 fn write_object<O: Out>(out: &mut O, o: ObjRef<'_>) -> (u8, u16) {
     match o {
         ObjRef::Stream(s) => {
@@ -325,15 +337,26 @@ fn write_object<O: Out>(out: &mut O, o: ObjRef<'_>) -> (u8, u16) {
             (TYPE_STREAM_LISTPACKS_2, RDB_VERSION)
         }
         ObjRef::List(l) => {
-            out.length(l.len() as u64);
-            let mut buf = Vec::new();
-            l.for_each(|e| {
-                buf.clear();
-                e.append_to(&mut buf);
-                out.string(&buf);
-                true
+            // Redis's layout: the nodes, each a container kind then its bytes (a
+            // listpack, or a plain node's element); a compressed node goes out as the
+            // LZF string it already is.
+            out.length(l.node_count() as u64);
+            l.for_each_node(|n| match n {
+                NodeImage::Raw { plain, bytes } => {
+                    out.length(quicklist_container(plain));
+                    out.string(bytes);
+                }
+                NodeImage::Lzf { plain, data, len } => {
+                    out.length(quicklist_container(plain));
+                    let mut head = Vec::with_capacity(19);
+                    head.push(0xC0 | ENC_LZF);
+                    write_len(&mut head, data.len() as u64);
+                    write_len(&mut head, len as u64);
+                    out.raw(&head);
+                    out.raw(data);
+                }
             });
-            (TYPE_LIST, RDB_VERSION)
+            (TYPE_LIST_QUICKLIST_2, RDB_VERSION)
         }
         ObjRef::Set(s) => {
             out.length(s.len() as u64);
@@ -886,7 +909,7 @@ fn parse_score(s: &[u8]) -> Result<f64, Error> {
 fn build_list<'b>(items: impl Iterator<Item = &'b [u8]>, lim: &Limits) -> Option<Value> {
     let mut l = List::new();
     for it in items {
-        l.push(End::Tail, &[it], lim.list_fill);
+        l.push(End::Tail, &[it], lim.list);
     }
     if l.is_empty() {
         None

@@ -19,7 +19,20 @@
 //! either end touch one node (O(1) in the list's length, O(node) memmove within the
 //! node, as Redis), and positional operations walk node counts, then entries of one
 //! node from its nearer end.
+//!
+//! With `list-compress-depth` N > 0, every node more than N nodes from both ends is
+//! kept LZF-compressed where that pays (`node.rs`), as Redis does: reads decompress a
+//! copy, changes decompress the node in place, and `settle` restores the layout after
+//! a change that touched or moved nodes. Pushes and pops that stay within the end
+//! nodes never look at compression.
 
+mod node;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use node::{decode, int_of, offset_of, prev_start, Node};
+#[cfg(test)]
+use node::{encode_entry, entry_size};
 use smallvec::SmallVec;
 
 /// Which end of a list.
@@ -99,8 +112,26 @@ fn exceeds_limit(fill: i64, new_sz: usize, new_count: usize) -> bool {
     }
 }
 
+/// DEBUG QUICKLIST-PACKED-THRESHOLD: when not 0, elements of at least this many
+/// bytes get a plain node whatever the fill (a test hook, process-wide as in Redis).
+static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the plain-node threshold (0 restores the fill-based rule). Values from 4 GiB
+/// less 1 MiB up are refused, as Redis does.
+pub fn set_packed_threshold(sz: u64) -> bool {
+    if sz > (1u64 << 32) - (1 << 20) {
+        return false;
+    }
+    PACKED_THRESHOLD.store(sz as usize, Ordering::Relaxed);
+    true
+}
+
 /// Elements this large get a node of their own.
 fn is_large(sz: usize, fill: i64) -> bool {
+    let threshold = PACKED_THRESHOLD.load(Ordering::Relaxed);
+    if threshold != 0 {
+        return sz >= threshold;
+    }
     if fill >= 0 {
         sz > SIZE_SAFETY_LIMIT
     } else {
@@ -108,247 +139,25 @@ fn is_large(sz: usize, fill: i64) -> bool {
     }
 }
 
-// ----- entry encoding ---------------------------------------------------------------
-
-/// The integer a string canonically spells, if any (stored in binary then).
-fn int_of(v: &[u8]) -> Option<i64> {
-    if v.is_empty() || v.len() > 20 {
-        return None;
-    }
-    crate::util::numeric::parse_i64(v)
-}
-
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
-}
-
-/// Appends the header and data of `v` (without backlen).
-fn encode_body(v: &[u8], out: &mut Vec<u8>) {
-    if let Some(n) = int_of(v) {
-        if (0..=127).contains(&n) {
-            out.push(n as u8);
-        } else if (-4096..=4095).contains(&n) {
-            let u = (n as u16) & 0x1fff;
-            out.push(0xC0 | (u >> 8) as u8);
-            out.push(u as u8);
-        } else if (i16::MIN as i64..=i16::MAX as i64).contains(&n) {
-            out.push(0xF1);
-            out.extend_from_slice(&(n as i16).to_le_bytes());
-        } else if (-(1 << 23)..(1 << 23)).contains(&n) {
-            out.push(0xF2);
-            out.extend_from_slice(&(n as i32).to_le_bytes()[..3]);
-        } else if (i32::MIN as i64..=i32::MAX as i64).contains(&n) {
-            out.push(0xF3);
-            out.extend_from_slice(&(n as i32).to_le_bytes());
-        } else {
-            out.push(0xF4);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        return;
-    }
-    let len = v.len();
-    if len < 64 {
-        out.push(0x80 | len as u8);
-    } else if len < 4096 {
-        out.push(0xE0 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else {
-        out.push(0xF0);
-        out.extend_from_slice(&(len as u32).to_le_bytes());
-    }
-    out.extend_from_slice(v);
-}
-
-fn body_size(v: &[u8]) -> usize {
-    if let Some(n) = int_of(v) {
-        return match n {
-            0..=127 => 1,
-            -4096..=4095 => 2,
-            -32768..=32767 => 3,
-            -8388608..=8388607 => 4,
-            -2147483648..=2147483647 => 5,
-            _ => 9,
-        };
-    }
-    let len = v.len();
-    len + if len < 64 {
-        1
-    } else if len < 4096 {
-        2
-    } else {
-        5
-    }
-}
-
-/// The whole encoded size of an entry holding `v`.
-fn entry_size(v: &[u8]) -> usize {
-    let b = body_size(v);
-    b + backlen_size(b)
-}
-
-/// Appends a complete entry (header, data, backlen).
-fn encode_entry(v: &[u8], out: &mut Vec<u8>) {
-    let start = out.len();
-    encode_body(v, out);
-    let l = out.len() - start;
-    let n = backlen_size(l);
-    out.push((l >> (7 * (n - 1))) as u8 & 127);
-    for i in 1..n {
-        out.push(((l >> (7 * (n - 1 - i))) as u8 & 127) | 128);
-    }
-}
-
-/// Decodes the entry starting at `p`: the element and the entry's total size.
-fn decode(buf: &[u8], p: usize) -> (Elem<'_>, usize) {
-    let b = buf[p];
-    let (elem, body) = if b & 0x80 == 0 {
-        (Elem::Int(b as i64), 1)
-    } else if b & 0xC0 == 0x80 {
-        let len = (b & 0x3f) as usize;
-        (Elem::Str(&buf[p + 1..p + 1 + len]), 1 + len)
-    } else if b & 0xE0 == 0xC0 {
-        let u = (((b & 0x1f) as i64) << 8) | buf[p + 1] as i64;
-        let n = if u >= 1 << 12 { u - (1 << 13) } else { u };
-        (Elem::Int(n), 2)
-    } else if b & 0xF0 == 0xE0 {
-        let len = (((b & 0x0f) as usize) << 8) | buf[p + 1] as usize;
-        (Elem::Str(&buf[p + 2..p + 2 + len]), 2 + len)
-    } else {
-        match b {
-            0xF0 => {
-                let len =
-                    u32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]]) as usize;
-                (Elem::Str(&buf[p + 5..p + 5 + len]), 5 + len)
-            }
-            0xF1 => (
-                Elem::Int(i16::from_le_bytes([buf[p + 1], buf[p + 2]]) as i64),
-                3,
-            ),
-            0xF2 => {
-                let n = i32::from_le_bytes([0, buf[p + 1], buf[p + 2], buf[p + 3]]) >> 8;
-                (Elem::Int(n as i64), 4)
-            }
-            0xF3 => (
-                Elem::Int(
-                    i32::from_le_bytes([buf[p + 1], buf[p + 2], buf[p + 3], buf[p + 4]]) as i64,
-                ),
-                5,
-            ),
-            _ => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&buf[p + 1..p + 9]);
-                (Elem::Int(i64::from_le_bytes(a)), 9)
-            }
-        }
-    };
-    (elem, body + backlen_size(body))
-}
-
-/// The start of the entry that ends at `end` (exclusive), read through its backlen.
-fn prev_start(buf: &[u8], end: usize) -> usize {
-    let mut p = end - 1;
-    let mut l = 0usize;
-    let mut shift = 0;
-    loop {
-        let b = buf[p];
-        l |= ((b & 127) as usize) << shift;
-        if b & 128 == 0 {
-            break;
-        }
-        p -= 1;
-        shift += 7;
-    }
-    end - l - backlen_size(l)
-}
-
-// ----- nodes ------------------------------------------------------------------------
-
-/// One compact node: entries back to back, sized exactly.
-#[derive(Debug, Clone, Default)]
-struct Node {
-    buf: Box<[u8]>,
-    count: u32,
-    /// Holds one large element; nothing else is ever added to it.
-    plain: bool,
-}
-
-impl Node {
-    /// Size as Redis accounts a listpack (header and end marker included).
-    fn sz(&self) -> usize {
-        self.buf.len() + LP_OVERHEAD
-    }
-
-    /// Inserts an encoded entry for `v` at byte offset `at`.
-    fn insert_at(&mut self, at: usize, v: &[u8]) {
-        let mut b = std::mem::take(&mut self.buf).into_vec();
-        let mut e = Vec::with_capacity(entry_size(v));
-        encode_entry(v, &mut e);
-        b.reserve_exact(e.len());
-        b.splice(at..at, e);
-        self.buf = b.into_boxed_slice();
-        self.count += 1;
-    }
-
-    /// Removes bytes `from..to` holding `n` entries.
-    fn remove_bytes(&mut self, from: usize, to: usize, n: u32) {
-        let mut b = std::mem::take(&mut self.buf).into_vec();
-        b.drain(from..to);
-        self.buf = b.into_boxed_slice();
-        self.count -= n;
-    }
-
-    /// Byte offset of the entry at `idx` (< count), walking from the nearer end.
-    fn offset_of(&self, idx: usize) -> usize {
-        let count = self.count as usize;
-        if idx <= count / 2 {
-            let mut p = 0;
-            for _ in 0..idx {
-                p += decode(&self.buf, p).1;
-            }
-            p
-        } else {
-            let mut p = self.buf.len();
-            for _ in idx..count {
-                p = prev_start(&self.buf, p);
-            }
-            p
-        }
-    }
-
-    /// Splits off the entries from byte offset `at` (entry index `idx`) into a new node.
-    fn split_off(&mut self, at: usize, idx: usize) -> Node {
-        let mut b = std::mem::take(&mut self.buf).into_vec();
-        let tail = b.split_off(at);
-        self.buf = b.into_boxed_slice();
-        let n = Node {
-            buf: tail.into_boxed_slice(),
-            count: self.count - idx as u32,
-            plain: false,
-        };
-        self.count = idx as u32;
-        n
-    }
-
-    fn from_elem(v: &[u8], plain: bool) -> Node {
-        let mut b = Vec::with_capacity(entry_size(v));
-        encode_entry(v, &mut b);
-        Node {
-            buf: b.into_boxed_slice(),
-            count: 1,
-            plain,
-        }
-    }
-}
-
 // ----- the list ---------------------------------------------------------------------
 
-/// A list of byte strings. `fill` arguments are the current `list-max-listpack-size`.
+/// The settings a list change follows: `list-max-listpack-size` (`fill`) and
+/// `list-compress-depth` (`depth`: how many nodes at each end stay uncompressed; 0
+/// compresses nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packing {
+    pub fill: i64,
+    pub depth: usize,
+}
+
+impl Packing {
+    /// Node limits only, no compression.
+    pub const fn fill(fill: i64) -> Packing {
+        Packing { fill, depth: 0 }
+    }
+}
+
+/// A list of byte strings.
 #[derive(Debug, Clone, Default)]
 pub struct List {
     nodes: SmallVec<[Node; 1]>,
@@ -365,6 +174,18 @@ const QUICK: usize = 1 << (usize::BITS - 1);
 struct Pos {
     node: usize,
     off: usize,
+}
+
+/// One node as RDB writes it (`List::for_each_node`).
+pub enum NodeImage<'a> {
+    /// A node's bytes as Redis holds them (a listpack, or a plain node's element).
+    Raw { plain: bool, bytes: &'a [u8] },
+    /// A compressed node: its LZF bytes and their uncompressed length.
+    Lzf {
+        plain: bool,
+        data: &'a [u8],
+        len: usize,
+    },
 }
 
 impl List {
@@ -394,9 +215,10 @@ impl List {
         }
     }
 
-    /// Heap bytes owned by the list (node buffers and the node array if spilled).
+    /// Heap bytes owned by the list (node buffers, compressed ones at their compressed
+    /// size, and the node array if spilled).
     pub fn heap_size(&self) -> usize {
-        let bufs: usize = self.nodes.iter().map(|n| n.buf.len()).sum();
+        let bufs: usize = self.nodes.iter().map(|n| n.heap_len()).sum();
         let arr = if self.nodes.spilled() {
             self.nodes.capacity() * std::mem::size_of::<Node>()
         } else {
@@ -408,6 +230,34 @@ impl List {
     /// Number of nodes (for tests and DEBUG).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Number of compressed nodes (for tests).
+    pub fn compressed_nodes(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_compressed()).count()
+    }
+
+    /// The nodes' sizes before compression, as Redis counts them (DEBUG OBJECT's
+    /// `ql_uncompressed_size`).
+    pub fn uncompressed_size(&self) -> usize {
+        self.nodes.iter().map(|n| n.redis_sz()).sum()
+    }
+
+    /// Calls `f` with each node as Redis stores it, head to tail (RDB).
+    pub fn for_each_node(&self, mut f: impl FnMut(NodeImage<'_>)) {
+        for n in &self.nodes {
+            match n.lzf_blob() {
+                Some((data, len)) => f(NodeImage::Lzf {
+                    plain: n.plain,
+                    data,
+                    len,
+                }),
+                None => f(NodeImage::Raw {
+                    plain: n.plain,
+                    bytes: &n.redis_bytes(),
+                }),
+            }
+        }
     }
 
     /// Converts a single listpack to a quicklist if adding `add_bytes` raw bytes in
@@ -433,17 +283,49 @@ impl List {
         if !self.is_quick() || self.nodes.len() > 1 {
             return;
         }
-        let Some(n) = self.nodes.first() else {
+        let len = self.len();
+        let Some(n) = self.nodes.first_mut() else {
             return;
         };
         if n.plain {
             return;
         }
         let (sz_limit, count_limit) = node_limit(fill);
-        if n.sz() > sz_limit / 2 || self.len() > count_limit / 2 {
+        if n.sz() > sz_limit / 2 || len > count_limit / 2 {
             return;
         }
+        // A listpack is never compressed.
+        n.make_raw();
         self.meta &= !QUICK;
+    }
+
+    /// Restores the compression layout after nodes `lo..hi` changed, as Redis's
+    /// __quicklistCompress: the `depth` nodes at each end uncompressed, the first
+    /// node past them on each side and the changed interior nodes compressed.
+    fn settle(&mut self, lo: usize, hi: usize, depth: usize) {
+        if depth == 0 || !self.is_quick() {
+            return;
+        }
+        let n = self.nodes.len();
+        for k in 0..depth.min(n) {
+            self.nodes[k].make_raw();
+        }
+        for k in n.saturating_sub(depth)..n {
+            self.nodes[k].make_raw();
+        }
+        if n <= 2 * depth {
+            return;
+        }
+        self.nodes[depth].compress();
+        self.nodes[n - 1 - depth].compress();
+        for k in lo.max(depth + 1)..hi.min(n - 1 - depth) {
+            self.nodes[k].compress();
+        }
+    }
+
+    /// Settles all nodes (after loading or a wholesale change).
+    fn settle_all(&mut self, depth: usize) {
+        self.settle(0, self.nodes.len(), depth);
     }
 
     /// Whether a quicklist node may take one more element of `sz` raw bytes.
@@ -459,24 +341,36 @@ impl List {
     }
 
     /// Pushes `items` one by one at `end` (LPUSH a b c leaves c at the head).
-    pub fn push(&mut self, end: End, items: &[&[u8]], fill: i64) {
+    pub fn push(&mut self, end: End, items: &[&[u8]], pk: Packing) {
         let bytes: usize = items.iter().map(|i| i.len()).sum();
-        self.grow_check(bytes, items.len(), fill);
+        self.grow_check(bytes, items.len(), pk.fill);
+        let mut new_nodes = 0;
         for v in items {
-            self.push_one(end, v, fill);
+            new_nodes += self.push_one(end, v, pk.fill) as usize;
+        }
+        if new_nodes > 0 && pk.depth > 0 {
+            // The new nodes sit at `end`; the node next to them may now be interior.
+            let n = self.nodes.len();
+            let (lo, hi) = match end {
+                End::Head => (0, new_nodes + 1),
+                End::Tail => (n.saturating_sub(new_nodes + 1), n),
+            };
+            self.settle(lo, hi, pk.depth);
         }
     }
 
-    fn push_one(&mut self, end: End, v: &[u8], fill: i64) {
+    /// Pushes one element; true when it took a new node.
+    fn push_one(&mut self, end: End, v: &[u8], fill: i64) -> bool {
         self.meta += 1;
         if !self.is_quick() {
             if self.nodes.is_empty() {
                 self.nodes.push(Node::default());
             }
             let n = &mut self.nodes[0];
-            let at = if end == End::Head { 0 } else { n.buf.len() };
+            n.make_raw();
+            let at = if end == End::Head { 0 } else { n.buf().len() };
             n.insert_at(at, v);
-            return;
+            return false;
         }
         if is_large(v.len(), fill) {
             let node = Node::from_elem(v, true);
@@ -484,7 +378,7 @@ impl List {
                 End::Head => self.nodes.insert(0, node),
                 End::Tail => self.nodes.push(node),
             }
-            return;
+            return true;
         }
         let idx = match end {
             End::Head => 0,
@@ -492,8 +386,10 @@ impl List {
         };
         match self.nodes.get_mut(idx) {
             Some(n) if Self::allow_insert(n, fill, v.len()) => {
-                let at = if end == End::Head { 0 } else { n.buf.len() };
+                n.make_raw();
+                let at = if end == End::Head { 0 } else { n.buf().len() };
                 n.insert_at(at, v);
+                false
             }
             _ => {
                 let node = Node::from_elem(v, false);
@@ -501,12 +397,13 @@ impl List {
                     End::Head => self.nodes.insert(0, node),
                     End::Tail => self.nodes.push(node),
                 }
+                true
             }
         }
     }
 
     /// Removes and returns the element at `end`.
-    pub fn pop(&mut self, end: End, fill: i64) -> Option<Vec<u8>> {
+    pub fn pop(&mut self, end: End, pk: Packing) -> Option<Vec<u8>> {
         if self.is_empty() {
             return None;
         }
@@ -515,22 +412,28 @@ impl List {
             End::Tail => self.nodes.len() - 1,
         };
         let n = &mut self.nodes[idx];
+        n.make_raw();
+        let buf = n.buf();
         let (from, v) = match end {
             End::Head => {
-                let (e, sz) = decode(&n.buf, 0);
+                let (e, sz) = decode(buf, 0);
                 (0..sz, e.to_vec())
             }
             End::Tail => {
-                let s = prev_start(&n.buf, n.buf.len());
-                (s..n.buf.len(), decode(&n.buf, s).0.to_vec())
+                let s = prev_start(buf, buf.len());
+                (s..buf.len(), decode(buf, s).0.to_vec())
             }
         };
         n.remove_bytes(from.start, from.end, 1);
-        if n.count == 0 {
+        let emptied = n.count == 0;
+        if emptied {
             self.nodes.remove(idx);
         }
         self.meta -= 1;
-        self.shrink_check(fill);
+        self.shrink_check(pk.fill);
+        if emptied {
+            self.settle(0, 0, pk.depth);
+        }
         Some(v)
     }
 
@@ -541,15 +444,16 @@ impl List {
         (0..len).contains(&i).then_some(i as usize)
     }
 
-    /// Finds the entry at index `i` (< len): walks node counts from the nearer end.
-    fn locate(&self, i: usize) -> Pos {
-        let (node, within) = if i < self.len() / 2 {
+    /// Finds the node holding index `i` (< len) and the index within it: walks node
+    /// counts from the nearer end.
+    fn locate_node(&self, i: usize) -> (usize, usize) {
+        if i < self.len() / 2 {
             let mut acc = 0;
             let mut k = 0;
             loop {
                 let c = self.nodes[k].count as usize;
                 if i < acc + c {
-                    break (k, i - acc);
+                    return (k, i - acc);
                 }
                 acc += c;
                 k += 1;
@@ -560,26 +464,33 @@ impl List {
             loop {
                 let c = self.nodes[k].count as usize;
                 if i >= acc - c {
-                    break (k, i - (acc - c));
+                    return (k, i - (acc - c));
                 }
                 acc -= c;
                 k -= 1;
             }
-        };
-        Pos {
-            node,
-            off: self.nodes[node].offset_of(within),
         }
     }
 
-    fn elem_at(&self, p: Pos) -> Elem<'_> {
-        decode(&self.nodes[p.node].buf, p.off).0
+    /// Finds the entry at index `i` (< len), decompressing its node for a change.
+    fn locate_mut(&mut self, i: usize) -> Pos {
+        let (node, within) = self.locate_node(i);
+        let n = &mut self.nodes[node];
+        n.make_raw();
+        Pos {
+            node,
+            off: offset_of(n.buf(), n.count as usize, within),
+        }
     }
 
-    /// The element at index `i` (negative counts from the tail).
-    pub fn get(&self, i: i64) -> Option<Elem<'_>> {
+    /// Calls `f` with the element at index `i` (negative counts from the tail).
+    pub fn get<R>(&self, i: i64, f: impl FnOnce(Elem<'_>) -> R) -> Option<R> {
         let i = self.index(i)?;
-        Some(self.elem_at(self.locate(i)))
+        let (node, within) = self.locate_node(i);
+        let n = &self.nodes[node];
+        let buf = n.entries();
+        let off = offset_of(&buf, n.count as usize, within);
+        Some(f(decode(&buf, off).0))
     }
 
     /// Calls `f` for `count` elements from index `start` (< len) towards the tail.
@@ -587,19 +498,23 @@ impl List {
         if count == 0 || start >= self.len() {
             return;
         }
-        let mut p = self.locate(start);
-        for _ in 0..count {
-            let buf = &self.nodes[p.node].buf;
-            let (e, sz) = decode(buf, p.off);
-            f(e);
-            p.off += sz;
-            if p.off == buf.len() {
-                p.node += 1;
-                p.off = 0;
-                if p.node == self.nodes.len() {
-                    return;
-                }
+        let (mut node, within) = self.locate_node(start);
+        let mut left = count;
+        let mut first = Some(within);
+        while left > 0 && node < self.nodes.len() {
+            let n = &self.nodes[node];
+            let buf = n.entries();
+            let mut p = match first.take() {
+                Some(w) => offset_of(&buf, n.count as usize, w),
+                None => 0,
+            };
+            while left > 0 && p < buf.len() {
+                let (e, sz) = decode(&buf, p);
+                f(e);
+                p += sz;
+                left -= 1;
             }
+            node += 1;
         }
     }
 
@@ -608,20 +523,26 @@ impl List {
         if count == 0 || start >= self.len() {
             return;
         }
-        let p = self.locate(start);
-        let mut node = p.node;
-        let mut end = p.off + decode(&self.nodes[node].buf, p.off).1;
-        for _ in 0..count {
-            let buf = &self.nodes[node].buf;
-            let s = prev_start(buf, end);
-            f(decode(buf, s).0);
-            end = s;
-            if end == 0 {
-                if node == 0 {
-                    return;
+        let (node, within) = self.locate_node(start);
+        let mut left = count;
+        let mut first = Some(within);
+        for n in self.nodes[..=node].iter().rev() {
+            let buf = n.entries();
+            let mut end = match first.take() {
+                Some(w) => {
+                    let off = offset_of(&buf, n.count as usize, w);
+                    off + decode(&buf, off).1
                 }
-                node -= 1;
-                end = self.nodes[node].buf.len();
+                None => buf.len(),
+            };
+            while left > 0 && end > 0 {
+                let s = prev_start(&buf, end);
+                f(decode(&buf, s).0);
+                end = s;
+                left -= 1;
+            }
+            if left == 0 {
+                return;
             }
         }
     }
@@ -629,9 +550,10 @@ impl List {
     /// Iterates all elements head to tail, stopping when `f` returns false.
     pub fn for_each(&self, mut f: impl FnMut(Elem<'_>) -> bool) {
         for n in &self.nodes {
+            let buf = n.entries();
             let mut p = 0;
-            while p < n.buf.len() {
-                let (e, sz) = decode(&n.buf, p);
+            while p < buf.len() {
+                let (e, sz) = decode(&buf, p);
                 if !f(e) {
                     return;
                 }
@@ -643,10 +565,11 @@ impl List {
     /// Iterates all elements tail to head, stopping when `f` returns false.
     pub fn for_each_rev(&self, mut f: impl FnMut(Elem<'_>) -> bool) {
         for n in self.nodes.iter().rev() {
-            let mut end = n.buf.len();
+            let buf = n.entries();
+            let mut end = buf.len();
             while end > 0 {
-                let s = prev_start(&n.buf, end);
-                if !f(decode(&n.buf, s).0) {
+                let s = prev_start(&buf, end);
+                if !f(decode(&buf, s).0) {
                     return;
                 }
                 end = s;
@@ -655,40 +578,44 @@ impl List {
     }
 
     /// Inserts `v` so that it becomes the element at position `p` (before the entry
-    /// at `p`), or after it when `after`.
-    fn insert_at(&mut self, p: Pos, after: bool, v: &[u8], fill: i64) {
+    /// at `p`), or after it when `after`. The node at `p` is uncompressed. Returns the
+    /// range of nodes changed.
+    fn insert_at(&mut self, p: Pos, after: bool, v: &[u8], fill: i64) -> (usize, usize) {
         self.meta += 1;
         let node = &self.nodes[p.node];
         let at = if after {
-            p.off + decode(&node.buf, p.off).1
+            p.off + decode(node.buf(), p.off).1
         } else {
             p.off
         };
+        let changed = (p.node.saturating_sub(1), p.node + 3);
         if !self.is_quick() {
             self.nodes[0].insert_at(at, v);
-            return;
+            return changed;
         }
-        let at_tail = at == node.buf.len();
+        let at_tail = at == node.buf().len();
         let at_head = at == 0;
         let large = is_large(v.len(), fill);
         if !large && Self::allow_insert(node, fill, v.len()) {
             self.nodes[p.node].insert_at(at, v);
-            return;
+            return changed;
         }
         if !large && at_tail {
             if let Some(next) = self.nodes.get_mut(p.node + 1) {
                 if Self::allow_insert(next, fill, v.len()) {
+                    next.make_raw();
                     next.insert_at(0, v);
-                    return;
+                    return changed;
                 }
             }
         }
         if !large && at_head && p.node > 0 {
             let prev = &mut self.nodes[p.node - 1];
             if Self::allow_insert(prev, fill, v.len()) {
-                let end = prev.buf.len();
+                prev.make_raw();
+                let end = prev.buf().len();
                 prev.insert_at(end, v);
-                return;
+                return changed;
             }
         }
         let new = Node::from_elem(v, large);
@@ -701,7 +628,7 @@ impl List {
             let mut idx = 0;
             let mut q = 0;
             while q < at {
-                q += decode(&self.nodes[p.node].buf, q).1;
+                q += decode(self.nodes[p.node].buf(), q).1;
                 idx += 1;
             }
             let tail = self.nodes[p.node].split_off(at, idx);
@@ -717,31 +644,33 @@ impl List {
                 );
                 if left_ok && self.nodes[p.node].count <= self.nodes[p.node + 1].count {
                     let n = &mut self.nodes[p.node];
-                    let end = n.buf.len();
+                    let end = n.buf().len();
                     n.insert_at(end, v);
                 } else if right_ok {
                     self.nodes[p.node + 1].insert_at(0, v);
                 } else if left_ok {
                     let n = &mut self.nodes[p.node];
-                    let end = n.buf.len();
+                    let end = n.buf().len();
                     n.insert_at(end, v);
                 } else {
                     self.nodes.insert(p.node + 1, new);
                 }
             }
         }
+        changed
     }
 
     /// LINSERT: inserts `v` before or after the first element equal to `pivot`.
     /// Returns false when the pivot is not found.
-    pub fn insert(&mut self, pivot: &[u8], after: bool, v: &[u8], fill: i64) -> bool {
+    pub fn insert(&mut self, pivot: &[u8], after: bool, v: &[u8], pk: Packing) -> bool {
         // As Redis, the encoding may change even when the pivot is then not found.
-        self.grow_check(v.len(), 1, fill);
+        self.grow_check(v.len(), 1, pk.fill);
         let mut found = None;
         'outer: for (k, n) in self.nodes.iter().enumerate() {
+            let buf = n.entries();
             let mut off = 0;
-            while off < n.buf.len() {
-                let (e, sz) = decode(&n.buf, off);
+            while off < buf.len() {
+                let (e, sz) = decode(&buf, off);
                 if e.eq_bytes(pivot) {
                     found = Some(Pos { node: k, off });
                     break 'outer;
@@ -750,14 +679,16 @@ impl List {
             }
         }
         let Some(p) = found else { return false };
-        self.insert_at(p, after, v, fill);
+        self.nodes[p.node].make_raw();
+        let (lo, hi) = self.insert_at(p, after, v, pk.fill);
+        self.settle(lo, hi, pk.depth);
         true
     }
 
-    /// Removes the entry at `p`.
+    /// Removes the entry at `p` (its node uncompressed).
     fn remove_at(&mut self, p: Pos) {
         let n = &mut self.nodes[p.node];
-        let sz = decode(&n.buf, p.off).1;
+        let sz = decode(n.buf(), p.off).1;
         n.remove_bytes(p.off, p.off + sz, 1);
         if n.count == 0 {
             self.nodes.remove(p.node);
@@ -766,14 +697,15 @@ impl List {
     }
 
     /// LSET: replaces the element at index `i`. Returns false when out of range.
-    pub fn set(&mut self, i: i64, v: &[u8], fill: i64) -> bool {
+    pub fn set(&mut self, i: i64, v: &[u8], pk: Packing) -> bool {
         let Some(i) = self.index(i) else {
             return false;
         };
+        let fill = pk.fill;
         self.grow_check(v.len(), 1, fill);
-        let p = self.locate(i);
+        let p = self.locate_mut(i);
         let node = &self.nodes[p.node];
-        let old = decode(&node.buf, p.off).1;
+        let old = decode(node.buf(), p.off).1;
         let fits = !self.is_quick()
             || (!node.plain
                 && !is_large(v.len(), fill)
@@ -782,61 +714,74 @@ impl List {
                     node.sz() - old + v.len() + SIZE_ESTIMATE_OVERHEAD,
                     node.count as usize,
                 ));
-        if fits {
+        let (lo, hi) = if fits {
             let n = &mut self.nodes[p.node];
             n.remove_bytes(p.off, p.off + old, 1);
             n.insert_at(p.off, v);
+            (p.node, p.node + 1)
         } else {
             self.remove_at(p);
             if i == self.len() {
                 self.push_one(End::Tail, v, fill);
+                (self.nodes.len().saturating_sub(2), self.nodes.len())
             } else {
-                let q = self.locate(i);
-                self.insert_at(q, false, v, fill);
+                let q = self.locate_mut(i);
+                self.insert_at(q, false, v, fill)
             }
-        }
+        };
         self.shrink_check(fill);
+        self.settle(lo, hi, pk.depth);
         true
     }
 
     /// Removes `count` elements from index `start`.
-    pub fn delete_range(&mut self, start: usize, count: usize, fill: i64) {
+    pub fn delete_range(&mut self, start: usize, count: usize, pk: Packing) {
         let count = count.min(self.len().saturating_sub(start));
         if count == 0 {
             return;
         }
         let mut left = count;
-        let mut p = self.locate(start);
+        let (first, within) = self.locate_node(start);
+        let mut p = Pos {
+            node: first,
+            off: 0,
+        };
+        let mut skip = within;
         while left > 0 {
             let n = &mut self.nodes[p.node];
-            // Index of the entry at p.off within the node is only needed for counting.
+            let whole = skip == 0 && left >= n.count as usize;
+            if whole {
+                left -= n.count as usize;
+                self.nodes.remove(p.node);
+                continue;
+            }
+            n.make_raw();
+            let buf = n.buf();
+            p.off = offset_of(buf, n.count as usize, skip);
             let mut end = p.off;
             let mut removed = 0u32;
-            while end < n.buf.len() && left > 0 {
-                end += decode(&n.buf, end).1;
+            while end < buf.len() && left > 0 {
+                end += decode(buf, end).1;
                 removed += 1;
                 left -= 1;
             }
-            if p.off == 0 && end == n.buf.len() {
-                self.nodes.remove(p.node);
-            } else {
-                n.remove_bytes(p.off, end, removed);
-                p.node += 1;
-            }
-            p.off = 0;
+            n.remove_bytes(p.off, end, removed);
+            p.node += 1;
+            skip = 0;
         }
         self.meta -= count;
-        self.shrink_check(fill);
+        self.shrink_check(pk.fill);
+        self.settle(first.saturating_sub(1), first + 2, pk.depth);
     }
 
     /// LTRIM: keeps only elements `start..=stop` (already normalized, may be empty).
-    pub fn keep_range(&mut self, start: usize, stop: Option<usize>, fill: i64) {
+    pub fn keep_range(&mut self, start: usize, stop: Option<usize>, pk: Packing) {
         match stop {
             Some(stop) if start <= stop && start < self.len() => {
                 let stop = stop.min(self.len() - 1);
                 let tail = self.len() - 1 - stop;
-                self.delete_range(stop + 1, tail, fill);
-                self.delete_range(0, start, fill);
+                self.delete_range(stop + 1, tail, pk);
+                self.delete_range(0, start, pk);
             }
             _ => {
                 self.nodes.clear();
@@ -845,23 +790,45 @@ impl List {
         }
     }
 
+    /// Whether node `k` holds an element equal to `v`.
+    fn node_has(&self, k: usize, v: &[u8]) -> bool {
+        let buf = self.nodes[k].entries();
+        let mut off = 0;
+        while off < buf.len() {
+            let (e, sz) = decode(&buf, off);
+            if e.eq_bytes(v) {
+                return true;
+            }
+            off += sz;
+        }
+        false
+    }
+
     /// LREM: removes up to `count` elements equal to `v` (all when 0; from the tail
     /// when negative). Returns how many were removed.
-    pub fn remove(&mut self, count: i64, v: &[u8], fill: i64) -> usize {
+    pub fn remove(&mut self, count: i64, v: &[u8], pk: Packing) -> usize {
         let limit = if count == 0 {
             usize::MAX
         } else {
             count.unsigned_abs() as usize
         };
         let mut removed = 0;
+        // Nodes are searched without decompressing them in place; a node that has a
+        // match is decompressed, changed, and compressed again.
         if count >= 0 {
             let mut k = 0;
             while k < self.nodes.len() && removed < limit {
+                if !self.node_has(k, v) {
+                    k += 1;
+                    continue;
+                }
+                let n = &mut self.nodes[k];
+                n.make_raw();
                 let mut off = 0;
-                while off < self.nodes[k].buf.len() && removed < limit {
-                    let (e, sz) = decode(&self.nodes[k].buf, off);
+                while off < n.buf().len() && removed < limit {
+                    let (e, sz) = decode(n.buf(), off);
                     if e.eq_bytes(v) {
-                        self.nodes[k].remove_bytes(off, off + sz, 1);
+                        n.remove_bytes(off, off + sz, 1);
                         removed += 1;
                     } else {
                         off += sz;
@@ -870,6 +837,7 @@ impl List {
                 if self.nodes[k].count == 0 {
                     self.nodes.remove(k);
                 } else {
+                    self.recompress_interior(k, pk.depth);
                     k += 1;
                 }
             }
@@ -877,25 +845,79 @@ impl List {
             let mut k = self.nodes.len();
             while k > 0 && removed < limit {
                 k -= 1;
-                let mut end = self.nodes[k].buf.len();
+                if !self.node_has(k, v) {
+                    continue;
+                }
+                let n = &mut self.nodes[k];
+                n.make_raw();
+                let mut end = n.buf().len();
                 while end > 0 && removed < limit {
-                    let s = prev_start(&self.nodes[k].buf, end);
-                    if decode(&self.nodes[k].buf, s).0.eq_bytes(v) {
-                        self.nodes[k].remove_bytes(s, end, 1);
+                    let s = prev_start(n.buf(), end);
+                    if decode(n.buf(), s).0.eq_bytes(v) {
+                        n.remove_bytes(s, end, 1);
                         removed += 1;
                     }
                     end = s;
                 }
                 if self.nodes[k].count == 0 {
                     self.nodes.remove(k);
+                } else {
+                    self.recompress_interior(k, pk.depth);
                 }
             }
         }
         self.meta -= removed;
         if removed > 0 {
-            self.shrink_check(fill);
+            self.shrink_check(pk.fill);
+            self.settle(0, 0, pk.depth);
         }
         removed
+    }
+
+    /// Compresses node `k` again if it lies beyond `depth` nodes from both ends.
+    fn recompress_interior(&mut self, k: usize, depth: usize) {
+        let n = self.nodes.len();
+        if depth > 0 && self.is_quick() && k >= depth && k + depth < n {
+            self.nodes[k].compress();
+        }
+    }
+
+    /// DEBUG QUICKLIST / DEBUG LISTPACK's printout: one line per node (entries too
+    /// when `full`).
+    pub fn repr(&self, full: bool) -> String {
+        use std::fmt::Write;
+        let mut out = format!(
+            "{{list {} nodes {} count {}}}\n",
+            self.encoding(),
+            self.nodes.len(),
+            self.len()
+        );
+        for (k, n) in self.nodes.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{{node {k} container {} encoding {} size {} count {} bytes {}}}",
+                if n.plain { "PLAIN" } else { "PACKED" },
+                if n.is_compressed() { "LZF" } else { "RAW" },
+                n.redis_sz(),
+                n.count,
+                n.heap_len()
+            );
+            if full {
+                let buf = n.entries();
+                let mut p = 0;
+                while p < buf.len() {
+                    let (e, sz) = decode(&buf, p);
+                    let _ = writeln!(out, "  {:?}", String::from_utf8_lossy(&e.to_vec()));
+                    p += sz;
+                }
+            }
+        }
+        out
+    }
+
+    /// Applies `list-compress-depth` to a list built or loaded elsewhere.
+    pub fn compress_to(&mut self, depth: usize) {
+        self.settle_all(depth);
     }
 
     /// All elements, head to tail (tests, DUMP-like uses).
@@ -909,19 +931,32 @@ impl List {
     }
 
     /// Checks internal invariants (tests).
-    pub fn check(&self, fill: i64) {
+    pub fn check(&self, pk: Packing) {
+        let fill = pk.fill;
         let mut total = 0;
-        for n in &self.nodes {
+        let nodes = self.nodes.len();
+        for (k, n) in self.nodes.iter().enumerate() {
             assert!(n.count > 0, "empty node");
+            if n.is_compressed() {
+                assert!(self.is_quick(), "compressed listpack");
+                if pk.depth > 0 {
+                    assert!(
+                        k >= pk.depth && k + pk.depth < nodes,
+                        "node {k} of {nodes} compressed within depth {}",
+                        pk.depth
+                    );
+                }
+            }
+            let buf = n.entries();
             let mut p = 0;
             let mut c = 0;
-            while p < n.buf.len() {
-                let (_, sz) = decode(&n.buf, p);
+            while p < buf.len() {
+                let (_, sz) = decode(&buf, p);
                 p += sz;
                 c += 1;
-                assert_eq!(prev_start(&n.buf, p), p - sz);
+                assert_eq!(prev_start(&buf, p), p - sz);
             }
-            assert_eq!(p, n.buf.len());
+            assert_eq!(p, buf.len());
             assert_eq!(c, n.count);
             total += c as usize;
             if self.is_quick() && !n.plain && n.count > 1 {
@@ -1002,7 +1037,7 @@ mod tests {
     #[test]
     fn encodings_switch_like_redis() {
         let mut l = List::new();
-        let fill = -2;
+        let fill = Packing::fill(-2);
         for i in 0..100 {
             l.push(End::Tail, &[format!("{i}").as_bytes()], fill);
         }
@@ -1013,16 +1048,17 @@ mod tests {
         l.pop(End::Tail, fill);
         assert_eq!(l.encoding(), "listpack");
         // Count-limited fill.
+        let four = Packing::fill(4);
         let mut l = List::new();
         for i in 0..5 {
-            l.push(End::Head, &[format!("e{i}").as_bytes()], 4);
+            l.push(End::Head, &[format!("e{i}").as_bytes()], four);
         }
         assert_eq!(l.encoding(), "quicklist");
         assert_eq!(l.node_count(), 2);
-        l.check(4);
-        l.pop(End::Head, 4);
-        l.pop(End::Head, 4);
-        l.pop(End::Head, 4);
+        l.check(four);
+        l.pop(End::Head, four);
+        l.pop(End::Head, four);
+        l.pop(End::Head, four);
         assert_eq!(l.encoding(), "listpack");
     }
 
@@ -1030,16 +1066,74 @@ mod tests {
     fn big_list_nodes_respect_limit() {
         let mut l = List::new();
         for i in 0..20000 {
-            l.push(End::Tail, &[format!("element-{i}").as_bytes()], -2);
+            l.push(
+                End::Tail,
+                &[format!("element-{i}").as_bytes()],
+                Packing::fill(-2),
+            );
         }
-        l.check(-2);
+        l.check(Packing::fill(-2));
         assert!(l.node_count() > 20);
-        assert_eq!(l.get(12345).unwrap().to_vec(), b"element-12345");
-        assert_eq!(l.get(-1).unwrap().to_vec(), b"element-19999");
+        assert_eq!(l.get(12345, |e| e.to_vec()).unwrap(), b"element-12345");
+        assert_eq!(l.get(-1, |e| e.to_vec()).unwrap(), b"element-19999");
         let mut got = Vec::new();
         l.range(9998, 4, |e| got.push(e.to_vec()));
         assert_eq!(got[0], b"element-9998");
         assert_eq!(got[3], b"element-10001");
+    }
+
+    #[test]
+    fn interior_nodes_are_compressed() {
+        let pk = Packing { fill: -2, depth: 1 };
+        let mut l = List::new();
+        let mut flat = List::new();
+        for i in 0..20000 {
+            let v = format!("element-{i}");
+            l.push(End::Tail, &[v.as_bytes()], pk);
+            flat.push(End::Tail, &[v.as_bytes()], Packing::fill(-2));
+        }
+        l.check(pk);
+        assert!(l.node_count() > 10);
+        assert_eq!(l.compressed_nodes(), l.node_count() - 2);
+        assert!(l.heap_size() * 2 < flat.heap_size());
+        assert_eq!(l.uncompressed_size(), flat.uncompressed_size());
+        assert_eq!(l.to_vecs(), flat.to_vecs());
+        assert_eq!(l.get(2500, |e| e.to_vec()).unwrap(), b"element-2500");
+        // Deeper settings uncompress the nodes now within reach of the ends.
+        l.push(End::Head, &[b"x"], Packing { fill: -2, depth: 3 });
+        l.check(Packing { fill: -2, depth: 3 });
+        // Popping everything walks every node out to an end.
+        let mut n = 0;
+        while let Some(v) = l.pop(if n % 2 == 0 { End::Head } else { End::Tail }, pk) {
+            n += 1;
+            let _ = v;
+            if n % 997 == 0 {
+                l.check(pk);
+            }
+        }
+        assert_eq!(n, 20001);
+    }
+
+    #[test]
+    fn plain_nodes_are_compressed_and_small_nodes_are_not() {
+        let pk = Packing { fill: -2, depth: 1 };
+        let mut l = List::new();
+        for c in [b'a', b'b', b'c'] {
+            l.push(End::Tail, &[&vec![c; 10000]], pk);
+        }
+        assert_eq!(l.encoding(), "quicklist");
+        assert_eq!(l.compressed_nodes(), 1);
+        assert_eq!(l.get(1, |e| e.to_vec()).unwrap(), vec![b'b'; 10000]);
+        assert_eq!(l.uncompressed_size(), 30000);
+        l.check(pk);
+        // Nodes under 48 bytes stay as they are.
+        let four = Packing { fill: 1, depth: 1 };
+        let mut s = List::new();
+        for i in 0..10 {
+            s.push(End::Tail, &[format!("{i}").as_bytes()], four);
+        }
+        assert_eq!(s.node_count(), 10);
+        assert_eq!(s.compressed_nodes(), 0);
     }
 
     #[derive(Debug, Clone)]
@@ -1087,8 +1181,10 @@ mod tests {
         #[test]
         fn behaves_like_vecdeque(
             fill in prop_oneof![Just(-1i64), Just(-2), Just(1), Just(3), Just(0)],
+            depth in 0usize..3,
             ops in proptest::collection::vec(op(), 1..200),
         ) {
+            let fill = Packing { fill, depth };
             let mut l = List::new();
             let mut m: VecDeque<Vec<u8>> = VecDeque::new();
             for o in ops {
@@ -1157,7 +1253,7 @@ mod tests {
             let all: Vec<Vec<u8>> = m.iter().cloned().collect();
             prop_assert_eq!(l.to_vecs(), all.clone());
             for (i, want) in all.iter().enumerate() {
-                prop_assert_eq!(&l.get(i as i64).unwrap().to_vec(), want);
+                prop_assert_eq!(&l.get(i as i64, |e| e.to_vec()).unwrap(), want);
             }
             let mut rev = Vec::new();
             l.for_each_rev(|e| { rev.push(e.to_vec()); true });

@@ -633,7 +633,7 @@ fn build(g: &Gen, lim: &Limits) -> Value {
         Gen::List(items) => {
             let mut l = List::new();
             for i in items {
-                l.push(End::Tail, &[i], lim.list_fill);
+                l.push(End::Tail, &[i], lim.list);
             }
             Value::Obj(Object::List(Box::new(l)))
         }
@@ -719,7 +719,7 @@ fn small_limits() -> Limits {
             max_entries: 4,
             max_value: 4,
         },
-        list_fill: 3,
+        list: Packing::fill(3),
     }
 }
 
