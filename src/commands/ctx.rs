@@ -176,6 +176,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether the command comes from our master's stream or the AOF being loaded
+    /// (Redis's mustObeyClient): such commands were checked where they first ran.
+    pub fn must_obey(&self) -> bool {
+        self.ex.persist.loading || self.client_ref().repl_role == Some('M')
+    }
+
     /// The active `proto-max-bulk-len`.
     pub fn max_bulk_len(&self) -> usize {
         self.ex.config.proto_max_bulk_len as usize

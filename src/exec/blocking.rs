@@ -303,6 +303,19 @@ fn deliver(ex: &mut Executor, slot: usize, reply: &Reply) {
     ex.blocking.resumed.push(slot);
 }
 
+/// Accounts a blocked command answered without running again (deadline, CLIENT
+/// UNBLOCK, WAIT's acknowledgements): its one call in commandstats, as Redis's
+/// updateStatsOnUnblock, since the call that blocked was not counted.
+fn count_unblocked(ex: &mut Executor, cmd: &'static Command, reply: &Reply) {
+    ex.stats.total_commands_processed += 1;
+    let st = ex.cmd_stats.entry(cmd.name).or_default();
+    st.calls += 1;
+    if let Reply::Error(e) = reply {
+        st.failed_calls += 1;
+        ex.count_error(e);
+    }
+}
+
 /// Serves waiters of the keys signalled ready, until no key is ready.
 pub fn handle_ready(ex: &mut Executor) {
     while !ex.blocking.ready.is_empty() {
@@ -350,7 +363,10 @@ pub fn tick(ex: &mut Executor) {
             break;
         }
         match ex.blocking.remove(slot) {
-            Some(b) => deliver(ex, slot, &b.timeout_reply),
+            Some(b) => {
+                count_unblocked(ex, b.cmd, &b.timeout_reply);
+                deliver(ex, slot, &b.timeout_reply)
+            }
             None => {
                 ex.blocking.deadlines.pop_first();
             }
@@ -361,7 +377,8 @@ pub fn tick(ex: &mut Executor) {
 /// Unblocks a client blocked by [`block`] with `reply` (WAIT answers from
 /// src/replication when enough replicas acknowledged or its timeout passed).
 pub fn unblock_with(ex: &mut Executor, slot: usize, reply: &Reply) {
-    if ex.blocking.remove(slot).is_some() {
+    if let Some(b) = ex.blocking.remove(slot) {
+        count_unblocked(ex, b.cmd, reply);
         deliver(ex, slot, reply);
     }
 }
@@ -386,6 +403,7 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
         // WAIT answers the replicas acknowledged by now (src/replication).
         crate::replication::master::wait_unblock_reply(ex, slot).unwrap_or(b.timeout_reply)
     };
+    count_unblocked(ex, b.cmd, &reply);
     deliver(ex, slot, &reply);
     true
 }

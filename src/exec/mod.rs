@@ -536,21 +536,27 @@ impl Executor {
             self.client_mut(slot).aof_woff = pos;
         }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
-        self.stats.total_commands_processed += 1;
         if self.call_nesting == 0 {
             self.stats.eventloop_cmd_usec += usec;
         }
-        let st = self.cmd_stats.entry(cmd.name).or_default();
-        st.calls += 1;
-        st.usec += usec;
-        if self.config.latency_tracking {
-            st.latency
-                .get_or_insert_with(Default::default)
-                .record_usec(usec);
-        }
-        if let Reply::Error(e) = &reply {
-            st.failed_calls += 1;
-            self.count_error(e);
+        // A command that left its client blocked is accounted once, when it is
+        // finally served, times out or is unblocked (Redis's call() skips blocked
+        // clients; blocking.rs counts the other two).
+        let blocked = matches!(reply, Reply::NoReply) && self.blocking.is_blocked(slot);
+        if !blocked {
+            self.stats.total_commands_processed += 1;
+            let st = self.cmd_stats.entry(cmd.name).or_default();
+            st.calls += 1;
+            st.usec += usec;
+            if self.config.latency_tracking {
+                st.latency
+                    .get_or_insert_with(Default::default)
+                    .record_usec(usec);
+            }
+            if let Reply::Error(e) = &reply {
+                st.failed_calls += 1;
+                self.count_error(e);
+            }
         }
         // Inside EXEC the after-command work waits for the end of the transaction
         // (multi.rs); tracking, CLIENT CACHING and MONITOR see every command (signals.rs).
@@ -558,7 +564,7 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
-        if cmd.flags & flags::SKIP_SLOWLOG == 0 {
+        if cmd.flags & flags::SKIP_SLOWLOG == 0 && !blocked {
             self.slowlog_maybe(slot, args, usec);
         }
         let event = if cmd.flags & flags::FAST != 0 {
