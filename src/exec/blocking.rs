@@ -84,6 +84,9 @@ pub struct Blocking {
     reblocked: bool,
     /// Blocking commands behave as their non-blocking forms (MULTI/EXEC, scripts).
     pub deny_blocking: bool,
+    /// Clients blocked by FLUSHALL/FLUSHDB SYNC run as a blocking asynchronous flush:
+    /// slot → the lazy-free ticket whose processing answers them (keyspace/lazyfree.rs).
+    lazyfree_tickets: FastMap<usize, u64>,
 }
 
 impl Blocking {
@@ -156,8 +159,12 @@ impl Blocking {
         std::mem::take(&mut self.resumed)
     }
 
-    /// Milliseconds until the nearest deadline (`u64::MAX` when none).
+    /// Milliseconds until the nearest deadline (`u64::MAX` when none). A client
+    /// waiting for the lazy-free thread is checked every millisecond.
     pub fn ms_until_deadline(&self) -> u64 {
+        if !self.lazyfree_tickets.is_empty() {
+            return 1;
+        }
         match self.deadlines.first() {
             None => u64::MAX,
             Some((t, _)) => {
@@ -171,6 +178,7 @@ impl Blocking {
     /// Removes a client from every queue; returns its state.
     fn remove(&mut self, slot: usize) -> Option<Blocked> {
         let b = self.clients.remove(&slot)?;
+        self.lazyfree_tickets.remove(&slot);
         for key in &b.keys {
             let k = (b.db, key.clone());
             if let Some(q) = self.waiters.get_mut(&k) {
@@ -352,8 +360,39 @@ pub fn handle_ready(ex: &mut Executor) {
     }
 }
 
-/// Answers waiters whose deadline has passed with their timeout reply.
+/// Blocks the client of a FLUSHALL/FLUSHDB that Redis runs as a blocking
+/// asynchronous flush (flushCommandCommon): it is answered `+OK` once the lazy-free
+/// thread has processed `ticket`, the flush's job, and everything queued before it.
+/// Its pipelined commands wait meanwhile; other clients are served.
+pub fn block_on_lazyfree(ctx: &mut Ctx, args: &[&[u8]], ticket: u64) -> Reply {
+    let reply = block(ctx, args, &[], "lazyfree", None, Reply::ok());
+    if matches!(reply, Reply::NoReply) {
+        ctx.ex.blocking.lazyfree_tickets.insert(ctx.client, ticket);
+    }
+    reply
+}
+
+/// Answers the clients of blocking flushes whose lazy-free job is done.
+fn serve_lazyfree(ex: &mut Executor) {
+    if ex.blocking.lazyfree_tickets.is_empty() {
+        return;
+    }
+    let done: Vec<usize> = ex
+        .blocking
+        .lazyfree_tickets
+        .iter()
+        .filter(|(_, &t)| ex.ks.lazyfree.is_done(t))
+        .map(|(&slot, _)| slot)
+        .collect();
+    for slot in done {
+        unblock_with(ex, slot, &Reply::ok());
+    }
+}
+
+/// Answers waiters whose deadline has passed with their timeout reply, and clients
+/// of blocking flushes whose flush is done.
 pub fn tick(ex: &mut Executor) {
+    serve_lazyfree(ex);
     if ex.blocking.deadlines.is_empty() {
         return;
     }

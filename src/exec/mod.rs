@@ -972,6 +972,8 @@ impl Executor {
     /// Switching between LRU and LFU leaves existing fields as they are: they are read
     /// under the new meaning until touched, as in Redis.
     pub fn sync_access_policy(&mut self) {
+        // Not an access policy, but kept in step at the same moments.
+        self.ks.lazy_server_del = self.config.lazyfree_lazy_server_del;
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.ks.lfu_params = crate::keyspace::LfuParams {
             log_factor: self.config.lfu_log_factor.clamp(0, u32::MAX as i64) as u32,
@@ -982,6 +984,7 @@ impl Executor {
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&mut self) {
         self.stats = Stats::default();
+        self.ks.lazyfree.reset_freed();
         self.cmd_stats.clear();
         self.error_stats.clear();
         self.slowlog.clear();

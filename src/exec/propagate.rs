@@ -101,7 +101,7 @@ impl WriteStream {
     /// Forgets the buffered bytes (the consumer took them).
     pub fn clear(&mut self) {
         self.base += self.buf.len() as u64;
-        self.buf.clear();
+        self.release_buf();
     }
 
     /// Forgets the first `n` buffered bytes (the consumer took only those).
@@ -109,6 +109,20 @@ impl WriteStream {
         let n = n.min(self.buf.len());
         self.buf.drain(..n);
         self.base += n as u64;
+        if self.buf.is_empty() {
+            self.release_buf();
+        }
+    }
+
+    /// Empties the buffer; one grown past `KEPT_CAPACITY` (a huge command passed) is
+    /// freed rather than kept, as Redis frees an AOF buffer of 4000 bytes or more.
+    fn release_buf(&mut self) {
+        const KEPT_CAPACITY: usize = 4000;
+        if self.buf.capacity() >= KEPT_CAPACITY {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
     }
 
     /// Drops the bytes from absolute position `pos` on (a busy script's partial
