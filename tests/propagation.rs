@@ -418,3 +418,41 @@ fn blocked_commands_are_counted_once_in_commandstats() {
     let stats = c.cmd(&["INFO", "stats"]);
     assert!(stats.contains("total_error_replies:1\r\n"), "{stats}");
 }
+
+#[test]
+fn restore_of_an_expired_payload_over_a_key_propagates_its_deletion() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "src", "value"]);
+    // DUMP's payload as bytes (it is not UTF-8: read the frame raw).
+    c.send(&["DUMP", "src"]);
+    let mut header = Vec::new();
+    c.reader.read_until(b'\n', &mut header).unwrap();
+    let len: usize = std::str::from_utf8(&header[1..header.len() - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut payload = vec![0; len + 2];
+    c.reader.read_exact(&mut payload).unwrap();
+    payload.truncate(len);
+    c.cmd(&["SET", "k1", "old"]);
+    c.cmd(&["SET", "k2", "old"]);
+    let mut repl = ReplStream::attach(&s);
+    c.cmd(&["SELECT", "0"]);
+    c.cmd(&["CONFIG", "SET", "lazyfree-lazy-server-del", "no"]);
+    let past = b"1000".to_vec();
+    let restore = |c: &mut RawConn, key: &[u8]| {
+        c.send_bytes(&[b"RESTORE", key, &past, &payload, b"REPLACE", b"ABSTTL"]);
+        assert_eq!(c.read_reply(), "+OK\r\n");
+    };
+    restore(&mut c, b"k1");
+    c.cmd(&["CONFIG", "SET", "lazyfree-lazy-server-del", "yes"]);
+    restore(&mut c, b"k2");
+    // Nothing replaced: nothing changed, nothing propagated.
+    restore(&mut c, b"k3");
+    assert_eq!(c.cmd(&["EXISTS", "k1", "k2", "k3"]), ":0\r\n");
+    assert_eq!(
+        repl.until_sentinel(&mut c, "1"),
+        ["select 0", "del k1", "unlink k2"]
+    );
+}

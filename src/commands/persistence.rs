@@ -157,9 +157,16 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         t => Some(t.saturating_add(ctx.now_ms)),
     };
     if expire.is_some_and(|at| at <= ctx.now_ms) {
-        // Already expired: the key is not created (a replaced key stays deleted).
+        // Already expired: the key is not created (a replaced key stays deleted, and
+        // that deletion is what replicas and the AOF get, as Redis's restoreCommand).
         if deleted {
             ctx.notify(notify::GENERIC, "del", key);
+            let name: &[u8] = if ctx.ex.config.lazyfree_lazy_server_del {
+                b"UNLINK"
+            } else {
+                b"DEL"
+            };
+            ctx.propagate_as(vec![vec![name.to_vec(), key.to_vec()]]);
         }
         return Reply::ok();
     }
