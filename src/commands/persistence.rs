@@ -57,9 +57,18 @@ fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     if ctx.ex.aof.is_none() {
-        return Reply::err(
-            "ERR Background append only file rewriting needs appendonly yes on this server",
-        );
+        if ctx.ex.persist.off_rewrite.is_some() {
+            return Reply::err("ERR Background append only file rewriting already in progress");
+        }
+        return match aof::start_rewrite_off(ctx.ex) {
+            Ok(()) => Reply::Status("Background append only file rewriting started".into()),
+            Err(e) => {
+                crate::log::warning(&format!(
+                    "Can't rewrite append only file in background: {e}"
+                ));
+                Reply::err("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.")
+            }
+        };
     }
     if aof::rewrite_in_progress(ctx.ex) {
         return Reply::err("ERR Background append only file rewriting already in progress");

@@ -50,6 +50,9 @@ pub struct Persist {
     pub loading: bool,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
+    /// A BGREWRITEAOF while the AOF is off (aof.rs `start_rewrite_off`).
+    pub off_rewrite: Option<super::aof::OffRewrite>,
+    pub off_rewrites: u64,
 }
 
 impl Default for Persist {
@@ -72,6 +75,8 @@ impl Default for Persist {
             loading: false,
             last_load_keys: 0,
             last_load_expired: 0,
+            off_rewrite: None,
+            off_rewrites: 0,
         }
     }
 }
