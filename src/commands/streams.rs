@@ -987,6 +987,11 @@ fn serve_group(
     }
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+        // Nothing delivered: no XCLAIM will create the consumer on replay, so its
+        // creation is propagated (Redis drops it; replay stays exact here).
+        if !noack && !delivered {
+            prop.create_consumer(key, gname, cname);
+        }
     }
     if created || delivered {
         ctx.ex.ks.dirty += 1;
