@@ -381,10 +381,6 @@ fn appendonly_turned_on_and_off_at_runtime() {
     assert_eq!(info_field(&mut c, "aof_enabled"), "0");
     let logged = image(&mut c);
     run(&mut c, &["SET", "unlogged", "x"]);
-    assert_eq!(
-        raw.cmd(&["BGREWRITEAOF"]),
-        "-ERR Background append only file rewriting needs appendonly yes on this server\r\n"
-    );
     s.kill9();
     let s2 = TestServer::start_in(&dir, &on);
     let mut c2 = s2.client();
@@ -611,4 +607,47 @@ fn scan_deletes_expired_keys_it_meets() {
     assert_eq!(shape, ["DEL foo1", "DEL foo2"]);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bgrewriteaof_with_the_aof_off_writes_a_base_debug_loadaof_reads() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "x", "10"]);
+    c.cmd(&["EXPIRE", "x", "1000"]);
+    c.cmd(&["RPUSH", "l", "a", "b", "c"]);
+    let digest = c.cmd(&["DEBUG", "DIGEST"]);
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        "+Background append only file rewriting started\r\n"
+    );
+    let mut i = s.raw(2);
+    wait_until(|| {
+        i.cmd(&["INFO", "persistence"])
+            .contains("aof_rewrite_in_progress:0\r\n")
+    });
+    let info = i.cmd(&["INFO", "persistence"]);
+    assert!(
+        info.contains("aof_enabled:0\r\n") && info.contains("aof_rewrites:1\r\n"),
+        "{info}"
+    );
+    // Nothing is logged while the AOF is off: a later write is not in the files.
+    c.cmd(&["SET", "later", "1"]);
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(c.cmd(&["EXISTS", "later"]), ":0\r\n");
+    let ttl = c.cmd(&["TTL", "x"]);
+    assert!(ttl == ":1000\r\n" || ttl == ":999\r\n", "{ttl}");
+    // A second rewrite replaces the first base.
+    c.cmd(&["BGREWRITEAOF"]);
+    wait_until(|| {
+        i.cmd(&["INFO", "persistence"])
+            .contains("aof_rewrites:2\r\n")
+    });
+    let files: Vec<String> = std::fs::read_dir(s.dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.contains(&"appendonly.aof.manifest".to_string()));
 }

@@ -191,3 +191,29 @@ fn sort_lists_and_zsets() {
         assert_same_as_redis(&s, &r, &cmds);
     }
 }
+
+#[test]
+fn getkeys_finds_the_last_store_destination() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (
+            &["COMMAND", "GETKEYS", "SORT", "abc", "STORE", "def"],
+            "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "SORT", "abc", "STORE", "invalid", "STORE", "stillbad", "STORE", "def"],
+            "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n",
+        ),
+        // BY and GET patterns and LIMIT's numbers are skipped, as Redis's sortGetKeys.
+        (
+            &["COMMAND", "GETKEYS", "SORT", "abc", "BY", "store", "LIMIT", "0", "store", "GET", "store", "STORE", "dst"],
+            "*2\r\n$3\r\nabc\r\n$3\r\ndst\r\n",
+        ),
+        (&["COMMAND", "GETKEYS", "SORT_RO", "abc"], "*1\r\n$3\r\nabc\r\n"),
+        (
+            &["COMMAND", "GETKEYSANDFLAGS", "SORT", "abc", "STORE", "def"],
+            "*2\r\n*2\r\n$3\r\nabc\r\n*2\r\n+RO\r\n+access\r\n*2\r\n$3\r\ndef\r\n*2\r\n+OW\r\n+update\r\n",
+        ),
+    ]);
+}

@@ -146,6 +146,16 @@ impl<'a> Ctx<'a> {
         existed
     }
 
+    /// Deletes a key for DEL (freed per `lazyfree-lazy-user-del`) or UNLINK (`lazy`).
+    pub fn delete_user(&mut self, key: &[u8], lazy: bool) -> bool {
+        self.ex.ks.expire_if_needed(self.db, key, self.now_ms);
+        let existed = self.ex.ks.delete_user(self.db, key, lazy);
+        if existed {
+            self.modified(key);
+        }
+        existed
+    }
+
     /// Signals that `key` in the current database changed: counted for persistence.
     /// WATCH, client-side caching and replication observe this hook.
     pub fn modified(&mut self, key: &[u8]) {
@@ -173,6 +183,12 @@ impl<'a> Ctx<'a> {
         if self.ex.stream.enabled {
             self.ex.stream.override_cmds = Some(cmds);
         }
+    }
+
+    /// Whether the command comes from our master's stream or the AOF being loaded
+    /// (Redis's mustObeyClient): such commands were checked where they first ran.
+    pub fn must_obey(&self) -> bool {
+        self.ex.persist.loading || self.client_ref().repl_role == Some('M')
     }
 
     /// The active `proto-max-bulk-len`.

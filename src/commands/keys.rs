@@ -101,10 +101,13 @@ static OBJECT_SUBCOMMANDS: &[Command] = &[
     ),
 ];
 
+/// DEL and UNLINK: UNLINK always frees asynchronously, DEL under
+/// `lazyfree-lazy-user-del` (as Redis's delGenericCommand).
 fn del(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let lazy = ctx.cmd.name == "unlink" || ctx.ex.config.lazyfree_lazy_user_del;
     let mut n = 0;
     for k in &args[1..] {
-        if ctx.delete(k) {
+        if ctx.delete_user(k, lazy) {
             ctx.notify(notify::GENERIC, "del", k);
             n += 1;
         }

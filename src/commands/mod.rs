@@ -142,6 +142,14 @@ impl Command {
 
     /// Positions of key arguments in `args` (args[0] is the command name).
     pub fn key_positions(&self, args: &[&[u8]]) -> Vec<usize> {
+        let mut keys = self.spec_key_positions(args);
+        if self.name == "sort" && !keys.is_empty() {
+            keys.extend(sort_store_position(args));
+        }
+        keys
+    }
+
+    fn spec_key_positions(&self, args: &[&[u8]]) -> Vec<usize> {
         let argc = args.len() as i32;
         match self.key_spec {
             KeySpec::None => Vec::new(),
@@ -190,6 +198,25 @@ impl Command {
             }
         }
     }
+}
+
+/// SORT's destination: the argument after the last STORE, found as Redis's
+/// sortGetKeys scans (LIMIT skips two arguments, GET and BY one, anything else none).
+fn sort_store_position(args: &[&[u8]]) -> Option<usize> {
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args[i];
+        if is(a, "limit") {
+            i += 2;
+        } else if is(a, "get") || is(a, "by") {
+            i += 1;
+        } else if is(a, "store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    store
 }
 
 /// Builds a command row with the documentation fields defaulted; family modules use

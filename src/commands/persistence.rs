@@ -57,9 +57,18 @@ fn bgsave(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     if ctx.ex.aof.is_none() {
-        return Reply::err(
-            "ERR Background append only file rewriting needs appendonly yes on this server",
-        );
+        if ctx.ex.persist.off_rewrite.is_some() {
+            return Reply::err("ERR Background append only file rewriting already in progress");
+        }
+        return match aof::start_rewrite_off(ctx.ex) {
+            Ok(()) => Reply::Status("Background append only file rewriting started".into()),
+            Err(e) => {
+                crate::log::warning(&format!(
+                    "Can't rewrite append only file in background: {e}"
+                ));
+                Reply::err("ERR Can't execute an AOF background rewriting. Please check the server logs for more information.")
+            }
+        };
     }
     if aof::rewrite_in_progress(ctx.ex) {
         return Reply::err("ERR Background append only file rewriting already in progress");
@@ -157,9 +166,16 @@ fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         t => Some(t.saturating_add(ctx.now_ms)),
     };
     if expire.is_some_and(|at| at <= ctx.now_ms) {
-        // Already expired: the key is not created (a replaced key stays deleted).
+        // Already expired: the key is not created (a replaced key stays deleted, and
+        // that deletion is what replicas and the AOF get, as Redis's restoreCommand).
         if deleted {
             ctx.notify(notify::GENERIC, "del", key);
+            let name: &[u8] = if ctx.ex.config.lazyfree_lazy_server_del {
+                b"UNLINK"
+            } else {
+                b"DEL"
+            };
+            ctx.propagate_as(vec![vec![name.to_vec(), key.to_vec()]]);
         }
         return Reply::ok();
     }

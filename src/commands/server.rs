@@ -707,24 +707,52 @@ fn dbsize(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     Reply::Int(ctx.ex.ks.dbs[ctx.db].table.len() as i64)
 }
 
-/// Parses FLUSHDB/FLUSHALL's optional ASYNC|SYNC.
-fn flush_mode(ctx: &Ctx, args: &[&[u8]]) -> Result<bool, Reply> {
-    match args.get(1) {
-        None => Ok(ctx.ex.config.lazyfree_lazy_user_flush),
-        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
-        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
-        Some(_) => Err(errors::SYNTAX),
+/// How a FLUSHDB/FLUSHALL frees the data.
+#[derive(Clone, Copy, PartialEq)]
+enum FlushMode {
+    /// ASYNC: freed in the background, answered at once.
+    Async,
+    /// SYNC from a client that may block: freed in the background like ASYNC, the
+    /// client answered once that is done (Redis 7.4's blocking-async flush).
+    BlockingAsync,
+    /// SYNC inside MULTI/EXEC or a script, from our master or the AOF.
+    Sync,
+}
+
+/// Parses FLUSHDB/FLUSHALL's optional ASYNC|SYNC (none: `lazyfree-lazy-user-flush`).
+fn flush_mode(ctx: &Ctx, args: &[&[u8]]) -> Result<FlushMode, Reply> {
+    let lazy = match args.get(1) {
+        None => ctx.ex.config.lazyfree_lazy_user_flush,
+        Some(a) if args.len() == 2 && is(a, "async") => true,
+        Some(a) if args.len() == 2 && is(a, "sync") => false,
+        Some(_) => return Err(errors::SYNTAX),
+    };
+    let may_block =
+        !ctx.ex.blocking.deny_blocking && !ctx.must_obey() && !ctx.client_ref().embedded;
+    Ok(match (lazy, may_block) {
+        (true, _) => FlushMode::Async,
+        (false, true) => FlushMode::BlockingAsync,
+        (false, false) => FlushMode::Sync,
+    })
+}
+
+/// The reply of a flush: a blocking-async one waits for the lazy-free thread.
+fn flush_reply(ctx: &mut Ctx, args: &[&[u8]], mode: FlushMode) -> Reply {
+    let ticket = ctx.ex.ks.lazyfree.last_ticket();
+    if mode == FlushMode::BlockingAsync && !ctx.ex.ks.lazyfree.is_done(ticket) {
+        return crate::exec::blocking::block_on_lazyfree(ctx, args, ticket);
     }
+    Reply::ok()
 }
 
 fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match flush_mode(ctx, args) {
-        Ok(lazy) => {
+        Ok(mode) => {
             let n = ctx.ex.ks.dbs[ctx.db].table.len() as u64;
             ctx.ex.signal_flushed_db(Some(ctx.db));
-            ctx.ex.ks.flush_db(ctx.db, lazy);
+            ctx.ex.ks.flush_db(ctx.db, mode != FlushMode::Sync);
             ctx.ex.ks.dirty += n + 1;
-            Reply::ok()
+            flush_reply(ctx, args, mode)
         }
         Err(e) => e,
     }
@@ -732,7 +760,8 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match flush_mode(ctx, args) {
-        Ok(lazy) => {
+        Ok(mode) => {
+            let lazy = mode != FlushMode::Sync;
             let n = ctx.ex.ks.key_count() as u64;
             ctx.ex.signal_flushed_db(None);
             // Redis kills a BGSAVE child: its image is obsolete (an AOF rewrite goes on).
@@ -747,7 +776,7 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 ctx.ex.stream.force = ctx.ex.stream.enabled;
             }
             ctx.ex.ks.dirty += 1;
-            Reply::ok()
+            flush_reply(ctx, args, mode)
         }
         Err(e) => e,
     }

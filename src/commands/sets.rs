@@ -182,6 +182,9 @@ fn smembers(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 // ----- random -------------------------------------------------------------------------
 
+/// Members per SREM when SPOP with a count is propagated (Redis's batch size).
+const SPOP_PROPAGATE_BATCH: usize = 1024;
+
 fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
     if args.len() > 3 {
@@ -198,6 +201,7 @@ fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 ctx.modified(key);
                 ctx.notify(notify::SET, "spop", key);
                 delete_if_empty(ctx, key);
+                ctx.propagate_as(vec![vec![b"SREM".to_vec(), key.to_vec(), m.clone()]]);
                 Reply::Bulk(m)
             }
         };
@@ -211,20 +215,46 @@ fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         if count >= s.len() {
             let all = s.members();
             *s = Set::new_intset();
-            all
+            (all, true)
         } else {
-            (0..count).filter_map(|_| s.pop_random()).collect()
+            ((0..count).filter_map(|_| s.pop_random()).collect(), false)
         }
     }) {
         Err(e) => return e,
         Ok(p) => p.unwrap_or_default(),
     };
+    let (popped, whole) = popped;
     if !popped.is_empty() {
         ctx.modified(key);
         ctx.notify(notify::SET, "spop", key);
         delete_if_empty(ctx, key);
+        ctx.propagate_as(spop_propagation(ctx, key, &popped, whole));
     }
     members_reply(popped)
+}
+
+/// What SPOP with a count sends to replicas and the AOF, as Redis 7.4's
+/// spopWithCountCommand: popping the whole set is a DEL (UNLINK under
+/// `lazyfree-lazy-server-del`); otherwise SREMs of the popped members, 1024 per command.
+fn spop_propagation(ctx: &Ctx, key: &[u8], popped: &[Vec<u8>], whole: bool) -> Vec<Vec<Vec<u8>>> {
+    if whole {
+        let name: &[u8] = if ctx.ex.config.lazyfree_lazy_server_del {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        };
+        return vec![vec![name.to_vec(), key.to_vec()]];
+    }
+    popped
+        .chunks(SPOP_PROPAGATE_BATCH)
+        .map(|batch| {
+            let mut cmd = Vec::with_capacity(batch.len() + 2);
+            cmd.push(b"SREM".to_vec());
+            cmd.push(key.to_vec());
+            cmd.extend(batch.iter().cloned());
+            cmd
+        })
+        .collect()
 }
 
 fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

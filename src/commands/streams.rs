@@ -316,6 +316,24 @@ struct AddTrim {
     id: Option<(StreamId, bool)>,
     /// Index of the first argument after the options (XADD: the first field).
     next: usize,
+    /// Index of the MAXLEN/MINID value (its `~` is the argument before it).
+    trim_at: usize,
+}
+
+impl AddTrim {
+    /// The arguments replicas and the AOF get after an approximate trim, as Redis's
+    /// streamRewriteApproxSpecifier/streamRewriteTrimArgument: `~ n` becomes `= len`
+    /// (MAXLEN) or `= first-id` (MINID) of the stream as trimmed here, since `~`
+    /// trims whole nodes and node sizes may differ where the command is replayed.
+    fn exact_trim_args(&self, args: &[&[u8]], s: &Stream) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        out[self.trim_at - 1] = b"=".to_vec();
+        out[self.trim_at] = match self.trim {
+            Some(Trim::MaxLen(_)) => s.len().to_string().into_bytes(),
+            _ => s.edge(false).map_or(StreamId::MAX, |e| e.id).to_bytes(),
+        };
+        out
+    }
 }
 
 /// Redis's streamParseAddOrTrimArgsOrReply.
@@ -346,6 +364,7 @@ fn parse_trim(ctx: &Ctx, args: &[&[u8]], xadd: bool) -> Result<AddTrim, Reply> {
                 i += 1;
             }
             let v = args[i + 1];
+            o.trim_at = i + 1;
             if is(a, "maxlen") {
                 let n = arg_ll(v)?;
                 if n < 0 {
@@ -385,7 +404,11 @@ fn parse_trim(ctx: &Ctx, args: &[&[u8]], xadd: bool) -> Result<AddTrim, Reply> {
             "ERR syntax error, XTRIM must be called with a trimming strategy",
         ));
     }
-    if limit_given {
+    if ctx.must_obey() {
+        // What a master or the AOF sends was made exact where it first ran
+        // (`AddTrim::exact_trim_args`): no node limit applies, LIMIT is ignored.
+        o.limit = 0;
+    } else if limit_given {
         if !o.approx {
             return Err(Reply::err(
                 "ERR syntax error, LIMIT cannot be used without the special ~ option",
@@ -420,7 +443,9 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let (max_bytes, max_entries) = node_limits(ctx);
     let now = ctx.now_ms.max(0) as u64;
-    let add = |s: &mut Stream| -> Result<(StreamId, u64), Reply> {
+    let propagating = ctx.ex.stream.enabled;
+    type Added = (StreamId, u64, Option<Vec<Vec<u8>>>);
+    let add = |s: &mut Stream| -> Result<Added, Reply> {
         if s.last_id == StreamId::MAX {
             return Err(Reply::err(
                 "ERR The stream has exhausted the last possible ID, unable to add more items",
@@ -451,7 +476,17 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Some(t) => s.trim(t, o.approx, o.limit),
             None => 0,
         };
-        Ok((id, trimmed))
+        // Propagated with the ID assigned, and an approximate trim made exact.
+        let prop = propagating.then(|| {
+            let mut cmd = if o.approx {
+                o.exact_trim_args(args, s)
+            } else {
+                args.iter().map(|a| a.to_vec()).collect()
+            };
+            cmd[o.next - 1] = id.to_bytes();
+            cmd
+        });
+        Ok((id, trimmed, prop))
     };
     let res = match with_stream(ctx, key, add) {
         Err(e) => return e,
@@ -470,11 +505,14 @@ fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     };
     match res {
         Err(e) => e,
-        Ok((id, trimmed)) => {
+        Ok((id, trimmed, prop)) => {
             ctx.modified(key);
             ctx.notify(notify::STREAM, "xadd", key);
             if trimmed > 0 {
                 ctx.notify(notify::STREAM, "xtrim", key);
+            }
+            if let Some(cmd) = prop {
+                ctx.propagate_as(vec![cmd]);
             }
             id_reply(id)
         }
@@ -493,13 +531,20 @@ fn xtrim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let Some(t) = o.trim else {
         return errors::SYNTAX;
     };
-    match with_stream(ctx, key, |s| s.trim(t, o.approx, o.limit)) {
+    let trim = |s: &mut Stream| {
+        let n = s.trim(t, o.approx, o.limit);
+        (n, (n > 0 && o.approx).then(|| o.exact_trim_args(args, s)))
+    };
+    match with_stream(ctx, key, trim) {
         Err(e) => e,
         Ok(None) => Reply::Int(0),
-        Ok(Some(n)) => {
+        Ok(Some((n, exact))) => {
             if n > 0 {
                 ctx.modified(key);
                 ctx.notify(notify::STREAM, "xtrim", key);
+            }
+            if let Some(cmd) = exact {
+                ctx.propagate_as(vec![cmd]);
             }
             Reply::Int(n as i64)
         }
@@ -782,7 +827,8 @@ fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply {
 /// delivered or claimed becomes `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n
 /// FORCE JUSTID LASTID last` (carrying the exact delivery time, count and owner), a
 /// moved group position `XGROUP SETID key group id ENTRIESREAD n`, and a consumer
-/// created on the way `XGROUP CREATECONSUMER key group consumer`.
+/// created on the way `XGROUP CREATECONSUMER key group consumer` (by XREADGROUP only
+/// under NOACK, as Redis). History re-reads are not propagated, as in Redis.
 #[derive(Default)]
 struct GroupProp(Vec<Vec<Vec<u8>>>);
 
@@ -804,18 +850,6 @@ impl GroupProp {
             b"LASTID".to_vec(),
             last.to_bytes(),
         ]);
-    }
-
-    /// XCLAIMs for `ids` as they now stand in the group's PEL.
-    fn xclaim_all(&mut self, s: &Stream, key: &[u8], group: &[u8], ids: &[StreamId]) {
-        let Some(g) = s.groups.get(group) else {
-            return;
-        };
-        for id in ids {
-            if let Some(n) = g.pel.get(id) {
-                self.xclaim(key, group, *id, n, g.last_id);
-            }
-        }
     }
 
     fn setid(&mut self, key: &[u8], group: &[u8], g: &Group) {
@@ -866,7 +900,9 @@ fn serve_group(
         let (c, cr) = g.consumer(cname, now);
         created = cr;
         c.seen_time = now;
-        if cr {
+        // Redis propagates a consumer created by XREADGROUP only under NOACK: otherwise
+        // the XCLAIMs of what it is delivered create it on replay.
+        if cr && noack {
             prop.create_consumer(key, gname, cname);
         }
         match from {
@@ -884,7 +920,6 @@ fn serve_group(
                     }
                 };
                 let mut out = Vec::with_capacity(ids.len());
-                let mut redelivered = Vec::new();
                 for id in ids {
                     match s.get(id) {
                         Some(e) => {
@@ -893,16 +928,14 @@ fn serve_group(
                             {
                                 n.delivery_time = now;
                                 n.delivery_count += 1;
-                                redelivered.push(id);
                             }
                             out.push(entry_reply(e));
                         }
                         None => out.push(Reply::Array(vec![id_reply(id), Reply::NullArray])),
                     }
                 }
-                // Redis does not propagate history re-deliveries; carrying them keeps
-                // the replayed delivery times and counts exact.
-                prop.xclaim_all(s, key, gname, &redelivered);
+                // As in Redis, a history re-delivery's new delivery time and count are
+                // too minor a change to dirty the dataset or be propagated.
                 Some(Reply::Array(out))
             }
             ReadFrom::New => {
@@ -954,8 +987,13 @@ fn serve_group(
     }
     if created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+        // Nothing delivered: no XCLAIM will create the consumer on replay, so its
+        // creation is propagated (Redis drops it; replay stays exact here).
+        if !noack && !delivered {
+            prop.create_consumer(key, gname, cname);
+        }
     }
-    if r.is_some() || created || delivered {
+    if created || delivered {
         ctx.ex.ks.dirty += 1;
     }
     r

@@ -798,10 +798,8 @@ fn zpop_command(ctx: &mut Ctx, args: &[&[u8]], max: bool) -> Reply {
             Err(e) => return e,
         },
     };
-    if count == Some(0) {
-        // Redis answers before looking at the key.
-        return Reply::Array(Vec::new());
-    }
+    // A count of 0 still checks the key's type first (WRONGTYPE), as Redis does;
+    // pop_generic then finds nothing to pop and the reply is the empty array.
     match pop_generic(ctx, &args[1..2], max, count.unwrap_or(1)) {
         Err(e) => e,
         Ok(Popped::Empty) => Reply::Array(Vec::new()),

@@ -84,6 +84,9 @@ pub struct Blocking {
     reblocked: bool,
     /// Blocking commands behave as their non-blocking forms (MULTI/EXEC, scripts).
     pub deny_blocking: bool,
+    /// Clients blocked by FLUSHALL/FLUSHDB SYNC run as a blocking asynchronous flush:
+    /// slot → the lazy-free ticket whose processing answers them (keyspace/lazyfree.rs).
+    lazyfree_tickets: FastMap<usize, u64>,
 }
 
 impl Blocking {
@@ -156,8 +159,12 @@ impl Blocking {
         std::mem::take(&mut self.resumed)
     }
 
-    /// Milliseconds until the nearest deadline (`u64::MAX` when none).
+    /// Milliseconds until the nearest deadline (`u64::MAX` when none). A client
+    /// waiting for the lazy-free thread is checked every millisecond.
     pub fn ms_until_deadline(&self) -> u64 {
+        if !self.lazyfree_tickets.is_empty() {
+            return 1;
+        }
         match self.deadlines.first() {
             None => u64::MAX,
             Some((t, _)) => {
@@ -171,6 +178,7 @@ impl Blocking {
     /// Removes a client from every queue; returns its state.
     fn remove(&mut self, slot: usize) -> Option<Blocked> {
         let b = self.clients.remove(&slot)?;
+        self.lazyfree_tickets.remove(&slot);
         for key in &b.keys {
             let k = (b.db, key.clone());
             if let Some(q) = self.waiters.get_mut(&k) {
@@ -303,6 +311,19 @@ fn deliver(ex: &mut Executor, slot: usize, reply: &Reply) {
     ex.blocking.resumed.push(slot);
 }
 
+/// Accounts a blocked command answered without running again (deadline, CLIENT
+/// UNBLOCK, WAIT's acknowledgements): its one call in commandstats, as Redis's
+/// updateStatsOnUnblock, since the call that blocked was not counted.
+fn count_unblocked(ex: &mut Executor, cmd: &'static Command, reply: &Reply) {
+    ex.stats.total_commands_processed += 1;
+    let st = ex.cmd_stats.entry(cmd.name).or_default();
+    st.calls += 1;
+    if let Reply::Error(e) = reply {
+        st.failed_calls += 1;
+        ex.count_error(e);
+    }
+}
+
 /// Serves waiters of the keys signalled ready, until no key is ready.
 pub fn handle_ready(ex: &mut Executor) {
     while !ex.blocking.ready.is_empty() {
@@ -339,19 +360,39 @@ pub fn handle_ready(ex: &mut Executor) {
     }
 }
 
-/// Counts a blocked command answered without running again (timeout, CLIENT UNBLOCK,
-/// WAIT's answer): its one call in the command statistics, as Redis does on unblock.
-fn count_answered(ex: &mut Executor, cmd: &'static Command, reply: &Reply) {
-    let st = ex.cmd_stats.entry(cmd.name).or_default();
-    st.calls += 1;
-    if let Reply::Error(e) = reply {
-        st.failed_calls += 1;
-        ex.count_error_pub(e);
+/// Blocks the client of a FLUSHALL/FLUSHDB that Redis runs as a blocking
+/// asynchronous flush (flushCommandCommon): it is answered `+OK` once the lazy-free
+/// thread has processed `ticket`, the flush's job, and everything queued before it.
+/// Its pipelined commands wait meanwhile; other clients are served.
+pub fn block_on_lazyfree(ctx: &mut Ctx, args: &[&[u8]], ticket: u64) -> Reply {
+    let reply = block(ctx, args, &[], "lazyfree", None, Reply::ok());
+    if matches!(reply, Reply::NoReply) {
+        ctx.ex.blocking.lazyfree_tickets.insert(ctx.client, ticket);
+    }
+    reply
+}
+
+/// Answers the clients of blocking flushes whose lazy-free job is done.
+fn serve_lazyfree(ex: &mut Executor) {
+    if ex.blocking.lazyfree_tickets.is_empty() {
+        return;
+    }
+    let done: Vec<usize> = ex
+        .blocking
+        .lazyfree_tickets
+        .iter()
+        .filter(|(_, &t)| ex.ks.lazyfree.is_done(t))
+        .map(|(&slot, _)| slot)
+        .collect();
+    for slot in done {
+        unblock_with(ex, slot, &Reply::ok());
     }
 }
 
-/// Answers waiters whose deadline has passed with their timeout reply.
+/// Answers waiters whose deadline has passed with their timeout reply, and clients
+/// of blocking flushes whose flush is done.
 pub fn tick(ex: &mut Executor) {
+    serve_lazyfree(ex);
     if ex.blocking.deadlines.is_empty() {
         return;
     }
@@ -362,7 +403,7 @@ pub fn tick(ex: &mut Executor) {
         }
         match ex.blocking.remove(slot) {
             Some(b) => {
-                count_answered(ex, b.cmd, &b.timeout_reply);
+                count_unblocked(ex, b.cmd, &b.timeout_reply);
                 deliver(ex, slot, &b.timeout_reply)
             }
             None => {
@@ -376,7 +417,7 @@ pub fn tick(ex: &mut Executor) {
 /// src/replication when enough replicas acknowledged or its timeout passed).
 pub fn unblock_with(ex: &mut Executor, slot: usize, reply: &Reply) {
     if let Some(b) = ex.blocking.remove(slot) {
-        count_answered(ex, b.cmd, reply);
+        count_unblocked(ex, b.cmd, reply);
         deliver(ex, slot, reply);
     }
 }
@@ -401,7 +442,7 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
         // WAIT answers the replicas acknowledged by now (src/replication).
         crate::replication::master::wait_unblock_reply(ex, slot).unwrap_or(b.timeout_reply)
     };
-    count_answered(ex, b.cmd, &reply);
+    count_unblocked(ex, b.cmd, &reply);
     deliver(ex, slot, &reply);
     true
 }

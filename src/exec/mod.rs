@@ -549,14 +549,15 @@ impl Executor {
             self.client_mut(slot).aof_woff = pos;
         }
         let usec = (crate::keyspace::unix_us() - start_us).max(0) as u64;
-        self.stats.total_commands_processed += 1;
         if self.call_nesting == 0 {
             self.stats.eventloop_cmd_usec += usec;
         }
-        // A command that blocked counts once, when it is finally answered (served
-        // here on a later call, or answered by exec/blocking.rs), as in Redis.
+        // A command that left its client blocked is accounted once, when it is
+        // finally served, times out or is unblocked (Redis's call() skips blocked
+        // clients; blocking.rs counts the other two).
         let blocked = matches!(reply, Reply::NoReply) && self.blocking.is_blocked(slot);
         if !blocked {
+            self.stats.total_commands_processed += 1;
             let st = self.cmd_stats.entry(cmd.name).or_default();
             st.calls += 1;
             st.usec += usec;
@@ -576,7 +577,7 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
-        if cmd.flags & flags::SKIP_SLOWLOG == 0 {
+        if cmd.flags & flags::SKIP_SLOWLOG == 0 && !blocked {
             self.slowlog_maybe(slot, args, usec);
         }
         let event = if cmd.flags & flags::FAST != 0 {
@@ -997,6 +998,8 @@ impl Executor {
     /// Switching between LRU and LFU leaves existing fields as they are: they are read
     /// under the new meaning until touched, as in Redis.
     pub fn sync_access_policy(&mut self) {
+        // Not an access policy, but kept in step at the same moments.
+        self.ks.lazy_server_del = self.config.lazyfree_lazy_server_del;
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.ks.lfu_params = crate::keyspace::LfuParams {
             log_factor: self.config.lfu_log_factor.clamp(0, u32::MAX as i64) as u32,
@@ -1007,6 +1010,7 @@ impl Executor {
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&mut self) {
         self.stats = Stats::default();
+        self.ks.lazyfree.reset_freed();
         self.cmd_stats.clear();
         self.error_stats.clear();
         self.slowlog.clear();

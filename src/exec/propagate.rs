@@ -10,7 +10,8 @@
 //!   the arguments, the reply and the keyspace after the call: relative expiries
 //!   become PEXPIREAT (or DEL when the key is gone), SET/SETEX/GETEX get a trailing
 //!   PEXPIREAT, HEXPIRE/HPEXPIRE become HPEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
-//!   SPOP becomes SREM of the members popped, blocking pops their non-blocking form.
+//!   blocking pops their non-blocking form, the MPOP family single-key pops with a
+//!   count, GETDEL a DEL.
 //! - Commands that run other commands (EXEC, scripts) are not appended themselves:
 //!   the commands they ran are, wrapped in MULTI/EXEC when there is more than one.
 //! - Keys deleted by expiry become DEL, before the command that noticed them.
@@ -100,7 +101,7 @@ impl WriteStream {
     /// Forgets the buffered bytes (the consumer took them).
     pub fn clear(&mut self) {
         self.base += self.buf.len() as u64;
-        self.buf.clear();
+        self.release_buf();
     }
 
     /// Forgets the first `n` buffered bytes (the consumer took only those).
@@ -108,6 +109,20 @@ impl WriteStream {
         let n = n.min(self.buf.len());
         self.buf.drain(..n);
         self.base += n as u64;
+        if self.buf.is_empty() {
+            self.release_buf();
+        }
+    }
+
+    /// Empties the buffer; one grown past `KEPT_CAPACITY` (a huge command passed) is
+    /// freed rather than kept, as Redis frees an AOF buffer of 4000 bytes or more.
+    fn release_buf(&mut self) {
+        const KEPT_CAPACITY: usize = 4000;
+        if self.buf.capacity() >= KEPT_CAPACITY {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
     }
 
     /// Drops the bytes from absolute position `pos` on (a busy script's partial
@@ -185,9 +200,19 @@ impl Executor {
             return;
         }
         if let Some(cmds) = over {
+            // Several commands from one top-level command go out as one transaction,
+            // as Redis 7's propagatePendingCommands wraps them (inside EXEC or a
+            // script, the caller's own MULTI/EXEC covers them).
+            let wrap = cmds.len() > 1 && self.stream.depth == 0;
+            if wrap {
+                self.stream.append(db, &[b"MULTI"]);
+            }
             for c in cmds {
                 let refs: Vec<&[u8]> = c.iter().map(|a| a.as_slice()).collect();
                 self.stream.append(db, &refs);
+            }
+            if wrap {
+                self.stream.append(db, &[b"EXEC"]);
             }
             return;
         }
@@ -277,23 +302,6 @@ impl Executor {
                 Reply::Bulk(v) => self.stream.append(db, &[b"SET", key, v, b"KEEPTTL"]),
                 _ => self.stream.append(db, args),
             },
-            "spop" => {
-                let mut v: Vec<&[u8]> = vec![b"SREM", key];
-                match reply {
-                    Reply::Bulk(m) => v.push(m),
-                    Reply::Array(items) | Reply::Set(items) => {
-                        for it in items {
-                            if let Reply::Bulk(m) = it {
-                                v.push(m);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                if v.len() > 2 {
-                    self.stream.append(db, &v);
-                }
-            }
             "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
                 if let Reply::Array(items) = reply {
                     if let Some(Reply::Bulk(k)) = items.first() {
@@ -314,56 +322,33 @@ impl Executor {
             "brpoplpush" if args.len() == 4 => {
                 self.stream.append(db, &[b"RPOPLPUSH", args[1], args[2]]);
             }
-            // BLMPOP, like LMPOP, records the LPOP/RPOP it amounts to (commands/lists.rs).
-            "bzmpop" => {
-                // Reply: [key, [elements]]; the direction is the argument after the keys.
+            // ZMPOP/BZMPOP go out as the single-key pop with the count actually popped,
+            // as Redis 7 rewrites them (LMPOP/BLMPOP declare theirs, commands/lists.rs):
+            // the reply is [key, [elements]], the direction the argument after the keys.
+            "zmpop" | "bzmpop" => {
                 if let Reply::Array(items) = reply {
                     if let (Some(Reply::Bulk(k)), Some(Reply::Array(elems))) =
                         (items.first(), items.get(1))
                     {
-                        let nk = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) as usize;
-                        let dir = args.get(3 + nk).copied().unwrap_or(b"LEFT");
+                        let numkeys_at = if cmd.name.starts_with('b') { 2 } else { 1 };
+                        let nk = args
+                            .get(numkeys_at)
+                            .and_then(|a| crate::util::numeric::parse_i64(a))
+                            .unwrap_or(0) as usize;
+                        let dir = args.get(numkeys_at + 1 + nk).copied().unwrap_or_default();
+                        let name: &[u8] = if dir.eq_ignore_ascii_case(b"max") {
+                            b"ZPOPMAX"
+                        } else {
+                            b"ZPOPMIN"
+                        };
                         let count = elems.len().to_string();
-                        self.stream
-                            .append(db, &[b"ZMPOP", b"1", k, dir, b"COUNT", count.as_bytes()]);
+                        self.stream.append(db, &[name, k, count.as_bytes()]);
                     }
                 }
             }
-            // An auto-generated ID (`*`, `ms-*`) is logged as the ID actually assigned,
-            // so that replay builds the same stream.
-            "xadd" => match (reply, xadd_id_index(args)) {
-                (Reply::Bulk(id), Some(i)) => {
-                    let mut v: Vec<&[u8]> = args.to_vec();
-                    v[i] = id;
-                    self.stream.append(db, &v);
-                }
-                _ => self.stream.append(db, args),
-            },
+            // GETDEL is a DEL for replicas and the AOF.
+            "getdel" => self.stream.append(db, &[b"DEL", key]),
             _ => self.stream.append(db, args),
         }
     }
-}
-
-/// Position of the ID argument of `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] n
-/// [LIMIT c]] id field value ...`.
-fn xadd_id_index(args: &[&[u8]]) -> Option<usize> {
-    let is = |a: &[u8], w: &str| a.eq_ignore_ascii_case(w.as_bytes());
-    let mut i = 2;
-    while i < args.len() {
-        let a = args[i];
-        if is(a, "nomkstream") {
-            i += 1;
-        } else if is(a, "maxlen") || is(a, "minid") {
-            i += 1;
-            if args.get(i).is_some_and(|x| *x == b"=" || *x == b"~") {
-                i += 1;
-            }
-            i += 1;
-        } else if is(a, "limit") {
-            i += 2;
-        } else {
-            return Some(i);
-        }
-    }
-    None
 }

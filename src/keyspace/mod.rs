@@ -60,6 +60,8 @@ pub struct Keyspace {
     /// lfu-decay-time). The executor keeps these in step with the configuration.
     pub lfu: bool,
     pub lfu_params: LfuParams,
+    /// `lazyfree-lazy-server-del`, kept in step by the executor.
+    pub lazy_server_del: bool,
     /// Whether the last active expiry cycle ran out of time with work left.
     pub expire_backlog: bool,
     /// Hashes with field TTLs, for the active expiry of fields.
@@ -232,6 +234,7 @@ impl Keyspace {
             expired_events: Vec::new(),
             lfu: false,
             lfu_params: LfuParams::default(),
+            lazy_server_del: false,
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
             retired: Vec::new(),
@@ -374,6 +377,17 @@ impl Keyspace {
             _ => {}
         }
         if let Some((v, _)) = old {
+            self.free_server_del(v);
+        }
+    }
+
+    /// Frees a value the server itself removed or replaced (Redis's dbDelete and
+    /// dbSetValue): asynchronously, in Redis's counting, under
+    /// `lazyfree-lazy-server-del`.
+    fn free_server_del(&mut self, v: Value) {
+        if self.lazy_server_del {
+            self.lazyfree.free_async(v);
+        } else {
             self.lazyfree.free(v);
         }
     }
@@ -388,9 +402,26 @@ impl Keyspace {
         Some(v)
     }
 
-    /// Deletes a key, freeing big values in the background. Returns whether it existed.
+    /// Deletes a key as the server does (freed per `lazyfree-lazy-server-del`; big
+    /// values go to the background either way). Returns whether it existed.
     pub fn delete(&mut self, db: usize, key: &[u8]) -> bool {
         match self.remove(db, key) {
+            Some(v) => {
+                self.free_server_del(v);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Deletes a key for DEL (`lazy`: `lazyfree-lazy-user-del`) or UNLINK (`lazy`
+    /// true): a lazy delete is counted in INFO's lazyfree fields as Redis's.
+    pub fn delete_user(&mut self, db: usize, key: &[u8], lazy: bool) -> bool {
+        match self.remove(db, key) {
+            Some(v) if lazy => {
+                self.lazyfree.free_async(v);
+                true
+            }
             Some(v) => {
                 self.lazyfree.free(v);
                 true
@@ -415,7 +446,8 @@ impl Keyspace {
         true
     }
 
-    /// Empties one database.
+    /// Empties one database; `lazy` is an asynchronous flush in Redis's terms (its
+    /// keys are counted in INFO's lazyfree fields).
     pub fn flush_db(&mut self, db: usize, lazy: bool) {
         let d = &mut self.dbs[db];
         let table = std::mem::take(&mut d.table);
@@ -425,7 +457,7 @@ impl Keyspace {
         if table.cow_active() && !table.cow_discarding() {
             self.retired.push(table);
         } else if lazy || table.len() > lazyfree::LAZYFREE_THRESHOLD {
-            self.lazyfree.free_table(table);
+            self.lazyfree.free_table(table, lazy);
         } else {
             drop(table);
         }

@@ -77,9 +77,14 @@ impl Object {
         }
     }
 
-    /// Number of elements, used to decide whether freeing is done in the background.
+    /// Number of elements.
     pub fn element_count(&self) -> usize {
         self.as_ref().element_count()
+    }
+
+    /// See [`ObjRef::free_effort`].
+    pub fn free_effort(&self) -> usize {
+        self.as_ref().free_effort()
     }
 }
 
@@ -131,7 +136,27 @@ impl<'a> ObjRef<'a> {
         }
     }
 
-    /// Number of elements, used to decide whether freeing is done in the background.
+    /// The work freeing this value takes, as Redis's lazyfreeGetFreeEffort counts it:
+    /// the elements of a hashtable set or hash and of a skiplist zset, the nodes of a
+    /// quicklist, a stream's nodes plus, per consumer group, one and the first group's
+    /// PEL size; 1 for the single-allocation encodings (listpack, intset). Redis counts
+    /// a stream's radix-tree nodes; the nodes (blocks) themselves stand in for them.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            ObjRef::ZSet(z) if z.encoding() == "skiplist" => z.len(),
+            ObjRef::List(l) if l.encoding() == "quicklist" => l.node_count(),
+            ObjRef::Hash(h) if h.encoding() == "hashtable" => h.len(),
+            ObjRef::Set(s) if s.encoding() == "hashtable" => s.len(),
+            ObjRef::Stream(s) => {
+                let groups = s.groups.len();
+                let first_pel = s.groups.values().next().map_or(0, |g| g.pel.len());
+                s.block_count() + groups * (1 + first_pel)
+            }
+            _ => 1,
+        }
+    }
+
+    /// Number of elements.
     pub fn element_count(&self) -> usize {
         match self {
             ObjRef::ZSet(z) => z.len(),

@@ -383,6 +383,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                 }
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
+                conn.parser.release_args();
             }
             Ok(Some(Request::Inline { consumed, args })) => {
                 conn.inline = args;

@@ -1110,8 +1110,78 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
     Ok(())
 }
 
+/// A rewrite started while the AOF is off: the new base and the files it replaces.
+pub struct OffRewrite {
+    dir: PathBuf,
+    prefix: String,
+    base: Part,
+    old: Vec<Part>,
+}
+
+/// BGREWRITEAOF with `appendonly no`, as Redis 7 allows: a new base file of the
+/// dataset and a manifest naming only it (no incremental file, nothing is logged),
+/// so DEBUG LOADAOF and a later `appendonly yes` start from it.
+pub fn start_rewrite_off(ex: &mut Executor) -> Result<(), String> {
+    if ex.persist.busy() {
+        return Err("a snapshot is already in progress".into());
+    }
+    let dir = PathBuf::from(&ex.config.appenddirname);
+    let prefix = ex.config.appendfilename.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let m = match std::fs::read_to_string(dir.join(format!("{prefix}.manifest"))) {
+        Ok(text) => Manifest::parse(&text)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (base, _) = m.next_parts(&prefix);
+    let path = dir.join(&base.name);
+    ex.persist.off_rewrite = Some(OffRewrite {
+        dir,
+        prefix,
+        base,
+        old: m.parts(),
+    });
+    if let Err(e) = super::snapshot::begin_snapshot(ex, Purpose::AofRewrite, &path) {
+        ex.persist.off_rewrite = None;
+        return Err(e.to_string());
+    }
+    crate::log::notice("Background append only file rewriting started");
+    Ok(())
+}
+
+/// Publishes a rewrite made while the AOF is off.
+fn off_rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
+    let Some(rw) = ex.persist.off_rewrite.take() else {
+        return;
+    };
+    let published = result.and_then(|_| {
+        let m = Manifest {
+            base: Some(rw.base.clone()),
+            incrs: Vec::new(),
+        };
+        publish_manifest(&rw.dir, &rw.prefix, &m).map_err(|e| e.to_string())
+    });
+    match published {
+        Ok(()) => {
+            for p in rw.old.iter().filter(|p| p.name != rw.base.name) {
+                let _ = std::fs::remove_file(rw.dir.join(&p.name));
+            }
+            ex.persist.off_rewrites += 1;
+            crate::log::notice("Background AOF rewrite finished successfully");
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(rw.dir.join(&rw.base.name));
+            crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
+        }
+    }
+}
+
 /// Publishes a rewrite whose base snapshot ended (`Ok(size)` when it is on disk).
 pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
+    if ex.persist.off_rewrite.is_some() {
+        off_rewrite_finished(ex, result);
+        return;
+    }
     let Some(aof) = ex.aof.as_mut() else { return };
     let Some(rw) = aof.rewrite.take() else { return };
     match result {
@@ -1206,7 +1276,11 @@ fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
 /// INFO persistence's AOF fields.
 pub fn info_fields(ex: &Executor, s: &mut String) {
     match ex.aof.as_ref() {
-        None => s.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_last_write_status:ok\r\n"),
+        None => s.push_str(&format!(
+            "aof_enabled:0\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:{}\r\naof_last_write_status:ok\r\n",
+            ex.persist.off_rewrite.is_some() as u8,
+            ex.persist.off_rewrites,
+        )),
         Some(a) => s.push_str(&format!(
             "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_buffer_length:{}\r\n",
             a.rewrite.is_some() as u8,

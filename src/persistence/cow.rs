@@ -567,7 +567,7 @@ impl Snapshot {
                 i += 1;
             } else {
                 let t = ks.retired.swap_remove(i);
-                ks.lazyfree.free_table(t);
+                ks.lazyfree.free_table(t, false);
             }
         }
         if !self.walk_done && tables(ks).all(|t| !t.cow_active()) {

@@ -53,6 +53,9 @@ pub struct Persist {
     /// The keys the last load skipped as expired, kept only when asked for (a
     /// master restarting from its RDB tells its replicas with DELs).
     pub expired_on_load: Option<Vec<(usize, Vec<u8>)>>,
+    /// A BGREWRITEAOF while the AOF is off (aof.rs `start_rewrite_off`).
+    pub off_rewrite: Option<super::aof::OffRewrite>,
+    pub off_rewrites: u64,
 }
 
 impl Default for Persist {
@@ -76,6 +79,8 @@ impl Default for Persist {
             last_load_keys: 0,
             last_load_expired: 0,
             expired_on_load: None,
+            off_rewrite: None,
+            off_rewrites: 0,
         }
     }
 }

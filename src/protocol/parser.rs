@@ -46,6 +46,9 @@ pub enum Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError(pub String);
 
+/// Argument slots reserved up front for a multibulk, and kept between commands.
+const ARGS_KEPT: usize = 1024;
+
 #[derive(Debug, Default)]
 pub struct RequestParser {
     /// Arguments still to read in the current multibulk; `None` outside one.
@@ -65,6 +68,15 @@ impl RequestParser {
     /// Argument ranges of the last `Request::Multibulk`, relative to the buffer given.
     pub fn ranges(&self) -> &[(usize, usize)] {
         &self.ranges
+    }
+
+    /// Frees the argument ranges of a large command once it ran, as Redis frees a
+    /// client's argv after each command: a 100,000-argument SADD would otherwise keep
+    /// 2 MB of ranges per connection for good.
+    pub fn release_args(&mut self) {
+        if self.ranges.capacity() > ARGS_KEPT {
+            self.ranges = Vec::new();
+        }
     }
 
     /// How many more bytes the command in progress needs at least, when known (used to
@@ -98,7 +110,7 @@ impl RequestParser {
             }
             self.ranges.clear();
             // Reserve modestly: the count is announced, not proven.
-            self.ranges.reserve((count as usize).min(1024));
+            self.ranges.reserve((count as usize).min(ARGS_KEPT));
             self.remaining = Some(count as usize);
             self.pos = next;
             self.pending_bulk = None;
@@ -481,6 +493,33 @@ mod tests {
         assert_eq!(r, None);
         assert_eq!(p.bytes_wanted(), Some(500_000_002));
         assert!(p.ranges.capacity() <= 1024);
+    }
+
+    #[test]
+    fn ranges_of_a_large_command_are_released() {
+        let mut p = RequestParser::new();
+        let n = 5000;
+        let mut req = format!("*{n}\r\n").into_bytes();
+        for _ in 0..n {
+            req.extend_from_slice(b"$1\r\nx\r\n");
+        }
+        let r = p.parse(&req, &Limits::default()).unwrap();
+        assert_eq!(
+            r,
+            Some(Request::Multibulk {
+                consumed: req.len()
+            })
+        );
+        assert_eq!(p.ranges().len(), n);
+        p.release_args();
+        assert_eq!(p.ranges.capacity(), 0);
+        // A small command keeps its slots.
+        let r = p
+            .parse(b"*1\r\n$4\r\nPING\r\n", &Limits::default())
+            .unwrap();
+        assert_eq!(r, Some(Request::Multibulk { consumed: 14 }));
+        p.release_args();
+        assert!(p.ranges.capacity() >= 1);
     }
 
     #[test]
