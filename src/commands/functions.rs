@@ -205,11 +205,8 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         Err(e) => return e,
     };
     let no_writes = def.flags & sflags::NO_WRITES != 0;
-    if ro && !no_writes {
-        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
-    }
-    if !ro && scripting::refused_for_oom(ctx.ex, def.flags) {
-        return Reply::err(scripting::OOM);
+    if let Some(refused) = scripting::refused_before_run(ctx.ex, ctx.client, def.flags, ro) {
+        return refused;
     }
     let spec = RunSpec {
         name: &name,

@@ -860,6 +860,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "SET-DISABLE-DENY-SCRIPTS <0|1>",
+                "    Enable or disable the deny-script flag of commands: with 1, scripts may call",
+                "    commands flagged noscript (for tests).",
                 "PROTOCOL <type>",
                 "    Reply with a test value of the specified type. <type> can be: string,",
                 "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -886,6 +889,12 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     if is(sub, "protocol") && args.len() == 3 {
         return debug_protocol(ctx, args[2]);
+    }
+    if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        // atoi: anything not a number is 0.
+        let on = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) != 0;
+        ctx.ex.script_disable_deny = on;
+        return Reply::ok();
     }
     if is(sub, "digest") && args.len() == 2 {
         let d = crate::commands::digest::dataset_digest(&ctx.ex.ks);

@@ -161,6 +161,12 @@ pub struct Executor {
     /// command was admitted (Redis's pre_command_oom_state): scripts refuse their
     /// first write that may grow memory.
     pub pre_command_oom: bool,
+    /// Set by a script whose error reply is the error of a command it called, which
+    /// the statistics counted already: the script's own command counts it as failed
+    /// but not again in the error statistics (taken by `call`).
+    pub error_reply_counted: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript` commands (tests).
+    pub script_disable_deny: bool,
     /// Snapshot state: last save, background save in flight (persistence/snapshot.rs).
     pub persist: crate::persistence::snapshot::Persist,
     /// The write stream (propagate.rs) and the AOF that consumes it.
@@ -230,6 +236,8 @@ impl Executor {
             monitors: Vec::new(),
             scripting: None,
             pre_command_oom: false,
+            error_reply_counted: false,
+            script_disable_deny: false,
             persist: Default::default(),
             stream: Default::default(),
             aof: None,
@@ -548,9 +556,12 @@ impl Executor {
                 .get_or_insert_with(Default::default)
                 .record_usec(usec);
         }
+        let counted = std::mem::take(&mut self.error_reply_counted);
         if let Reply::Error(e) = &reply {
             st.failed_calls += 1;
-            self.count_error(e);
+            if !counted {
+                self.count_error(e);
+            }
         }
         // Inside EXEC the after-command work waits for the end of the transaction
         // (multi.rs); tracking, CLIENT CACHING and MONITOR see every command (signals.rs).
@@ -656,7 +667,9 @@ impl Executor {
         )))
     }
 
-    fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
+    /// A command refused before it ran: counted as rejected, its error in the error
+    /// statistics (also for commands refused inside scripts).
+    pub fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
         if let Some(c) = cmd {
             self.cmd_stats.entry(c.name).or_default().rejected_calls += 1;
         }

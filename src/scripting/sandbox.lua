@@ -23,19 +23,22 @@ end
 -- script: `redis`, `KEYS`, `ARGV`). Only a miss reaches the real table's own
 -- metatable (set last, below), which raises Redis's error; that also covers code
 -- compiled by loadstring, which runs with the real table as environment, as in Redis.
+local function missing_global(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+-- What getmetatable(_G) shows, as in Redis: a readonly table whose __index raises.
+local globals_mt_view = protect({__index = missing_global})
 local function protect_globals(real)
   local proxy = {}
   real_of[proxy] = real
-  setmetatable(proxy, {__index = real, __newindex = ro_error, __metatable = false})
+  setmetatable(proxy, {__index = real, __newindex = ro_error, __metatable = globals_mt_view})
   return proxy
 end
 local function guard_real_globals(real)
   setmetatable(real, {
-    __index = function(_, k)
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end,
+    __index = missing_global,
     __newindex = ro_error,
-    __metatable = false,
+    __metatable = globals_mt_view,
   })
 end
 
@@ -113,7 +116,7 @@ redis.debug = function() end
 local function run(f, h) return xpcall(f, h) end
 
 -- Every library table becomes a readonly view.
-for _, name in ipairs({"string", "table", "math", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
+for _, name in ipairs({"string", "table", "math", "os", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
   if real_g[name] then real_g[name] = protect(real_g[name]) end
 end
 local sm = getmetatable("")
