@@ -257,10 +257,12 @@ fn function_delete(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn function_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if args.len() > 3
-        || (args.len() == 3
-            && !args[2].eq_ignore_ascii_case(b"sync")
-            && !args[2].eq_ignore_ascii_case(b"async"))
+    if args.len() > 3 {
+        return subcommand_syntax_error(args);
+    }
+    if args.len() == 3
+        && !args[2].eq_ignore_ascii_case(b"sync")
+        && !args[2].eq_ignore_ascii_case(b"async")
     {
         return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
@@ -503,9 +505,19 @@ impl Rdb<'_> {
     }
 }
 
+/// Redis's addReplySubcommandSyntaxError: the subcommand as given, the command
+/// uppercased.
+fn subcommand_syntax_error(args: &[&[u8]]) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(args[1]),
+        String::from_utf8_lossy(args[0]).to_ascii_uppercase()
+    ))
+}
+
 fn function_restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
-        return Reply::err("ERR syntax error");
+        return subcommand_syntax_error(args);
     }
     #[derive(PartialEq)]
     enum Policy {
@@ -594,8 +606,8 @@ fn restore_join(
             return Reply::error(format!("ERR Library {name} already exists"));
         }
     }
-    for f in fresh.index.keys() {
-        if let Some(owner) = cur.index.get(f) {
+    for (folded, (_, f)) in &fresh.index {
+        if let Some((owner, _)) = cur.index.get(folded) {
             if !fresh.libraries.contains_key(owner) {
                 return Reply::error(format!("ERR Function {f} already exists"));
             }

@@ -773,13 +773,13 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::ok()
 }
 
-fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+/// TIME: the command's start time (Redis's cached time), so that inside a script or
+/// a transaction it does not move.
+fn time(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let us = ctx.ex.command_time_us().max(0);
     Reply::Array(vec![
-        Reply::Bulk(now.as_secs().to_string().into_bytes()),
-        Reply::Bulk(now.subsec_micros().to_string().into_bytes()),
+        Reply::Bulk((us / 1_000_000).to_string().into_bytes()),
+        Reply::Bulk((us % 1_000_000).to_string().into_bytes()),
     ])
 }
 
@@ -924,7 +924,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     if is(sub, "object") && args.len() == 3 {
         let (db, now) = (ctx.db, ctx.now_ms);
-        return match ctx.ex.ks.lookup(db, args[2], now, false) {
+        // The key as stored, even if logically expired: DEBUG OBJECT neither expires
+        // keys nor counts hits and misses (Redis looks in the dictionary directly).
+        return match ctx.ex.ks.dbs[db].table.get(args[2]) {
             None => errors::NO_SUCH_KEY,
             Some(e) => Reply::Status(
                 format!(

@@ -180,6 +180,9 @@ pub struct Executor {
     /// between two commands of one transaction or script.
     call_nesting: u32,
     time_snapshot_ms: i64,
+    /// The same instant in microseconds (TIME answers with it, as Redis's cached
+    /// time).
+    time_snapshot_us: i64,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
@@ -244,6 +247,7 @@ impl Executor {
             busy: None,
             call_nesting: 0,
             time_snapshot_ms: 0,
+            time_snapshot_us: 0,
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
@@ -508,6 +512,7 @@ impl Executor {
         // Nested calls see the outermost command's time (`time_snapshot_ms`).
         let start_us = crate::keyspace::unix_us();
         let now_ms = if self.call_nesting == 0 {
+            self.time_snapshot_us = start_us;
             self.time_snapshot_ms = start_us / 1000;
             self.time_snapshot_ms
         } else {
@@ -665,6 +670,12 @@ impl Executor {
         Some(Reply::error(format!(
             "ERR {name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
         )))
+    }
+
+    /// The wall-clock time, in microseconds, at which the outermost command now
+    /// running started: a script's or a transaction's commands all see the same.
+    pub fn command_time_us(&self) -> i64 {
+        self.time_snapshot_us
     }
 
     /// A command refused before it ran: counted as rejected, its error in the error

@@ -60,6 +60,19 @@ pub fn main_state(lua: &Lua) -> mlua::Result<*mut lua_State> {
     Ok(state)
 }
 
+/// One incremental collection step of `size` (Lua's `LUA_GCSTEP` with a size, which
+/// mlua does not expose): Redis's periodic `luaGC`.
+pub fn gc_step(lua: &Lua, size: c_int) -> mlua::Result<()> {
+    // SAFETY: `exec_raw` runs the closure in a protected call, so an error raised by a
+    // finalizer during the step is caught; the closure pushes nothing and holds
+    // nothing with a destructor.
+    unsafe {
+        lua.exec_raw::<()>((), |l| {
+            ffi::lua_gc(l, ffi::LUA_GCSTEP, size);
+        })
+    }
+}
+
 /// Creates the C function `f` with the VM's `CallSlot` as its upvalue.
 pub fn call_function(
     lua: &Lua,
@@ -420,7 +433,12 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
                 push_bytes(l, b);
             }
         }
-        // Attributes never reach scripts (only DEBUG sends them, and DEBUG is noscript).
+        // Scripts read one reply: an attribute before it is parsed and dropped, as
+        // Redis does (attributes are not exposed to scripts).
+        Reply::Multi(items) => match items.iter().find(|i| !matches!(i, Reply::Attribute(_))) {
+            Some(first) => push_reply(l, first, resp),
+            None => push_reply(l, &Reply::Null, resp),
+        },
         Reply::Null | Reply::NullArray | Reply::NoReply | Reply::Attribute(_) => {
             if resp == 3 {
                 ffi::lua_pushnil(l);
@@ -428,9 +446,7 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
                 ffi::lua_pushboolean(l, 0);
             }
         }
-        Reply::Array(items) | Reply::Push(items) | Reply::Multi(items) => {
-            push_array(l, items, resp)
-        }
+        Reply::Array(items) | Reply::Push(items) => push_array(l, items, resp),
         Reply::EncodedArray(..) => push_reply(l, &r.decoded(), resp),
         Reply::Map(pairs) => {
             if resp == 3 {

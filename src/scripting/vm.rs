@@ -38,6 +38,11 @@ pub struct Vm {
     pub run: Function,
     /// Makes a readonly view of a table.
     pub protect: Function,
+    /// `set_globals_index(t)`: global lookups go to table `t` (which raises on a
+    /// missing name itself), or back to the real globals with nil.
+    pub set_globals_index: Function,
+    /// The `__index` function that raises Redis's missing-global error.
+    pub missing_global: Function,
     /// The error handler that turns any error into Redis's error table.
     pub handler: Function,
     /// The handler's registry reference (`handler_key.id()`), for raw.rs.
@@ -131,13 +136,22 @@ impl Vm {
         install_static_hooks(&lua, &redis, resp.clone())?;
         let calls = Rc::new(super::CallSlot::default());
         super::install_call_hooks(&lua, &redis, &calls)?;
-        let (globals, run, protect): (Table, Function, Function) = lua
+        let (globals, run, protect, set_globals_index, missing_global): (
+            Table,
+            Function,
+            Function,
+            Function,
+            Function,
+        ) = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=redis_init")
             .call(real_g.clone())?;
         let handler = error_handler(&lua, &real_g)?;
         let handler_key = lua.create_registry_value(&handler)?;
         let state = super::raw::main_state(&lua)?;
+        // Start without the set-up's garbage (the unused `os` functions, the sandbox
+        // chunk): a fresh VM's memory is what INFO reports after SCRIPT FLUSH.
+        lua.gc_collect()?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
         let watchdog = Rc::new(super::busy::Watchdog::default());
         super::busy::install(
@@ -155,6 +169,8 @@ impl Vm {
             globals,
             run,
             protect,
+            set_globals_index,
+            missing_global,
             handler,
             handler_ref: handler_key.id(),
             handler_key,
