@@ -87,6 +87,12 @@ pub struct Blocking {
 }
 
 impl Blocking {
+    /// Whether the command `slot` is running now has left it blocked: a first run
+    /// that blocked, or a re-run for a ready key that blocked again.
+    pub fn blocked_by_current_call(&self, slot: usize) -> bool {
+        self.is_blocked(slot) && (self.reprocessing != Some(slot) || self.reblocked)
+    }
+
     pub fn is_blocked(&self, slot: usize) -> bool {
         self.clients.contains_key(&slot)
     }

@@ -574,8 +574,10 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
-        if cmd.flags & flags::SKIP_SLOWLOG == 0 {
-            self.slowlog_maybe(slot, args, usec);
+        // A command that blocked is logged when it is served (its re-execution comes
+        // back through here), not when it blocks.
+        if cmd.flags & flags::SKIP_SLOWLOG == 0 && !self.blocking.blocked_by_current_call(slot) {
+            self.slowlog_maybe(slot, cmd, args, usec);
         }
         let event = if cmd.flags & flags::FAST != 0 {
             "fast-command"
@@ -709,7 +711,7 @@ impl Executor {
         }
     }
 
-    fn slowlog_maybe(&mut self, slot: usize, args: &[&[u8]], usec: u64) {
+    fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
         if threshold < 0 || (usec as i64) < threshold {
             return;
@@ -723,7 +725,10 @@ impl Executor {
                 );
                 break;
             }
-            if a.len() > 128 {
+            if monitor::redacted(cmd, args, i) {
+                // Credentials never reach the slow log (Redis redacts them in argv).
+                saved.push(b"(redacted)".to_vec());
+            } else if a.len() > 128 {
                 let mut v = a[..128].to_vec();
                 v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
                 saved.push(v);
