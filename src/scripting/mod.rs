@@ -251,11 +251,12 @@ pub struct RunSpec<'a> {
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// The refusal of a script with declared flags (a shebang, or a function) before it
-/// runs, as Redis's scriptPrepareForRun: one that may write is refused on a readonly
-/// replica, while data cannot be persisted, from a `*_ro` command and without enough
-/// good replicas; one that is neither `no-writes` nor `allow-oom` is refused while
-/// memory was over `maxmemory` when the command was admitted. Scripts without a
-/// shebang are checked at each command they call instead.
+/// runs. Redis derives the command's flags from the script's (a script that may write
+/// is a write command, one neither `no-writes` nor `allow-oom` is `denyoom`), so its
+/// processCommand refuses it as such a command: on a readonly replica, while data
+/// cannot be persisted, without enough good replicas, over `maxmemory`; then
+/// scriptPrepareForRun refuses a script that may write run by a `*_ro` command.
+/// Scripts without a shebang are checked at each command they call instead.
 pub fn refused_before_run(
     ex: &Executor,
     caller: usize,
@@ -273,35 +274,24 @@ pub fn refused_before_run(
             .is_some_and(|l| l.client == Some(caller));
         if ex.repl.link.is_some() && ex.config.replica_read_only && !obey {
             return Some(Reply::err(
-                "READONLY Can not run script with write flag on readonly replica",
+                "READONLY You can't write against a read only replica.",
             ));
         }
         if !obey {
-            match crate::persistence::disk_error(ex) {
-                Some(crate::persistence::DiskError::Rdb) => {
-                    return Some(Reply::err("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts."));
-                }
-                Some(crate::persistence::DiskError::Aof(errno)) => {
-                    return Some(Reply::error(format!(
-                        "MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. AOF error: {}",
-                        crate::persistence::aof::errno_text(errno)
-                    )));
-                }
-                None => {}
+            if let Some(e) = crate::persistence::disk_error(ex) {
+                return Some(Reply::error(crate::persistence::disk_error_message(e)));
             }
-        }
-        if ro {
-            return Some(Reply::err(
-                "ERR Can not execute a script with write flag using *_ro command.",
-            ));
         }
         if !crate::replication::enough_good_replicas(ex) {
             return Some(Reply::err(crate::replication::NOREPLICAS));
         }
     }
     if ex.pre_command_oom && script_flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 {
+        return Some(Reply::err(OOM));
+    }
+    if ro && script_flags & sflags::NO_WRITES == 0 {
         return Some(Reply::err(
-            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+            "ERR Can not execute a script with write flag using *_ro command.",
         ));
     }
     None
