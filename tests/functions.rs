@@ -222,3 +222,95 @@ fn scripts_and_functions_over_maxmemory() {
     c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
     assert_eq!(c.cmd(&["FCALL", "w", "0"]), "+OK\r\n");
 }
+
+#[test]
+fn function_names_are_case_insensitive() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let lib = "#!lua name=ci\nredis.register_function('test', function() return 'hello1' end)";
+    assert_eq!(c.cmd(&load(lib)), "$2\r\nci\r\n");
+    assert_eq!(c.cmd(&["FCALL", "TEST", "0"]), "$6\r\nhello1\r\n");
+    assert_eq!(c.cmd(&["FCALL", "tEsT", "0"]), "$6\r\nhello1\r\n");
+    // Another library cannot take the name in another case.
+    let other = "#!lua name=other\nredis.register_function('TEST', function() return 2 end)";
+    assert_eq!(c.cmd(&load(other)), "-ERR Function TEST already exists\r\n");
+}
+
+#[test]
+fn library_metadata_is_split_as_redis_splits_arguments() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let quoted = "#!lua name=\"foo\"\nredis.register_function('foo', function() return 1 end)";
+    assert_eq!(
+        c.cmd(&["FUNCTION", "LOAD", "REPLACE", quoted]),
+        "$3\r\nfoo\r\n"
+    );
+    let upper = "#!LUA name=bar\nredis.register_function('bar', function() return 1 end)";
+    assert_eq!(c.cmd(&load(upper)), "$3\r\nbar\r\n");
+    let unbalanced = "#!lua name=\"foo\nredis.register_function('x', function() return 1 end)";
+    assert_eq!(
+        c.cmd(&load(unbalanced)),
+        "-ERR Invalid library metadata\r\n"
+    );
+}
+
+#[test]
+fn flush_and_restore_argument_errors() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (
+            &["FUNCTION", "FLUSH", "bad_arg"],
+            "-ERR FUNCTION FLUSH only supports SYNC|ASYNC option\r\n",
+        ),
+        (
+            &["FUNCTION", "flush", "sync", "extra_arg"],
+            "-ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.\r\n",
+        ),
+        (
+            &["function", "restore", "arg1", "args2", "arg3"],
+            "-ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.\r\n",
+        ),
+    ]);
+}
+
+#[test]
+fn library_code_sees_only_the_library_api() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for (global, code) in [
+        ("math", "return math.random()"),
+        ("getmetatable", "mt = getmetatable(_G)"),
+        ("pairs", "for k in pairs({}) do end"),
+    ] {
+        let r = c.cmd(&load(&format!("#!lua name=lib\n{code}")));
+        assert!(
+            r.starts_with("-ERR Error registering functions: ")
+                && r.contains(&format!(
+                    "Script attempted to access nonexistent global variable '{global}'"
+                )),
+            "{global}: {r}"
+        );
+    }
+    // The functions themselves run with every global.
+    let lib = "#!lua name=lib\nredis.register_function('f', function() return {type(math.random), type(pairs)} end)";
+    assert_eq!(c.cmd(&load(lib)), "$3\r\nlib\r\n");
+    assert_eq!(
+        c.cmd(&["FCALL", "f", "0"]),
+        "*2\r\n$8\r\nfunction\r\n$8\r\nfunction\r\n"
+    );
+}
+
+#[test]
+fn register_function_only_while_loading() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let lib = "#!lua name=lib1\nlocal lib = redis\nlib.register_function('f2', function() lib.register_function('f1', function() return 1 end) end)";
+    assert_eq!(c.cmd(&load(lib)), "$4\r\nlib1\r\n");
+    let r = c.cmd(&["FCALL", "f2", "0"]);
+    assert!(
+        r.starts_with("-ERR redis.register_function can only be called on FUNCTION LOAD command"),
+        "{r}"
+    );
+    assert_eq!(c.cmd(&["FCALL", "f1", "0"]), "-ERR Function not found\r\n");
+}

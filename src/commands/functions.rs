@@ -205,11 +205,8 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         Err(e) => return e,
     };
     let no_writes = def.flags & sflags::NO_WRITES != 0;
-    if ro && !no_writes {
-        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
-    }
-    if !ro && scripting::refused_for_oom(ctx.ex, def.flags) {
-        return Reply::err(scripting::OOM);
+    if let Some(refused) = scripting::refused_before_run(ctx.ex, ctx.client, def.flags, ro) {
+        return refused;
     }
     let spec = RunSpec {
         name: &name,
@@ -260,10 +257,12 @@ fn function_delete(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn function_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if args.len() > 3
-        || (args.len() == 3
-            && !args[2].eq_ignore_ascii_case(b"sync")
-            && !args[2].eq_ignore_ascii_case(b"async"))
+    if args.len() > 3 {
+        return subcommand_syntax_error(args);
+    }
+    if args.len() == 3
+        && !args[2].eq_ignore_ascii_case(b"sync")
+        && !args[2].eq_ignore_ascii_case(b"async")
     {
         return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
@@ -506,9 +505,19 @@ impl Rdb<'_> {
     }
 }
 
+/// Redis's addReplySubcommandSyntaxError: the subcommand as given, the command
+/// uppercased.
+fn subcommand_syntax_error(args: &[&[u8]]) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(args[1]),
+        String::from_utf8_lossy(args[0]).to_ascii_uppercase()
+    ))
+}
+
 fn function_restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
-        return Reply::err("ERR syntax error");
+        return subcommand_syntax_error(args);
     }
     #[derive(PartialEq)]
     enum Policy {
@@ -597,8 +606,8 @@ fn restore_join(
             return Reply::error(format!("ERR Library {name} already exists"));
         }
     }
-    for f in fresh.index.keys() {
-        if let Some(owner) = cur.index.get(f) {
+    for (folded, (_, f)) in &fresh.index {
+        if let Some((owner, _)) = cur.index.get(folded) {
             if !fresh.libraries.contains_key(owner) {
                 return Reply::error(format!("ERR Function {f} already exists"));
             }

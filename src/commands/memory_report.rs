@@ -131,7 +131,7 @@ impl MemReport {
                     .sum::<usize>()
                     + f.index
                         .iter()
-                        .map(|(a, b)| a.len() + b.len())
+                        .map(|(a, (lib, name))| a.len() + lib.len() + name.len())
                         .sum::<usize>();
             }
         }

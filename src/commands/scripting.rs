@@ -157,8 +157,8 @@ fn eval_with(
     };
     let lua_slot = engine.lua_client(ctx.ex);
     let script = &engine.scripts[&*sha];
-    if !ro && scripting::refused_for_oom(ctx.ex, script.flags) {
-        return Reply::err(scripting::OOM);
+    if let Some(refused) = scripting::refused_before_run(ctx.ex, ctx.client, script.flags, ro) {
+        return refused;
     }
     let spec = RunSpec {
         name: &sha,

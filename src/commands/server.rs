@@ -802,13 +802,13 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::ok()
 }
 
-fn time(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+/// TIME: the command's start time (Redis's cached time), so that inside a script or
+/// a transaction it does not move.
+fn time(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let us = ctx.ex.command_time_us().max(0);
     Reply::Array(vec![
-        Reply::Bulk(now.as_secs().to_string().into_bytes()),
-        Reply::Bulk(now.subsec_micros().to_string().into_bytes()),
+        Reply::Bulk((us / 1_000_000).to_string().into_bytes()),
+        Reply::Bulk((us % 1_000_000).to_string().into_bytes()),
     ])
 }
 
@@ -897,6 +897,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "SET-DISABLE-DENY-SCRIPTS <0|1>",
+                "    Enable or disable the deny-script flag of commands: with 1, scripts may call",
+                "    commands flagged noscript (for tests).",
                 "PROTOCOL <type>",
                 "    Reply with a test value of the specified type. <type> can be: string,",
                 "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -923,6 +926,12 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     if is(sub, "protocol") && args.len() == 3 {
         return debug_protocol(ctx, args[2]);
+    }
+    if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        // atoi: anything not a number is 0.
+        let on = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) != 0;
+        ctx.ex.script_disable_deny = on;
+        return Reply::ok();
     }
     if is(sub, "digest") && args.len() == 2 {
         let d = crate::commands::digest::dataset_digest(&ctx.ex.ks);
@@ -951,8 +960,9 @@ fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return debug_populate(ctx, args);
     }
     if is(sub, "object") && args.len() == 3 {
-        // The table as it is: a logically expired key not yet deleted (on a replica,
-        // until its master's DEL) is still shown, and nothing is counted or expired.
+        // The key as stored, even if logically expired (on a replica, until its
+        // master's DEL): DEBUG OBJECT neither expires keys nor counts hits and misses
+        // (Redis looks in the dictionary directly).
         let now = ctx.now_ms;
         let pk = crate::commands::lists::packing(ctx);
         return match ctx.ex.ks.dbs[ctx.db].table.get(args[2]) {

@@ -190,9 +190,13 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> Reply {
         Ok(x) => x,
         Err(e) => return e,
     };
-    // A set's order is arbitrary: when the result is stored, sort it anyway so that
-    // it is deterministic (Redis does the same for replication's sake).
-    if o.dontsort && source == Source::Set && o.store.is_some() {
+    // A set's order is arbitrary: when the result is stored or goes to a script, sort
+    // it anyway so that it is deterministic (Redis does the same for replication's
+    // and scripts' sake).
+    if o.dontsort
+        && source == Source::Set
+        && (o.store.is_some() || ctx.ex.client(ctx.client).script)
+    {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

@@ -31,7 +31,7 @@ use crate::util::numeric::parse_i64;
 pub static COMMANDS: &[Command] = &[command!(
     "waitaof",
     4,
-    NOSCRIPT,
+    BLOCKING,
     (0, 0, 0),
     &["slow", "connection"],
     "generic",

@@ -58,6 +58,9 @@ pub struct Client {
     pub pending_write: bool,
     /// Embedded clients (no socket) collect pushes here instead of `out`.
     pub embedded: bool,
+    /// The scripts' pseudo-client (Redis's CLIENT_SCRIPT): commands it runs were
+    /// called by a script.
+    pub script: bool,
     /// True while this client's EXEC runs its queued commands (exec/multi.rs). Blocking
     /// commands must read it and behave as their non-blocking forms (reply at once with
     /// the timeout reply) instead of blocking, as Redis's CLIENT_DENY_BLOCKING.
@@ -112,6 +115,7 @@ impl Client {
             qbuf_free: 0,
             pending_write: false,
             embedded: false,
+            script: false,
             in_exec: false,
             tx: Default::default(),
             subs: Default::default(),

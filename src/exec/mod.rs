@@ -167,6 +167,12 @@ pub struct Executor {
     /// command was admitted (Redis's pre_command_oom_state): scripts refuse their
     /// first write that may grow memory.
     pub pre_command_oom: bool,
+    /// Set by a script whose error reply is the error of a command it called, which
+    /// the statistics counted already: the script's own command counts it as failed
+    /// but not again in the error statistics (taken by `call`).
+    pub error_reply_counted: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript` commands (tests).
+    pub script_disable_deny: bool,
     /// Snapshot state: last save, background save in flight (persistence/snapshot.rs).
     pub persist: crate::persistence::snapshot::Persist,
     /// The write stream (propagate.rs) and the AOF that consumes it.
@@ -180,6 +186,9 @@ pub struct Executor {
     /// between two commands of one transaction or script.
     call_nesting: u32,
     time_snapshot_ms: i64,
+    /// The same instant in microseconds (TIME answers with it, as Redis's cached
+    /// time).
+    time_snapshot_us: i64,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
@@ -236,12 +245,15 @@ impl Executor {
             monitors: Vec::new(),
             scripting: None,
             pre_command_oom: false,
+            error_reply_counted: false,
+            script_disable_deny: false,
             persist: Default::default(),
             stream: Default::default(),
             aof: None,
             busy: None,
             call_nesting: 0,
             time_snapshot_ms: 0,
+            time_snapshot_us: 0,
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
@@ -506,6 +518,7 @@ impl Executor {
         // Nested calls see the outermost command's time (`time_snapshot_ms`).
         let start_us = crate::keyspace::unix_us();
         let now_ms = if self.call_nesting == 0 {
+            self.time_snapshot_us = start_us;
             self.time_snapshot_ms = start_us / 1000;
             self.time_snapshot_ms
         } else {
@@ -556,6 +569,8 @@ impl Executor {
         // finally served, times out or is unblocked (Redis's call() skips blocked
         // clients; blocking.rs counts the other two).
         let blocked = matches!(reply, Reply::NoReply) && self.blocking.is_blocked(slot);
+        // An error a script already counted (scriptCall) is not counted again.
+        let counted = std::mem::take(&mut self.error_reply_counted);
         if !blocked {
             self.stats.total_commands_processed += 1;
             let st = self.cmd_stats.entry(cmd.name).or_default();
@@ -568,7 +583,9 @@ impl Executor {
             }
             if let Reply::Error(e) = &reply {
                 st.failed_calls += 1;
-                self.count_error(e);
+                if !counted {
+                    self.count_error(e);
+                }
             }
         }
         // Inside EXEC the after-command work waits for the end of the transaction
@@ -577,8 +594,10 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
+        // A command that blocked is logged when it is served (its re-execution comes
+        // back through here), not when it blocks.
         if cmd.flags & flags::SKIP_SLOWLOG == 0 && !blocked {
-            self.slowlog_maybe(slot, args, usec);
+            self.slowlog_maybe(slot, cmd, args, usec);
         }
         let event = if cmd.flags & flags::FAST != 0 {
             "fast-command"
@@ -675,7 +694,15 @@ impl Executor {
         )))
     }
 
-    fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
+    /// The wall-clock time, in microseconds, at which the outermost command now
+    /// running started: a script's or a transaction's commands all see the same.
+    pub fn command_time_us(&self) -> i64 {
+        self.time_snapshot_us
+    }
+
+    /// A command refused before it ran: counted as rejected, its error in the error
+    /// statistics (also for commands refused inside scripts).
+    pub fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
         if let Some(c) = cmd {
             self.cmd_stats.entry(c.name).or_default().rejected_calls += 1;
         }
@@ -717,7 +744,7 @@ impl Executor {
         self.stats.errorstats_disabled = true;
     }
 
-    fn slowlog_maybe(&mut self, slot: usize, args: &[&[u8]], usec: u64) {
+    fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
         if threshold < 0 || (usec as i64) < threshold {
             return;
@@ -731,7 +758,10 @@ impl Executor {
                 );
                 break;
             }
-            if a.len() > 128 {
+            if monitor::redacted(cmd, args, i) {
+                // Credentials never reach the slow log (Redis redacts them in argv).
+                saved.push(b"(redacted)".to_vec());
+            } else if a.len() > 128 {
                 let mut v = a[..128].to_vec();
                 v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
                 saved.push(v);

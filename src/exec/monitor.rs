@@ -11,14 +11,33 @@ use crate::protocol::Reply;
 
 use super::Executor;
 
-/// Which arguments are replaced by `(redacted)`.
-fn redacted(cmd: &Command, args: &[&[u8]], i: usize) -> bool {
+/// Which arguments are replaced by `(redacted)` (in MONITOR and the slow log), as
+/// Redis's commands redact their argv: credentials of AUTH and HELLO, every user
+/// name and rule of ACL SETUSER / DELUSER / GETUSER, and the values of sensitive
+/// configs in CONFIG SET.
+pub(crate) fn redacted(cmd: &Command, args: &[&[u8]], i: usize) -> bool {
     match cmd.name {
-        "auth" => i >= 1,
+        "auth" => args.len() <= 3 && i >= 1,
         "hello" => (3..args.len())
             .any(|j| crate::commands::is(args[j - 1], "auth") && (i == j || i == j + 1)),
+        "acl|setuser" | "acl|deluser" => i >= 2,
+        "acl|getuser" => args.len() == 3 && i == 2,
+        "config|set" => i >= 3 && i % 2 == 1 && is_sensitive_config(args[i - 1]),
         _ => false,
     }
+}
+
+/// Configs whose values are secrets (Redis's SENSITIVE_CONFIG).
+fn is_sensitive_config(name: &[u8]) -> bool {
+    [
+        "masteruser",
+        "masterauth",
+        "requirepass",
+        "tls-key-file-pass",
+        "tls-client-key-file-pass",
+    ]
+    .iter()
+    .any(|s| crate::commands::is(name, s))
 }
 
 impl Executor {

@@ -1,9 +1,10 @@
--- The functions VM's loading environment (see functions.rs). Runs once with the real
--- globals and the Rust `register_function`; returns set_mode(loading), which points the
--- global `redis` at the restricted loading API or back at the full runtime API.
-local real_g, register = ...
-local rawset, error, tostring, setmetatable = rawset, error, tostring, setmetatable
-local full_redis = real_g.redis
+-- The functions VM's loading environment (see functions.rs). Runs once with the Rust
+-- `register_function` and the sandbox's helpers; returns set_mode(loading), which points
+-- global lookups at the library API while library code runs (as Redis: its `redis`
+-- table holds only register_function, log and the constants, and no other global is
+-- visible) and back at the real globals after.
+local register, full_redis, protect, set_globals_index, missing_global = ...
+local setmetatable = setmetatable
 local api = {
   register_function = register,
   log = full_redis.log,
@@ -14,17 +15,9 @@ local api = {
   REDIS_VERSION = full_redis.REDIS_VERSION,
   REDIS_VERSION_NUM = full_redis.REDIS_VERSION_NUM,
 }
-local load_redis = setmetatable({}, {
-  __index = function(_, k)
-    local v = api[k]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    return v
-  end,
-  __newindex = function() error("Attempt to modify a readonly table", 2) end,
-  __metatable = false,
-})
+setmetatable(api, {__index = missing_global, __metatable = false})
+local library_globals = setmetatable({redis = protect(api)}, {__index = missing_global, __metatable = false})
+library_globals = protect(library_globals)
 return function(loading)
-  if loading then rawset(real_g, "redis", load_redis) else rawset(real_g, "redis", full_redis) end
+  if loading then set_globals_index(library_globals) else set_globals_index(nil) end
 end

@@ -12,7 +12,7 @@
 //! Libraries and functions are kept in sorted maps: FUNCTION LIST then lists them by
 //! name (Redis lists them in hash order, which no client can rely on).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -41,13 +41,25 @@ pub struct Library {
 pub struct Functions {
     pub vm: Vm,
     pub libraries: BTreeMap<String, Library>,
-    /// Function name → library name (function names are global).
-    pub index: BTreeMap<String, String>,
+    /// Function name, ASCII-lowercased → (library name, the name as registered).
+    /// Function names are global and, as in Redis, case-insensitive (FCALL, clashes);
+    /// within a library they keep their case.
+    pub index: BTreeMap<String, (String, String)>,
     /// `set_mode(true)` switches globals to the loading API, `false` back.
     set_mode: Function,
     /// The functions registered by the library being loaded.
     pending: Rc<RefCell<Vec<FunctionDef>>>,
+    /// True while library code runs (`redis.register_function` works only then).
+    loading: Rc<Cell<bool>>,
+    /// Libraries loaded since the last GC step (see `gc_after_load`).
+    loads: u32,
 }
+
+/// Every this many loads, the VM's collector takes a step of this size (Redis's
+/// luaGC): a load leaves its compiled chunk behind as garbage, and without allocation
+/// pressure from scripts the incremental collector would fall behind a stream of
+/// loads.
+pub const GC_CYCLE_PERIOD: u32 = 50;
 
 /// Redis's `functionsVerifyName`: letters, digits and underscores, not empty.
 fn valid_name(n: &str) -> bool {
@@ -59,7 +71,8 @@ const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 const BAD_LIB_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
-/// Parses the `#!lua name=<lib>` first line: the library name.
+/// Parses the `#!lua name=<lib>` first line: the library name. The line is split as
+/// Redis splits it (sdssplitargs: quotes allowed, `name="foo"` is `name=foo`).
 pub fn parse_metadata(code: &[u8]) -> Result<String, Reply> {
     if !code.starts_with(b"#!") {
         return Err(Reply::err("ERR Missing library metadata"));
@@ -67,32 +80,35 @@ pub fn parse_metadata(code: &[u8]) -> Result<String, Reply> {
     let Some(nl) = memchr::memchr(b'\n', code) else {
         return Err(Reply::err("ERR Invalid library metadata"));
     };
-    let line = String::from_utf8_lossy(&code[..nl]).into_owned();
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().unwrap_or("#!")[2..].to_string();
+    let parts = match crate::protocol::parser::split_args(&code[..nl]) {
+        Some(p) if !p.is_empty() => p,
+        _ => return Err(Reply::err("ERR Invalid library metadata")),
+    };
+    let engine = String::from_utf8_lossy(&parts[0][2.min(parts[0].len())..]).into_owned();
     let mut name: Option<String> = None;
-    for p in parts {
-        if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
+    for p in &parts[1..] {
+        if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"name=") {
             if name.is_some() {
                 return Err(Reply::err(
                     "ERR Invalid metadata value, name argument was given multiple times",
                 ));
             }
-            name = Some(p[5..].to_string());
+            name = Some(String::from_utf8_lossy(&p[5..]).into_owned());
             continue;
         }
         return Err(Reply::error(format!(
-            "ERR Invalid metadata value given: {p}"
+            "ERR Invalid metadata value given: {}",
+            String::from_utf8_lossy(p)
         )));
     }
     let Some(name) = name else {
         return Err(Reply::err("ERR Library name was not given"));
     };
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(Reply::error(format!("ERR Engine '{engine}' not found")));
-    }
     if !valid_name(&name) {
         return Err(Reply::error(format!("ERR {BAD_LIB_NAME}")));
+    }
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Reply::error(format!("ERR Engine '{engine}' not found")));
     }
     Ok(name)
 }
@@ -185,7 +201,15 @@ impl Functions {
         let vm = Vm::new()?;
         let pending: Rc<RefCell<Vec<FunctionDef>>> = Rc::new(RefCell::new(Vec::new()));
         let p = pending.clone();
+        let loading = Rc::new(Cell::new(false));
+        let during_load = loading.clone();
         let register = vm.lua.create_function(move |lua, args: MultiValue| {
+            // A library can keep the loading API and call it from a function later.
+            if !during_load.get() {
+                return Err(vm::raise(
+                    "ERR redis.register_function can only be called on FUNCTION LOAD command",
+                ));
+            }
             let def = match read_registration(lua, args) {
                 Ok(d) => d,
                 Err(e) => return Err(vm::raise(e)),
@@ -205,13 +229,21 @@ impl Functions {
             .lua
             .load(include_str!("functions.lua"))
             .set_name("=redis_init")
-            .call((vm.real_g.clone(), register))?;
+            .call((
+                register,
+                vm.redis.clone(),
+                vm.protect.clone(),
+                vm.set_globals_index.clone(),
+                vm.missing_global.clone(),
+            ))?;
         Ok(Functions {
             vm,
             libraries: BTreeMap::new(),
             index: BTreeMap::new(),
             set_mode,
             pending,
+            loading,
+            loads: 0,
         })
     }
 
@@ -230,6 +262,7 @@ impl Functions {
             .map_err(|m| Reply::error(format!("ERR Error compiling function: {m}")))?;
         self.pending.borrow_mut().clear();
         let _ = self.set_mode.call::<()>(true);
+        self.loading.set(true);
         // Library code gets 500 ms, as in Redis (a load that loops must not hang the server).
         let start = std::time::Instant::now();
         let _ = self.vm.lua.set_hook(
@@ -250,7 +283,14 @@ impl Functions {
             &self.vm.redis,
             mlua::HookTriggers::new().every_nth_instruction(super::busy::CHECK_EVERY),
         );
+        self.loading.set(false);
         let _ = self.set_mode.call::<()>(false);
+        drop(chunk);
+        self.loads += 1;
+        if self.loads >= GC_CYCLE_PERIOD {
+            self.loads = 0;
+            let _ = super::raw::gc_step(&self.vm.lua, GC_CYCLE_PERIOD as i32);
+        }
         let defs = std::mem::take(&mut *self.pending.borrow_mut());
         if let Err(e) = run {
             let msg = match &e {
@@ -269,7 +309,7 @@ impl Functions {
             return Err(Reply::err("ERR No functions registered"));
         }
         for d in &defs {
-            if let Some(owner) = self.index.get(&d.name) {
+            if let Some((owner, _)) = self.index.get(&d.name.to_ascii_lowercase()) {
                 if *owner != name {
                     return Err(Reply::error(format!(
                         "ERR Function {} already exists",
@@ -285,7 +325,8 @@ impl Functions {
             functions: defs.into_iter().map(|d| (d.name.clone(), d)).collect(),
         };
         for f in lib.functions.keys() {
-            self.index.insert(f.clone(), name.clone());
+            self.index
+                .insert(f.to_ascii_lowercase(), (name.clone(), f.clone()));
         }
         self.libraries.insert(name.clone(), lib);
         Ok(name)
@@ -297,14 +338,15 @@ impl Functions {
             return false;
         };
         for f in lib.functions.keys() {
-            self.index.remove(f);
+            self.index.remove(&f.to_ascii_lowercase());
         }
         true
     }
 
+    /// The function called `name`, in any case.
     pub fn function(&self, name: &str) -> Option<&FunctionDef> {
-        let lib = self.index.get(name)?;
-        self.libraries.get(lib)?.functions.get(name)
+        let (lib, registered) = self.index.get(&name.to_ascii_lowercase())?;
+        self.libraries.get(lib)?.functions.get(registered)
     }
 
     pub fn function_count(&self) -> usize {

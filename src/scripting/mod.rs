@@ -183,6 +183,7 @@ impl Engine {
             return s;
         }
         let slot = ex.connect_internal("lua");
+        ex.client_mut(slot).script = true;
         self.lua_client = Some(slot);
         slot
     }
@@ -249,12 +250,51 @@ pub struct RunSpec<'a> {
 /// Redis's OOM error.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-/// Whether a script with these flags is refused before it runs because memory was
-/// over `maxmemory` when the command was admitted: one that may write and is not
-/// `allow-oom` (scripts without a shebang are checked at their first write instead).
-pub fn refused_for_oom(ex: &Executor, script_flags: u32) -> bool {
-    ex.pre_command_oom
-        && script_flags & (sflags::NO_WRITES | sflags::ALLOW_OOM | sflags::EVAL_COMPAT) == 0
+/// The refusal of a script with declared flags (a shebang, or a function) before it
+/// runs. Redis derives the command's flags from the script's (a script that may write
+/// is a write command, one neither `no-writes` nor `allow-oom` is `denyoom`), so its
+/// processCommand refuses it as such a command: on a readonly replica, while data
+/// cannot be persisted, without enough good replicas, over `maxmemory`; then
+/// scriptPrepareForRun refuses a script that may write run by a `*_ro` command.
+/// Scripts without a shebang are checked at each command they call instead.
+pub fn refused_before_run(
+    ex: &Executor,
+    caller: usize,
+    script_flags: u32,
+    ro: bool,
+) -> Option<Reply> {
+    if script_flags & sflags::EVAL_COMPAT != 0 {
+        return None;
+    }
+    if script_flags & sflags::NO_WRITES == 0 {
+        let obey = ex
+            .repl
+            .link
+            .as_ref()
+            .is_some_and(|l| l.client == Some(caller));
+        if ex.repl.link.is_some() && ex.config.replica_read_only && !obey {
+            return Some(Reply::err(
+                "READONLY You can't write against a read only replica.",
+            ));
+        }
+        if !obey {
+            if let Some(e) = crate::persistence::disk_error(ex) {
+                return Some(Reply::error(crate::persistence::disk_error_message(e)));
+            }
+        }
+        if !crate::replication::enough_good_replicas(ex) {
+            return Some(Reply::err(crate::replication::NOREPLICAS));
+        }
+    }
+    if ex.pre_command_oom && script_flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 {
+        return Some(Reply::err(OOM));
+    }
+    if ro && script_flags & sflags::NO_WRITES == 0 {
+        return Some(Reply::err(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    None
 }
 
 /// The context of `redis.call` during one run.
@@ -336,6 +376,10 @@ pub fn install_call_hooks(lua: &Lua, redis: &mlua::Table, slot: &Rc<CallSlot>) -
     let p = Rc::as_ptr(slot);
     redis.raw_set("call", raw::call_function(lua, p, raw::redis_call)?)?;
     redis.raw_set("pcall", raw::call_function(lua, p, raw::redis_pcall)?)?;
+    redis.raw_set(
+        "acl_check_cmd",
+        raw::call_function(lua, p, raw::redis_acl_check_cmd)?,
+    )?;
     Ok(())
 }
 
@@ -380,8 +424,6 @@ pub fn run(
     spec: &RunSpec,
 ) -> Reply {
     vm.resp.set(2);
-    // The same math.random sequence at every script start (deterministic scripts).
-    vm.rng.seed(0);
     let db = ex.client(caller).db;
     let caller_proto = ex.client(caller).proto;
     ex.client_mut(lua_slot).db = db;
@@ -426,60 +468,66 @@ fn run_body(
     let outcome = raw::run_script(vm, func.id(), spec, caller_proto, || {
         SlotGuard::set(&vm.calls, &cc)
     });
-    vm.calls.scratch.set(cc.into_inner().scratch);
-    match outcome {
-        raw::Outcome::Value(r) | raw::Outcome::Error(r) => r,
-    }
+    let ex = {
+        let cc = cc.into_inner();
+        vm.calls.scratch.set(cc.scratch);
+        cc.ex
+    };
+    ex.error_reply_counted = outcome.error_counted;
+    outcome.reply
 }
 
-/// Resolves a command (and subcommand) for a script call.
-fn resolve(argv: &[&[u8]]) -> Result<&'static Command, &'static str> {
+/// Resolves a command (and subcommand) for a script call; an error names the command
+/// when one was found (its arity was wrong).
+fn resolve(argv: &[&[u8]]) -> Result<&'static Command, (Option<&'static Command>, &'static str)> {
     const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    let mut cmd = commands::lookup(argv[0]).ok_or(UNKNOWN)?;
+    const ARITY: &str = "ERR Wrong number of args calling Redis command from script";
+    let mut cmd = commands::lookup(argv[0]).ok_or((None, UNKNOWN))?;
     if !cmd.subcommands.is_empty() && (argv.len() >= 2 || cmd.arity != -1) {
         if argv.len() < 2 {
-            return Err("ERR Wrong number of args calling Redis command from script");
+            return Err((Some(cmd), ARITY));
         }
-        cmd = commands::lookup_subcommand(cmd, argv[1]).ok_or(UNKNOWN)?;
+        cmd = commands::lookup_subcommand(cmd, argv[1]).ok_or((None, UNKNOWN))?;
     }
     if !commands::arity_ok(cmd.arity, argv.len()) {
-        return Err("ERR Wrong number of args calling Redis command from script");
+        return Err((Some(cmd), ARITY));
     }
     Ok(cmd)
 }
 
 impl CallCtx<'_> {
-    /// What `redis.call` / `redis.pcall` do once the arguments are bytes: the checks a
-    /// script's command goes through, then the command. Refusals are error replies.
-    fn call_command(&mut self, argv: &[&[u8]]) -> Reply {
-        let cmd = match resolve(argv) {
-            Ok(c) => c,
-            Err(e) => return Reply::err(e),
-        };
-        if cmd.flags & flags::NOSCRIPT != 0 {
-            return Reply::err("ERR This Redis command is not allowed from script");
+    /// The checks a command called from a script goes through (Redis's scriptCall),
+    /// in Redis's order.
+    fn check_command(&mut self, cmd: &'static Command, argv: &[&[u8]]) -> Result<(), Reply> {
+        if cmd.flags & flags::NOSCRIPT != 0 && !self.ex.script_disable_deny {
+            return Err(Reply::err(
+                "ERR This Redis command is not allowed from script",
+            ));
         }
         // Checked against the user of the client that runs the script (src/acl).
         if !self.ex.client(self.caller).acl_free {
-            if let Err(msg) = self.ex.acl_check_script(self.caller, cmd, argv) {
-                return Reply::error(msg);
+            self.ex
+                .acl_check_script(self.caller, cmd, argv)
+                .map_err(Reply::error)?;
+        }
+        // May-replicate commands count as writes here (as in Redis), so that read-only
+        // scripts are read-only indeed.
+        if self.read_only && (cmd.is_write() || cmd.flags & flags::MAY_REPLICATE != 0) {
+            return Err(Reply::err(
+                "ERR Write commands are not allowed from read-only scripts.",
+            ));
+        }
+        // Once the script has written, it cannot fail half-way on the server's state.
+        if cmd.is_write() && !self.wrote {
+            if let Some(e) = crate::replication::readonly_error(self.ex, self.slot, cmd) {
+                return Err(e);
             }
-        }
-        if cmd.is_write() && self.read_only {
-            return Reply::err("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if let Some(e @ Reply::Error(_)) =
-            crate::replication::readonly_error(self.ex, self.slot, cmd)
-        {
-            return e;
-        }
-        if cmd.is_write() {
             if let Some(e) = crate::persistence::disk_error(self.ex) {
-                return Reply::error(crate::persistence::disk_error_message(e));
+                return Err(Reply::error(crate::persistence::disk_error_message(e)));
             }
-        }
-        if cmd.is_write() && !crate::replication::enough_good_replicas(self.ex) {
-            return Reply::err(crate::replication::NOREPLICAS);
+            if !crate::replication::enough_good_replicas(self.ex) {
+                return Err(Reply::err(crate::replication::NOREPLICAS));
+            }
         }
         // Over maxmemory when the script was admitted: its first command that may grow
         // memory is refused; once it has written, it cannot stop half-way.
@@ -488,7 +536,39 @@ impl CallCtx<'_> {
             && !self.spec.allow_oom
             && self.ex.pre_command_oom
         {
-            return Reply::err(OOM);
+            return Err(Reply::err(OOM));
+        }
+        Ok(())
+    }
+}
+
+impl CallCtx<'_> {
+    /// What `redis.call` / `redis.pcall` do once the arguments are bytes: the checks a
+    /// script's command goes through, then the command. Refusals are error replies.
+    /// `redis.acl_check_cmd`: whether the script's caller's user may run `argv`
+    /// (`Reply::Bool`); an error when no command has that name.
+    fn acl_check_cmd(&mut self, argv: &[&[u8]]) -> Reply {
+        let found = commands::lookup(argv[0]).and_then(|c| {
+            if c.subcommands.is_empty() || argv.len() < 2 {
+                Some(c)
+            } else {
+                commands::lookup_subcommand(c, argv[1])
+            }
+        });
+        match found {
+            Some(cmd) => Reply::Bool(self.ex.acl_check(self.caller, cmd, argv).is_ok()),
+            None => Reply::err("ERR Invalid command passed to redis.acl_check_cmd()"),
+        }
+    }
+
+    fn call_command(&mut self, argv: &[&[u8]]) -> Reply {
+        let cmd = match resolve(argv) {
+            Ok(c) => c,
+            Err((known, e)) => return self.ex.reject(known, Reply::err(e)),
+        };
+        if let Err(e) = self.check_command(cmd, argv) {
+            // Refused before it ran: counted as Redis's scriptCall counts it.
+            return self.ex.reject(Some(cmd), e);
         }
         if cmd.is_write() {
             self.wrote = true;

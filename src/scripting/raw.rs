@@ -60,6 +60,19 @@ pub fn main_state(lua: &Lua) -> mlua::Result<*mut lua_State> {
     Ok(state)
 }
 
+/// One incremental collection step of `size` (Lua's `LUA_GCSTEP` with a size, which
+/// mlua does not expose): Redis's periodic `luaGC`.
+pub fn gc_step(lua: &Lua, size: c_int) -> mlua::Result<()> {
+    // SAFETY: `exec_raw` runs the closure in a protected call, so an error raised by a
+    // finalizer during the step is caught; the closure pushes nothing and holds
+    // nothing with a destructor.
+    unsafe {
+        lua.exec_raw::<()>((), |l| {
+            ffi::lua_gc(l, ffi::LUA_GCSTEP, size);
+        })
+    }
+}
+
 /// Creates the C function `f` with the VM's `CallSlot` as its upvalue.
 pub fn call_function(
     lua: &Lua,
@@ -95,6 +108,26 @@ unsafe fn push_error_table(l: *mut lua_State, msg: &[u8]) {
     set_field(l, b"err", msg);
 }
 
+/// The field Redis adds to the error table of a failed `redis.call`/`redis.pcall`:
+/// that error is already in the error statistics, so a script that raises or
+/// returns the table must not count it again.
+const IGNORE_STATS_FIELD: &[u8] = b"ignore_error_stats_update";
+
+/// Sets a boolean field `key` of the table on top of the stack.
+unsafe fn set_bool_field(l: *mut lua_State, key: &[u8], value: bool) {
+    push_bytes(l, key);
+    ffi::lua_pushboolean(l, value as c_int);
+    ffi::lua_rawset(l, -3);
+}
+
+/// Whether the table at absolute index `t` carries a true `ignore_error_stats_update`.
+unsafe fn stats_already_counted(l: *mut lua_State, t: c_int) -> bool {
+    let _ = raw_field(l, t, IGNORE_STATS_FIELD);
+    let counted = ffi::lua_toboolean(l, -1) != 0;
+    ffi::lua_pop(l, 1);
+    counted
+}
+
 /// Pushes a list of strings as a Lua array. The caller lifted the memory limit and
 /// checked one free slot.
 unsafe fn push_list(l: *mut lua_State, items: &[&[u8]]) {
@@ -107,11 +140,21 @@ unsafe fn push_list(l: *mut lua_State, items: &[&[u8]]) {
 }
 
 /// What `run_script` produced.
-pub enum Outcome {
-    /// The script's return value as a reply.
-    Value(Reply),
-    /// The script raised: the reply to send (already in Redis's format).
-    Error(Reply),
+pub struct Outcome {
+    /// The script's return value or, if it raised, the error reply in Redis's format.
+    pub reply: Reply,
+    /// The reply is an error that came from a command the script called and was
+    /// counted in the error statistics then (Redis's `ignore_error_stats_update`).
+    pub error_counted: bool,
+}
+
+impl Outcome {
+    fn plain(reply: Reply) -> Outcome {
+        Outcome {
+            reply,
+            error_counted: false,
+        }
+    }
 }
 
 /// Runs the function at registry reference `func` under the VM's error handler, with
@@ -136,7 +179,7 @@ pub fn run_script<G>(
         {
             let _unlimited = vm::Unlimited::new(&vm.lua);
             if ffi::lua_checkstack(l, 6) == 0 {
-                return Outcome::Error(Reply::err("ERR not enough memory"));
+                return Outcome::plain(Reply::err("ERR not enough memory"));
             }
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, vm.handler_ref);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func);
@@ -164,10 +207,18 @@ pub fn run_script<G>(
             std::panic::resume_unwind(p);
         }
         let _unlimited = vm::Unlimited::new(&vm.lua);
-        let out = if status == 0 {
-            Outcome::Value(to_reply(l, -1, proto, vm.resp.get(), 0))
+        // An error table from a failed command call, raised or returned, was counted
+        // when the command failed.
+        let error_counted =
+            ffi::lua_type(l, -1) == ffi::LUA_TTABLE && stats_already_counted(l, abs(l, -1));
+        let reply = if status == 0 {
+            to_reply(l, -1, proto, vm.resp.get(), 0)
         } else {
-            Outcome::Error(error_reply(l, -1, spec.name))
+            error_reply(l, -1, spec.name)
+        };
+        let out = Outcome {
+            error_counted: error_counted && matches!(reply, Reply::Error(_)),
+            reply,
         };
         ffi::lua_settop(l, base);
         drop(_unlimited);
@@ -295,7 +346,11 @@ unsafe fn table_to_reply(l: *mut lua_State, t: c_int, proto: u8, resp: u8, depth
         return Reply::Double(ffi::lua_tonumber(l, -1));
     }
     if raw_field(l, t, b"big_number") == ffi::LUA_TSTRING {
-        let b = str_at(l, -1).to_vec();
+        // Like a status line, a big number cannot carry CR or LF.
+        let b: Vec<u8> = str_at(l, -1)
+            .iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+            .collect();
         return if proto >= 3 {
             Reply::BigNumber(b)
         } else {
@@ -378,7 +433,12 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
                 push_bytes(l, b);
             }
         }
-        // Attributes never reach scripts (only DEBUG sends them, and DEBUG is noscript).
+        // Scripts read one reply: an attribute before it is parsed and dropped, as
+        // Redis does (attributes are not exposed to scripts).
+        Reply::Multi(items) => match items.iter().find(|i| !matches!(i, Reply::Attribute(_))) {
+            Some(first) => push_reply(l, first, resp),
+            None => push_reply(l, &Reply::Null, resp),
+        },
         Reply::Null | Reply::NullArray | Reply::NoReply | Reply::Attribute(_) => {
             if resp == 3 {
                 ffi::lua_pushnil(l);
@@ -386,9 +446,7 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
                 ffi::lua_pushboolean(l, 0);
             }
         }
-        Reply::Array(items) | Reply::Push(items) | Reply::Multi(items) => {
-            push_array(l, items, resp)
-        }
+        Reply::Array(items) | Reply::Push(items) => push_array(l, items, resp),
         Reply::EncodedArray(..) => push_reply(l, &r.decoded(), resp),
         Reply::Map(pairs) => {
             if resp == 3 {
@@ -511,13 +569,24 @@ enum Exit {
     NoRun,
 }
 
+/// `redis.acl_check_cmd`: whether the script's user may run the command given.
+pub(super) unsafe extern "C-unwind" fn redis_acl_check_cmd(l: *mut lua_State) -> c_int {
+    entry(l, |l, slot| acl_check_work(l, slot))
+}
+
 /// The thin C entry: runs the work, then returns or raises with no Rust value alive.
 unsafe fn call_entry(l: *mut lua_State, raise: bool) -> c_int {
+    entry(l, |l, slot| call_work(l, slot, raise))
+}
+
+/// Runs `work` on the VM's `CallSlot` (the C closure's upvalue), then returns or
+/// raises as it decided, with no Rust value alive.
+unsafe fn entry(l: *mut lua_State, work: impl FnOnce(*mut lua_State, &CallSlot) -> Exit) -> c_int {
     let slot = ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallSlot;
     let exit = match catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the upvalue is the VM's `CallSlot`, alive as long as the Lua state
         // (module comment).
-        call_work(l, &*slot, raise)
+        work(l, &*slot)
     })) {
         Ok(e) => e,
         Err(payload) => park_panic(&*slot, payload),
@@ -572,17 +641,32 @@ unsafe fn call_work(l: *mut lua_State, slot: &CallSlot, raise: bool) -> Exit {
     let failed = slot.with(|cc| {
         let cc = &mut *cc.borrow_mut();
         let reply = if n == 0 {
-            Reply::err("ERR Please specify at least one argument for this redis lib call")
+            Err(Reply::err(
+                "ERR Please specify at least one argument for this redis lib call",
+            ))
         } else {
             run_call(l, n, cc)
         };
+        // The arguments are no longer needed (run_call borrowed them): dropping them
+        // leaves room on the stack for the reply even after 7999 arguments.
+        ffi::lua_settop(l, 0);
         let _unlimited = vm::Unlimited::new(cc.lua);
-        if let Reply::Error(e) = &reply {
-            push_error_table(l, e.as_bytes());
-            true
-        } else {
-            push_reply(l, &reply, cc.resp.get());
-            false
+        match &reply {
+            // The command's error was counted in the error statistics when it was
+            // replied (or refused); the table says so, for the script's final reply.
+            Ok(Reply::Error(e)) => {
+                push_error_table(l, e.as_bytes());
+                set_bool_field(l, IGNORE_STATS_FIELD, true);
+                true
+            }
+            Err(Reply::Error(e)) => {
+                push_error_table(l, e.as_bytes());
+                true
+            }
+            Ok(r) | Err(r) => {
+                push_reply(l, r, cc.resp.get());
+                false
+            }
         }
     });
     match failed {
@@ -592,8 +676,57 @@ unsafe fn call_work(l: *mut lua_State, slot: &CallSlot, raise: bool) -> Exit {
     }
 }
 
-/// Reads the call's `n` arguments off the stack and runs the command.
-unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Reply {
+/// The work of `redis.acl_check_cmd`: a boolean, or raises when the arguments name no
+/// command.
+unsafe fn acl_check_work(l: *mut lua_State, slot: &CallSlot) -> Exit {
+    let n = ffi::lua_gettop(l);
+    let reply = slot.with(|cc| {
+        let cc = &mut *cc.borrow_mut();
+        let reply = if n == 0 {
+            Err(Reply::err(
+                "ERR Please specify at least one argument for this redis lib call",
+            ))
+        } else {
+            with_args(l, n, cc, |cc, argv| cc.acl_check_cmd(argv))
+        };
+        ffi::lua_settop(l, 0);
+        let _unlimited = vm::Unlimited::new(cc.lua);
+        match reply {
+            Ok(Reply::Bool(allowed)) => {
+                ffi::lua_pushboolean(l, allowed as c_int);
+                false
+            }
+            Ok(Reply::Error(e)) | Err(Reply::Error(e)) => {
+                push_error_table(l, e.as_bytes());
+                true
+            }
+            _ => {
+                push_error_table(l, b"ERR unknown error");
+                true
+            }
+        }
+    });
+    match reply {
+        None => Exit::NoRun,
+        Some(true) => Exit::Raise,
+        Some(false) => Exit::Return(1),
+    }
+}
+
+/// Reads the call's `n` arguments off the stack and runs the command: the command's
+/// reply, or `Err` when the arguments themselves are wrong (no command ran).
+unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Result<Reply, Reply> {
+    with_args(l, n, cc, |cc, argv| cc.call_command(argv))
+}
+
+/// Reads the `n` arguments of a `redis` library call off the stack as Redis does
+/// (strings, and numbers formatted) and runs `f` on them; `Err` when one is neither.
+unsafe fn with_args(
+    l: *mut lua_State,
+    n: c_int,
+    cc: &mut CallCtx,
+    f: impl FnOnce(&mut CallCtx, &[&[u8]]) -> Reply,
+) -> Result<Reply, Reply> {
     let mut scratch = std::mem::take(&mut cc.scratch);
     scratch.clear();
     let mut args: SmallVec<[Arg; 8]> = SmallVec::with_capacity(n as usize);
@@ -610,9 +743,9 @@ unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Reply {
             }
             _ => {
                 cc.scratch = scratch;
-                return Reply::err(
+                return Err(Reply::err(
                     "ERR Lua redis lib command arguments must be strings or integers",
-                );
+                ));
             }
         }
     }
@@ -625,10 +758,10 @@ unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Reply {
             Arg::Num(s, e) => &scratch[s..e],
         })
         .collect();
-    let reply = cc.call_command(&argv);
+    let reply = f(cc, &argv);
     drop(argv);
     cc.scratch = scratch;
-    reply
+    Ok(reply)
 }
 
 /// A Lua number as a command argument, as Redis 7.4 converts it: integral values

@@ -1,6 +1,7 @@
 -- Builds Redis's script sandbox on top of a fresh Lua 5.1 state (see mod.rs).
 -- Runs once per VM with the real globals; returns the protected view scripts see,
--- the runner (for library loading; scripts run from raw.rs) and the protect function.
+-- the runner (for library loading; scripts run from raw.rs), the protect function,
+-- the setter of where global lookups go and the missing-global error function.
 local real_g = ...
 local error, tostring, type, setmetatable, rawset, rawget = error, tostring, type, setmetatable, rawset, rawget
 local next, pairs, ipairs, loadstring, xpcall, select = next, pairs, ipairs, loadstring, xpcall, select
@@ -23,19 +24,29 @@ end
 -- script: `redis`, `KEYS`, `ARGV`). Only a miss reaches the real table's own
 -- metatable (set last, below), which raises Redis's error; that also covers code
 -- compiled by loadstring, which runs with the real table as environment, as in Redis.
+local function missing_global(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+-- What getmetatable(_G) shows, as in Redis: a readonly table whose __index raises.
+local globals_mt_view = protect({__index = missing_global})
+local globals_mt
 local function protect_globals(real)
   local proxy = {}
   real_of[proxy] = real
-  setmetatable(proxy, {__index = real, __newindex = ro_error, __metatable = false})
+  globals_mt = {__index = real, __newindex = ro_error, __metatable = globals_mt_view}
+  setmetatable(proxy, globals_mt)
   return proxy
+end
+-- Where the scripts' globals are looked up: another table (FUNCTION LOAD's library
+-- API, which has its own missing-global metatable) or, with nil, the real globals.
+local function set_globals_index(t)
+  globals_mt.__index = t or real_g
 end
 local function guard_real_globals(real)
   setmetatable(real, {
-    __index = function(_, k)
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end,
+    __index = missing_global,
     __newindex = ro_error,
-    __metatable = false,
+    __metatable = globals_mt_view,
   })
 end
 
@@ -113,7 +124,7 @@ redis.debug = function() end
 local function run(f, h) return xpcall(f, h) end
 
 -- Every library table becomes a readonly view.
-for _, name in ipairs({"string", "table", "math", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
+for _, name in ipairs({"string", "table", "math", "os", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
   if real_g[name] then real_g[name] = protect(real_g[name]) end
 end
 local sm = getmetatable("")
@@ -121,4 +132,4 @@ if sm then sm.__index = real_g.string end
 local globals = protect_globals(real_g)
 real_g._G = globals
 guard_real_globals(real_g)
-return globals, run, protect
+return globals, run, protect, set_globals_index, missing_global

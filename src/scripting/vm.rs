@@ -2,7 +2,7 @@
 //! the file and environment functions, `table`, `string`, `math`, `coroutine`, and the
 //! `redis`, `cjson`, `bit`, `cmsgpack` and `struct` libraries), every library table
 //! and the global table readonly, nonexistent globals an error, bytecode never loaded,
-//! and Redis's own `math.random` generator.
+//! `os` reduced to `os.clock`, and Redis's own `math.random` generator.
 //!
 //! Stock Lua 5.1 has no readonly tables (Redis patches its Lua for them), so scripts see
 //! proxies: `sandbox.lua` builds them and wraps the few raw functions (`rawset`,
@@ -13,6 +13,7 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mlua::{chunk::ChunkMode, Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 
@@ -37,6 +38,11 @@ pub struct Vm {
     pub run: Function,
     /// Makes a readonly view of a table.
     pub protect: Function,
+    /// `set_globals_index(t)`: global lookups go to table `t` (which raises on a
+    /// missing name itself), or back to the real globals with nil.
+    pub set_globals_index: Function,
+    /// The `__index` function that raises Redis's missing-global error.
+    pub missing_global: Function,
     /// The error handler that turns any error into Redis's error table.
     pub handler: Function,
     /// The handler's registry reference (`handler_key.id()`), for raw.rs.
@@ -46,8 +52,6 @@ pub struct Vm {
     pub state: *mut mlua::ffi::lua_State,
     /// The RESP version scripts asked for with `redis.setresp`.
     pub resp: Rc<Cell<u8>>,
-    /// `math.random`'s generator, reseeded with 0 at each script start.
-    pub rng: Rc<Rand48>,
     /// The busy-script watchdog behind the VM's instruction-count hook (busy.rs).
     pub watchdog: Rc<super::busy::Watchdog>,
     /// The run in progress, for `redis.call` / `redis.pcall`.
@@ -57,25 +61,42 @@ pub struct Vm {
 /// Redis's `rand.c`: the 48-bit linear congruential generator of `lrand48`, so
 /// `math.random` gives the same sequence as Redis.
 pub struct Rand48 {
-    x: Cell<u64>,
+    x: AtomicU64,
 }
+
+/// `rand.c`'s initial state (before any `math.randomseed`).
+const RAND48_INITIAL: u64 = 0x1234_ABCD_330E;
+
+/// The one generator behind every VM's `math.random`, as Redis's is process-wide:
+/// never reseeded between scripts (replication carries effects, not scripts, so
+/// scripts may be random), kept across SCRIPT FLUSH and shared with functions.
+pub static SCRIPT_RNG: Rand48 = Rand48 {
+    x: AtomicU64::new(RAND48_INITIAL),
+};
 
 impl Rand48 {
     pub fn new(seed: i32) -> Rand48 {
-        let r = Rand48 { x: Cell::new(0) };
+        let r = Rand48 {
+            x: AtomicU64::new(RAND48_INITIAL),
+        };
         r.seed(seed);
         r
     }
 
     pub fn seed(&self, seed: i32) {
         let s = seed as u32 as u64;
-        self.x.set(0x330E | (s << 16));
+        self.x.store(0x330E | (s << 16), Ordering::Relaxed);
     }
 
     /// A value in `0..2^31`.
     pub fn next(&self) -> i32 {
-        let x = self.x.get().wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB) & ((1 << 48) - 1);
-        self.x.set(x);
+        let x = self
+            .x
+            .load(Ordering::Relaxed)
+            .wrapping_mul(0x5_DEEC_E66D)
+            .wrapping_add(0xB)
+            & ((1 << 48) - 1);
+        self.x.store(x, Ordering::Relaxed);
         (x >> 17) as i32
     }
 }
@@ -87,18 +108,24 @@ fn lua_err(msg: &str) -> mlua::Error {
 impl Vm {
     pub fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS,
             LuaOptions::default(),
         )?;
         let real_g = lua.globals();
+        // Of `os`, scripts get `os.clock` only (Redis's sandboxed os library): the
+        // others reach the environment, the file system or the process.
+        let os: Table = real_g.raw_get("os")?;
+        let sandboxed_os = lua.create_table()?;
+        sandboxed_os.raw_set("clock", os.raw_get::<Function>("clock")?)?;
+        real_g.raw_set("os", sandboxed_os)?;
         for name in [
             "print", "dofile", "loadfile", "getfenv", "setfenv", "module", "require", "newproxy",
-            "debug", "package", "os", "io",
+            "debug", "package", "io",
         ] {
             real_g.raw_set(name, Value::Nil)?;
         }
         let resp = Rc::new(Cell::new(2u8));
-        let rng = install_math_random(&lua, &real_g)?;
+        install_math_random(&lua, &real_g)?;
         real_g.raw_set("redis", redis_table(&lua)?)?;
         real_g.raw_set("cjson", libs::cjson::open(&lua)?)?;
         real_g.raw_set("bit", libs::bit::open(&lua)?)?;
@@ -109,13 +136,22 @@ impl Vm {
         install_static_hooks(&lua, &redis, resp.clone())?;
         let calls = Rc::new(super::CallSlot::default());
         super::install_call_hooks(&lua, &redis, &calls)?;
-        let (globals, run, protect): (Table, Function, Function) = lua
+        let (globals, run, protect, set_globals_index, missing_global): (
+            Table,
+            Function,
+            Function,
+            Function,
+            Function,
+        ) = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=redis_init")
             .call(real_g.clone())?;
         let handler = error_handler(&lua, &real_g)?;
         let handler_key = lua.create_registry_value(&handler)?;
         let state = super::raw::main_state(&lua)?;
+        // Start without the set-up's garbage (the unused `os` functions, the sandbox
+        // chunk): a fresh VM's memory is what INFO reports after SCRIPT FLUSH.
+        lua.gc_collect()?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
         let watchdog = Rc::new(super::busy::Watchdog::default());
         super::busy::install(
@@ -133,12 +169,13 @@ impl Vm {
             globals,
             run,
             protect,
+            set_globals_index,
+            missing_global,
             handler,
             handler_ref: handler_key.id(),
             handler_key,
             state,
             resp,
-            rng,
         })
     }
 
@@ -159,11 +196,9 @@ impl Vm {
 }
 
 /// `math.random` / `math.randomseed` on Redis's generator.
-fn install_math_random(lua: &Lua, g: &Table) -> mlua::Result<Rc<Rand48>> {
-    let rng = Rc::new(Rand48::new(0));
-    let seeded = rng.clone();
+fn install_math_random(lua: &Lua, g: &Table) -> mlua::Result<()> {
     let math: Table = g.get("math")?;
-    let r = rng.clone();
+    let r = &SCRIPT_RNG;
     math.raw_set(
         "random",
         lua.create_function(move |_, args: Variadic<Value>| {
@@ -211,11 +246,11 @@ fn install_math_random(lua: &Lua, g: &Table) -> mlua::Result<Rc<Rand48>> {
     math.raw_set(
         "randomseed",
         lua.create_function(move |_, seed: f64| {
-            rng.seed(seed as i64 as i32);
+            SCRIPT_RNG.seed(seed as i64 as i32);
             Ok(())
         })?,
     )?;
-    Ok(seeded)
+    Ok(())
 }
 
 /// The static part of the `redis` table (constants); functions are added by

@@ -1,30 +1,156 @@
-//! `cjson`: lua-cjson 2.1 as Redis ships it. Numbers are written with `%.14g`, NaN and
-//! infinities refused, sparse arrays refused past lua-cjson's ratio (more than twice as
-//! many slots as items, beyond 10), nesting limited to 1000 levels both ways, and parse
-//! errors reported with lua-cjson's token names and 1-based character positions.
-//! `cjson.null` is a NULL light userdata.
+//! `cjson`: lua-cjson 2.1 as Redis ships it, with its defaults: numbers written with
+//! `%.14g`, NaN and infinities refused, sparse arrays refused past lua-cjson's ratio
+//! (more than twice as many slots as items, beyond 10), nesting limited to 1000 levels
+//! both ways; the `encode_*` / `decode_*` functions change these per VM as lua-cjson's
+//! do. Parse errors are reported with lua-cjson's token names and 1-based character
+//! positions. `cjson.null` is a NULL light userdata.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use mlua::{LightUserData, Lua, Table, Value};
+use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
-use super::{lib_fn, ret};
+use super::{check_number, lib_fn, ret};
 use crate::scripting::format_g;
 
 const DEFAULT_DEPTH: i64 = 1000;
-const SPARSE_RATIO: usize = 2;
-const SPARSE_SAFE: usize = 10;
+
+/// lua-cjson's per-VM configuration (`json_config_t`), changed by the `encode_*` /
+/// `decode_*` functions and shared by `encode` and `decode`.
+struct Config {
+    sparse_convert: Cell<bool>,
+    sparse_ratio: Cell<i64>,
+    sparse_safe: Cell<i64>,
+    encode_depth: Cell<i64>,
+    decode_depth: Cell<i64>,
+    /// 0: refuse NaN and infinities, 1: write them (`nan`, `inf`), 2: write `null`.
+    encode_invalid: Cell<usize>,
+    decode_invalid: Cell<bool>,
+    /// Whether lua-cjson keeps its encode buffer between calls: only a memory
+    /// trade-off there (it never changes a result), reported back as set.
+    keep_buffer: Cell<bool>,
+    precision: Cell<i64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            sparse_convert: Cell::new(false),
+            sparse_ratio: Cell::new(2),
+            sparse_safe: Cell::new(10),
+            encode_depth: Cell::new(DEFAULT_DEPTH),
+            decode_depth: Cell::new(DEFAULT_DEPTH),
+            encode_invalid: Cell::new(0),
+            decode_invalid: Cell::new(true),
+            keep_buffer: Cell::new(true),
+            precision: Cell::new(14),
+        }
+    }
+}
 
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
 }
 
+/// lua-cjson's `json_arg_init`: at most `max` arguments.
+fn check_arg_count(a: &MultiValue, max: usize) -> Result<(), String> {
+    if a.len() > max {
+        return Err(format!(
+            "bad argument #{} to '?' (found too many arguments)",
+            max + 1
+        ));
+    }
+    Ok(())
+}
+
+/// `json_integer_option`: argument `i` (if not nil) sets `cell` within `min..=max`;
+/// returns the setting.
+fn integer_option(
+    a: &MultiValue,
+    i: usize,
+    cell: &Cell<i64>,
+    min: i64,
+    max: i64,
+    name: &str,
+) -> Result<i64, String> {
+    if let Some(v) = a.get(i).filter(|v| !v.is_nil()) {
+        let n = match v {
+            Value::Number(n) => *n as i64,
+            Value::Integer(n) => *n,
+            Value::String(_) => check_number(a, i, name)? as i64,
+            other => {
+                return Err(format!(
+                    "bad argument #{} to '{name}' (number expected, got {})",
+                    i + 1,
+                    other.type_name()
+                ))
+            }
+        };
+        if !(min..=max).contains(&n) {
+            return Err(format!(
+                "bad argument #{} to '{name}' (expected integer between {min} and {max})",
+                i + 1
+            ));
+        }
+        cell.set(n);
+    }
+    Ok(cell.get())
+}
+
+/// `json_enum_option`: a boolean or one of `options` (by name) at argument `i`; the
+/// setting's index. `options[0]`/`options[1]` are off/on.
+fn enum_option(
+    a: &MultiValue,
+    i: usize,
+    options: &[&str],
+    name: &str,
+) -> Result<Option<usize>, String> {
+    match a.get(i) {
+        None | Some(Value::Nil) => Ok(None),
+        Some(Value::Boolean(b)) => Ok(Some(*b as usize)),
+        Some(v) => {
+            let s = match v {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Integer(n) => n.to_string(),
+                Value::Number(n) => format_g(*n, 14),
+                other => {
+                    return Err(format!(
+                        "bad argument #{} to '{name}' (string expected, got {})",
+                        i + 1,
+                        other.type_name()
+                    ))
+                }
+            };
+            match options.iter().position(|o| *o == s) {
+                Some(p) => Ok(Some(p)),
+                None => Err(format!(
+                    "bad argument #{} to '{name}' (invalid option '{s}')",
+                    i + 1
+                )),
+            }
+        }
+    }
+}
+
+/// What an enum setting reads back as: a boolean for off/on, else the option name.
+fn enum_value(lua: &Lua, setting: usize, options: &[&str]) -> Result<Value, String> {
+    if setting <= 1 {
+        Ok(Value::Boolean(setting == 1))
+    } else {
+        Ok(Value::String(
+            lua.create_string(options[setting])
+                .map_err(|e| e.to_string())?,
+        ))
+    }
+}
+
+const BOOL_OPTIONS: &[&str] = &["off", "on"];
+const INVALID_NUMBER_OPTIONS: &[&str] = &["off", "on", "null"];
+
 pub fn open(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let enc_depth = Rc::new(Cell::new(DEFAULT_DEPTH));
-    let dec_depth = Rc::new(Cell::new(DEFAULT_DEPTH));
-    let d = enc_depth.clone();
+    let cfg = Rc::new(Config::default());
+    let c = cfg.clone();
     t.raw_set(
         "encode",
         lib_fn(lua, move |lua, a| {
@@ -32,11 +158,11 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
                 return Err("expected 1 argument".into());
             }
             let mut out = Vec::new();
-            encode(&a[0], 0, d.get() as usize, &mut out)?;
+            encode(&a[0], 0, &c, &mut out)?;
             ret(lua, lua.create_string(&out).map_err(|e| e.to_string())?)
         })?,
     )?;
-    let d = dec_depth.clone();
+    let c = cfg.clone();
     t.raw_set(
         "decode",
         lib_fn(lua, move |lua, a| {
@@ -58,50 +184,117 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
                 s: &s,
                 pos: 0,
                 depth: 0,
-                max_depth: d.get() as usize,
+                max_depth: c.decode_depth.get() as usize,
+                invalid_numbers: c.decode_invalid.get(),
                 lua,
             };
             let v = p.parse_top()?;
             ret(lua, v)
         })?,
     )?;
-    for (name, cell) in [
-        ("encode_max_depth", enc_depth),
-        ("decode_max_depth", dec_depth),
-    ] {
-        t.raw_set(
-            name,
-            lib_fn(lua, move |lua, a| {
-                if let Some(v) = a.front().filter(|v| !v.is_nil()) {
-                    let n = match v {
-                        Value::Number(n) => *n as i64,
-                        Value::Integer(n) => *n,
-                        _ => return Err(format!("bad argument #1 to '{name}' (number expected)")),
-                    };
-                    if !(1..=i32::MAX as i64).contains(&n) {
-                        return Err(format!("bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"));
-                    }
-                    cell.set(n);
-                }
-                ret(lua, cell.get())
-            })?,
-        )?;
-    }
+    let c = cfg.clone();
+    t.raw_set(
+        "encode_max_depth",
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            let n = integer_option(
+                &a,
+                0,
+                &c.encode_depth,
+                1,
+                i32::MAX as i64,
+                "encode_max_depth",
+            )?;
+            ret(lua, n)
+        })?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "decode_max_depth",
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            let n = integer_option(
+                &a,
+                0,
+                &c.decode_depth,
+                1,
+                i32::MAX as i64,
+                "decode_max_depth",
+            )?;
+            ret(lua, n)
+        })?,
+    )?;
+    let c = cfg.clone();
     t.raw_set(
         "encode_number_precision",
-        lib_fn(lua, |lua, _| ret(lua, 14))?,
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            let n = integer_option(&a, 0, &c.precision, 1, 14, "encode_number_precision")?;
+            ret(lua, n)
+        })?,
     )?;
+    let c = cfg.clone();
     t.raw_set(
         "encode_sparse_array",
-        lib_fn(lua, |lua, _| ret(lua, (false, 2, 10)))?,
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 3)?;
+            if let Some(v) = enum_option(&a, 0, BOOL_OPTIONS, "encode_sparse_array")? {
+                c.sparse_convert.set(v == 1);
+            }
+            let ratio = integer_option(
+                &a,
+                1,
+                &c.sparse_ratio,
+                0,
+                i32::MAX as i64,
+                "encode_sparse_array",
+            )?;
+            let safe = integer_option(
+                &a,
+                2,
+                &c.sparse_safe,
+                0,
+                i32::MAX as i64,
+                "encode_sparse_array",
+            )?;
+            ret(lua, (c.sparse_convert.get(), ratio, safe))
+        })?,
     )?;
+    let c = cfg.clone();
     t.raw_set(
         "encode_invalid_numbers",
-        lib_fn(lua, |lua, _| ret(lua, false))?,
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            if let Some(v) = enum_option(&a, 0, INVALID_NUMBER_OPTIONS, "encode_invalid_numbers")? {
+                c.encode_invalid.set(v);
+            }
+            ret(
+                lua,
+                enum_value(lua, c.encode_invalid.get(), INVALID_NUMBER_OPTIONS)?,
+            )
+        })?,
     )?;
+    let c = cfg.clone();
     t.raw_set(
         "decode_invalid_numbers",
-        lib_fn(lua, |lua, _| ret(lua, true))?,
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            if let Some(v) = enum_option(&a, 0, BOOL_OPTIONS, "decode_invalid_numbers")? {
+                c.decode_invalid.set(v == 1);
+            }
+            ret(lua, c.decode_invalid.get())
+        })?,
+    )?;
+    let c = cfg;
+    t.raw_set(
+        "encode_keep_buffer",
+        lib_fn(lua, move |lua, a| {
+            check_arg_count(&a, 1)?;
+            if let Some(v) = enum_option(&a, 0, BOOL_OPTIONS, "encode_keep_buffer")? {
+                c.keep_buffer.set(v == 1);
+            }
+            ret(lua, c.keep_buffer.get())
+        })?,
     )?;
     t.raw_set("null", null())?;
     t.raw_set("_NAME", "cjson")?;
@@ -128,17 +321,27 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-fn encode_number(n: f64, out: &mut Vec<u8>) -> Result<(), String> {
-    if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+fn encode_number(n: f64, cfg: &Config, out: &mut Vec<u8>) -> Result<(), String> {
+    match cfg.encode_invalid.get() {
+        0 if !n.is_finite() => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+        // lua-cjson writes NaN itself: some platforms would print "-nan".
+        1 if n.is_nan() => {
+            out.extend_from_slice(b"nan");
+            return Ok(());
+        }
+        2 if !n.is_finite() => {
+            out.extend_from_slice(b"null");
+            return Ok(());
+        }
+        _ => {}
     }
-    out.extend_from_slice(format_g(n, 14).as_bytes());
+    out.extend_from_slice(format_g(n, cfg.precision.get() as usize).as_bytes());
     Ok(())
 }
 
 /// lua-cjson's `lua_array_length`: `Some(max index)` if every key is a positive
 /// integer, `None` for an object; an error for an excessively sparse array.
-fn array_length(t: &Table) -> Result<Option<usize>, String> {
+fn array_length(t: &Table, cfg: &Config) -> Result<Option<usize>, String> {
     let mut max = 0usize;
     let mut items = 0usize;
     for pair in t.clone().pairs::<Value, Value>() {
@@ -154,26 +357,30 @@ fn array_length(t: &Table) -> Result<Option<usize>, String> {
         max = max.max(n as usize);
         items += 1;
     }
-    if max > SPARSE_SAFE && max > items * SPARSE_RATIO {
-        return Err("Cannot serialise table: excessively sparse array".into());
+    let ratio = cfg.sparse_ratio.get() as usize;
+    if ratio > 0 && max > items.saturating_mul(ratio) && max > cfg.sparse_safe.get() as usize {
+        if !cfg.sparse_convert.get() {
+            return Err("Cannot serialise table: excessively sparse array".into());
+        }
+        return Ok(None);
     }
     Ok(Some(max))
 }
 
-fn encode(v: &Value, depth: usize, max_depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
+fn encode(v: &Value, depth: usize, cfg: &Config, out: &mut Vec<u8>) -> Result<(), String> {
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Number(n) => encode_number(*n, out)?,
+        Value::Number(n) => encode_number(*n, cfg, out)?,
         Value::Integer(n) => out.extend_from_slice(n.to_string().as_bytes()),
         Value::String(s) => encode_string(&s.as_bytes(), out),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Table(t) => {
             let depth = depth + 1;
-            if depth > max_depth {
+            if depth > cfg.encode_depth.get() as usize {
                 return Err(format!("Cannot serialise, excessive nesting ({depth})"));
             }
-            match array_length(t)? {
+            match array_length(t, cfg)? {
                 Some(len) if len > 0 => {
                     out.push(b'[');
                     for i in 1..=len {
@@ -181,7 +388,7 @@ fn encode(v: &Value, depth: usize, max_depth: usize, out: &mut Vec<u8>) -> Resul
                             out.push(b',');
                         }
                         let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-                        encode(&item, depth, max_depth, out)?;
+                        encode(&item, depth, cfg, out)?;
                     }
                     out.push(b']');
                 }
@@ -198,7 +405,7 @@ fn encode(v: &Value, depth: usize, max_depth: usize, out: &mut Vec<u8>) -> Resul
                             Value::String(s) => encode_string(&s.as_bytes(), out),
                             Value::Number(n) => {
                                 out.push(b'"');
-                                encode_number(*n, out)?;
+                                encode_number(*n, cfg, out)?;
                                 out.push(b'"');
                             }
                             Value::Integer(n) => {
@@ -212,7 +419,7 @@ fn encode(v: &Value, depth: usize, max_depth: usize, out: &mut Vec<u8>) -> Resul
                             }
                         }
                         out.push(b':');
-                        encode(&val, depth, max_depth, out)?;
+                        encode(&val, depth, cfg, out)?;
                     }
                     out.push(b'}');
                 }
@@ -269,6 +476,8 @@ struct Parser<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
+    /// `decode_invalid_numbers`: whether NaN, infinities, hex and leading zeros parse.
+    invalid_numbers: bool,
     lua: &'a Lua,
 }
 
@@ -321,7 +530,12 @@ impl Parser<'_> {
                 },
             });
         }
-        if c == b'-' || c.is_ascii_digit() || matches!(c, b'i' | b'I' | b'n' | b'N') {
+        if !self.invalid_numbers && (c == b'-' || c.is_ascii_digit()) && self.invalid_number_ahead()
+        {
+            return Ok(mk(Tok::Error("invalid number"), Value::Nil));
+        }
+        let invalid_start = matches!(c, b'i' | b'I' | b'n' | b'N');
+        if c == b'-' || c.is_ascii_digit() || (invalid_start && self.invalid_numbers) {
             if let Some(n) = self.number() {
                 return Ok(mk(Tok::Num, Value::Number(n)));
             }
@@ -340,6 +554,23 @@ impl Parser<'_> {
             }
         }
         Ok(mk(Tok::Error("invalid token"), Value::Nil))
+    }
+
+    /// lua-cjson's `json_is_invalid_number` at the current position (which starts
+    /// with `-` or a digit): hex, a leading zero, or a signed inf/nan.
+    fn invalid_number_ahead(&self) -> bool {
+        let mut p = &self.s[self.pos..];
+        if p.first() == Some(&b'-') {
+            p = &p[1..];
+        }
+        match p.first() {
+            Some(b'0') => matches!(p.get(1), Some(c) if (c | 0x20) == b'x' || c.is_ascii_digit()),
+            Some(c) if *c <= b'9' => false,
+            _ => {
+                let head: Vec<u8> = p.iter().take(3).map(|c| c.to_ascii_lowercase()).collect();
+                head == b"inf" || head == b"nan"
+            }
+        }
     }
 
     /// strtod-like number scan (decimal, hex, inf, nan), as lua-cjson's fpconv_strtod.
