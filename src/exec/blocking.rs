@@ -330,10 +330,13 @@ pub fn handle_ready(ex: &mut Executor) {
                 let reply = ex.call(slot, cmd, &argv);
                 ex.blocking.reprocessing = None;
                 if ex.blocking.reblocked {
+                    ex.flush_deferred_pushes(slot);
                     continue;
                 }
                 ex.blocking.remove(slot);
                 deliver(ex, slot, &reply);
+                // Pushes its command raised (invalidations) follow its reply.
+                ex.flush_deferred_pushes(slot);
             }
         }
     }

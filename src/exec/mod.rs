@@ -141,6 +141,9 @@ pub struct Executor {
     pub tcp_port: u16,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the timer deletes expired keys.
     pub active_expire: bool,
+    /// DEBUG PAUSE-CRON: the periodic tick does nothing (Redis's `pause_cron`), so
+    /// tests can observe state the cron would otherwise change.
+    pub cron_paused: bool,
     /// Set when a client other than the caller was marked for closing (CLIENT KILL,
     /// buffer limits, idle timeout): the network layer then sweeps for marked clients.
     pub close_pending: bool,
@@ -174,6 +177,10 @@ pub struct Executor {
     /// between two commands of one transaction or script.
     call_nesting: u32,
     time_snapshot_ms: i64,
+    /// The client whose top-level command is running (Redis's `server.current_client`):
+    /// commands inside EXEC or a script run for it, so tracking remembers the keys they
+    /// read for it and NOLOOP compares against it.
+    pub current_client: Option<usize>,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
@@ -215,6 +222,7 @@ impl Executor {
                 .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
                 .collect(),
             active_expire: true,
+            cron_paused: false,
             expire_budget: Duration::ZERO,
             close_pending: false,
             pause: None,
@@ -236,6 +244,7 @@ impl Executor {
             busy: None,
             call_nesting: 0,
             time_snapshot_ms: 0,
+            current_client: None,
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
@@ -360,16 +369,24 @@ impl Executor {
     /// Runs one command for `slot` and encodes its reply into the client's output
     /// buffer (honouring CLIENT REPLY).
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
-        // Pushes to this client raised by its own command follow the reply (pubsub.rs).
-        self.client_mut(slot).executing = true;
+        // Pushes to this client raised by its own command follow the reply (pubsub.rs);
+        // `call` marks the client executing, so what happens before the command runs
+        // (evictions, the tracking table's limit) reaches it first, as in Redis.
         let reply = self.execute(slot, args);
         let c = self.client_mut(slot);
-        c.executing = false;
         match c.reply_mode {
             ReplyMode::On => c.push_reply(&reply),
-            ReplyMode::Off => {}
-            ReplyMode::SkipNext => c.reply_mode = ReplyMode::Skipping,
-            ReplyMode::Skipping => c.reply_mode = ReplyMode::On,
+            // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY
+            // OFF/SKIP silences replies, never pushes.
+            ReplyMode::Off => c.push_pushes_only(&reply),
+            ReplyMode::SkipNext => {
+                c.push_pushes_only(&reply);
+                c.reply_mode = ReplyMode::Skipping
+            }
+            ReplyMode::Skipping => {
+                c.push_pushes_only(&reply);
+                c.reply_mode = ReplyMode::On
+            }
         }
         self.flush_deferred_pushes(slot);
         let c = self.client_mut(slot);
@@ -499,7 +516,10 @@ impl Executor {
         // One wall-clock read gives both the command's `now_ms` and its start time.
         // Nested calls see the outermost command's time (`time_snapshot_ms`).
         let start_us = crate::keyspace::unix_us();
+        let outer_client = self.current_client;
         let now_ms = if self.call_nesting == 0 {
+            self.current_client = Some(slot);
+            self.client_mut(slot).executing = true;
             self.time_snapshot_ms = start_us / 1000;
             self.time_snapshot_ms
         } else {
@@ -558,6 +578,12 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
+        if self.call_nesting == 0 {
+            self.current_client = outer_client;
+            if let Some(Some(c)) = self.clients.get_mut(slot) {
+                c.executing = false;
+            }
+        }
         if cmd.flags & flags::SKIP_SLOWLOG == 0 {
             self.slowlog_maybe(slot, args, usec);
         }
@@ -807,6 +833,9 @@ impl Executor {
             return false;
         }
         self.last_cron = Instant::now();
+        if self.cron_paused {
+            return false;
+        }
         self.ks.housekeeping();
         // Redis's active expiry may take up to 25% of each tick at effort 1.
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
