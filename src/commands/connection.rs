@@ -584,11 +584,7 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         {
             continue;
         }
-        text.push_str(&client_line(
-            c,
-            ctx.ex.blocking.is_blocked(slot),
-            c.qbuf_free,
-        ));
+        text.push_str(&client_line(c, ctx.ex.is_blocked(slot), c.qbuf_free));
         text.push('\n');
     }
     Reply::Verbatim("txt", text.into_bytes())
@@ -731,20 +727,21 @@ fn client_pause(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::SYNTAX;
     }
     let until = Instant::now() + Duration::from_millis(ms);
-    // A stricter or longer pause wins over a pending one, as in Redis.
-    let pause = match ctx.ex.pause {
-        Some(p) if Instant::now() < p.until => Pause {
+    // As Redis's pauseActions: the new mode replaces the pending one's, the later end
+    // time is kept.
+    let pause = match ctx.ex.current_pause() {
+        Some(p) => Pause {
             until: p.until.max(until),
-            write_only: p.write_only && write_only,
+            write_only,
         },
-        _ => Pause { until, write_only },
+        None => Pause { until, write_only },
     };
-    ctx.ex.pause = Some(pause);
+    ctx.ex.set_pause(pause);
     Reply::ok()
 }
 
 fn client_unpause(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    ctx.ex.pause = None;
+    ctx.ex.unpause();
     Reply::ok()
 }
 

@@ -345,7 +345,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                     .max()
                     .unwrap_or(0)
             );
-            field!("blocked_clients:{}", ex.blocking.blocked_clients());
+            field!("blocked_clients:{}", ex.blocked_clients());
             field!(
                 "tracking_clients:{}",
                 ex.clients().filter(|(_, c)| c.tracking.on).count()

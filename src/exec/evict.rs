@@ -129,7 +129,7 @@ impl Executor {
     /// a pass that hit its time limit after evicting something lets the command run,
     /// and `eviction_slice` carries on between client turns.
     pub(crate) fn perform_evictions(&mut self) -> bool {
-        if self.ks.expire_mode != ExpireMode::Delete {
+        if self.ks.effective_expire_mode() != ExpireMode::Delete {
             return true;
         }
         let max = self.config.maxmemory as usize;

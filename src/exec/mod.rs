@@ -13,6 +13,7 @@ mod evict;
 pub mod latency;
 pub mod monitor;
 pub mod multi;
+mod pause;
 pub mod propagate;
 pub mod pubsub;
 pub mod signals;
@@ -132,6 +133,8 @@ pub struct Executor {
     pub start_time: Instant,
     pub run_id: String,
     pub pause: Option<Pause>,
+    /// Clients whose next command waits for the pause to end (pause.rs).
+    pub postponed: std::collections::BTreeSet<usize>,
     pub slowlog: std::collections::VecDeque<SlowlogEntry>,
     pub slowlog_next_id: u64,
     /// Keyspace event classes enabled (notify-keyspace-events), as a bit set.
@@ -226,6 +229,7 @@ impl Executor {
             expire_budget: Duration::ZERO,
             close_pending: false,
             pause: None,
+            postponed: Default::default(),
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
             notify_classes,
@@ -297,6 +301,7 @@ impl Executor {
     pub fn disconnect(&mut self, slot: usize) {
         if let Some(Some(_)) = self.clients.get(slot) {
             self.blocking.disconnect(slot);
+            self.postponed.remove(&slot);
             crate::replication::disconnected(self, slot);
             self.clear_client_state(slot);
             let internal = self.client(slot).embedded;
@@ -344,24 +349,21 @@ impl Executor {
         }
     }
 
-    /// Whether a client may run its next command now (CLIENT PAUSE and, later,
-    /// blocking operations hold clients back).
-    pub fn can_run(&mut self, slot: usize, next_cmd: Option<&[u8]>) -> bool {
-        if self.blocking.is_blocked(slot) {
-            return false;
-        }
-        let Some(p) = self.pause else { return true };
-        if Instant::now() >= p.until {
-            self.pause = None;
-            return true;
-        }
-        if !p.write_only {
-            return false;
-        }
-        match next_cmd.and_then(commands::lookup) {
-            Some(c) => !c.is_write() && c.flags & flags::MAY_REPLICATE == 0,
-            None => true,
-        }
+    /// Whether a client may run its next command (`args`) now: not while it is
+    /// blocked, nor while CLIENT PAUSE holds the command back (pause.rs).
+    pub fn can_run(&mut self, slot: usize, args: &[&[u8]]) -> bool {
+        !self.blocking.is_blocked(slot) && !self.postponed_by_pause(slot, args)
+    }
+
+    /// Whether the client waits for a blocking command or the end of a pause (INFO
+    /// `blocked_clients`, CLIENT LIST flag `b`).
+    pub fn is_blocked(&self, slot: usize) -> bool {
+        self.blocking.is_blocked(slot) || self.postponed.contains(&slot)
+    }
+
+    /// INFO `blocked_clients`: blocked by a command, or postponed by a pause.
+    pub fn blocked_clients(&self) -> usize {
+        self.blocking.blocked_clients() + self.postponed.len()
     }
 
     // ----- execution ---------------------------------------------------------------
@@ -660,7 +662,7 @@ impl Executor {
 
     /// DEBUG and MODULE LOAD/LOADEX/UNLOAD are refused unless `enable-debug-command` or
     /// `enable-module-command` allows this client (`local`: loopback or unix socket).
-    fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
+    pub(crate) fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
         let (allowed, name, option) = if cmd.name == "debug" {
             (
                 self.config.enable_debug_command,
@@ -833,6 +835,8 @@ impl Executor {
             return false;
         }
         self.last_cron = Instant::now();
+        // An elapsed CLIENT PAUSE ends here too, so expiry resumes with no client asking.
+        self.current_pause();
         if self.cron_paused {
             return false;
         }
@@ -842,7 +846,9 @@ impl Executor {
         self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
         // Fields of hashes with per-field TTLs (HEXPIRE) expire in their own 1 ms slice.
         // A replica's keys expire by its master's DELs only.
-        if self.active_expire && self.ks.expire_mode == crate::keyspace::ExpireMode::Delete {
+        if self.active_expire
+            && self.ks.effective_expire_mode() == crate::keyspace::ExpireMode::Delete
+        {
             crate::commands::hashes::active_expire_fields(
                 self,
                 unix_ms(),
@@ -863,7 +869,7 @@ impl Executor {
     /// clients served in between, never one long pause.
     pub fn expire_slice(&mut self) {
         if !self.active_expire
-            || self.ks.expire_mode != crate::keyspace::ExpireMode::Delete
+            || self.ks.effective_expire_mode() != crate::keyspace::ExpireMode::Delete
             || self.expire_budget.is_zero()
             || self.ks.dbs.iter().all(|d| d.volatile == 0)
         {

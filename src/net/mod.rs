@@ -376,7 +376,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     .iter()
                     .map(|&(s, e)| &buf[s..e])
                     .collect();
-                if !ex.can_run(slot, args.first().copied()) {
+                if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     held = !ex.blocking.is_blocked(slot);
                     break;
@@ -388,7 +388,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                 conn.inline = args;
                 let args: smallvec::SmallVec<[&[u8]; 8]> =
                     conn.inline.iter().map(|a| a.as_slice()).collect();
-                if !ex.can_run(slot, args.first().copied()) {
+                if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     held = !ex.blocking.is_blocked(slot);
                     break;
