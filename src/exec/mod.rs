@@ -986,6 +986,12 @@ impl Executor {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
         }
         self.sync_access_policy();
+        if self.config.maxmemory > 0 && crate::alloc::used_memory() > self.config.maxmemory as usize
+        {
+            // As Redis's startEvictionTimeProc: a lowered limit starts evicting at
+            // once, not with the next command.
+            self.eviction_running = true;
+        }
         if self.config.maxmemory == 0 {
             // No limit: no pass will run to close an over-the-limit interval.
             self.eviction_running = false;
