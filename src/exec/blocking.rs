@@ -80,7 +80,7 @@ pub struct Blocking {
     /// Clients just unblocked whose buffered input should be processed again.
     resumed: Vec<usize>,
     /// The client whose command is being re-run on wake-up, and whether it blocked again.
-    reprocessing: Option<usize>,
+    pub(crate) reprocessing: Option<usize>,
     reblocked: bool,
     /// Blocking commands behave as their non-blocking forms (MULTI/EXEC, scripts).
     pub deny_blocking: bool,

@@ -87,7 +87,8 @@ impl Executor {
                 c.tracking.caching = false;
             }
         }
-        if !self.monitors.is_empty() {
+        // A blocked command re-run when its keys are ready was shown when it blocked.
+        if !self.monitors.is_empty() && self.blocking.reprocessing != Some(slot) {
             self.feed_monitors(slot, cmd, args);
         }
     }

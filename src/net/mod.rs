@@ -381,6 +381,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     held = !ex.blocking.is_blocked(slot);
                     break;
                 }
+                conn.report_qbuf(ex.client_mut(slot));
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
             }
@@ -393,6 +394,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     held = !ex.blocking.is_blocked(slot);
                     break;
                 }
+                conn.report_qbuf(ex.client_mut(slot));
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
             }
@@ -414,6 +416,13 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
 }
 
 impl Conn {
+    /// CLIENT LIST's `qbuf`/`qbuf-free` while a command runs: the unprocessed bytes,
+    /// the running command's included, as Redis's query buffer holds them then.
+    fn report_qbuf(&self, c: &mut crate::exec::Client) {
+        c.qbuf = self.end - self.start;
+        c.qbuf_free = self.rbuf.len() - self.end;
+    }
+
     /// After a read's commands ran: a fully consumed buffer goes back (to be the shared
     /// one if there is none, else freed); the tail of a partial command read into the
     /// shared buffer moves to a buffer of its own, of the tail's size.
