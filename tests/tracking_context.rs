@@ -67,7 +67,12 @@ fn eviction_invalidation_comes_before_the_reply() {
         .unwrap()
         .parse()
         .unwrap();
-    t.cmd(&["CONFIG", "SET", "maxmemory", &(used + 100 * 1024).to_string()]);
+    t.cmd(&[
+        "CONFIG",
+        "SET",
+        "maxmemory",
+        &(used + 100 * 1024).to_string(),
+    ]);
     t.cmd(&["CONFIG", "SET", "maxmemory-policy", "volatile-random"]);
     t.cmd(&["SETEX", "volatile-key", "10000", "x"]);
     t.cmd(&["GET", "volatile-key"]);
@@ -151,7 +156,10 @@ fn pause_cron_holds_the_tracking_table_trim_for_queued_commands() {
     // queued.
     t.send(&["PING"]);
     let first = t.read_reply();
-    assert!(first.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n"), "{first}");
+    assert!(
+        first.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n"),
+        "{first}"
+    );
     assert_eq!(t.read_reply(), "+QUEUED\r\n");
     assert_eq!(t.cmd(&["EXEC"]), "*1\r\n+PONG\r\n");
     assert_eq!(r.cmd(&["DEBUG", "PAUSE-CRON", "0"]), "+OK\r\n");
