@@ -1,5 +1,5 @@
 //! DEBUG: the subcommands Redis's test suite and tools use (OBJECT, POPULATE, SLEEP,
-//! PROTOCOL, DIGEST, RELOAD, LOADAOF, PAUSE-CRON, REPLYBUFFER, ...).
+//! PROTOCOL, DIGEST, RELOAD, LOADAOF, PAUSE-CRON, ...).
 
 use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Ctx};
@@ -54,6 +54,8 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    it is used instead of the 'key' prefix. These are not propagated to",
                 "    replicas. Cluster slots are not respected so keys not belonging to the",
                 "    current node can be created in cluster mode.",
+                "PAUSE-CRON <0|1>",
+                "    Stop periodic cron job processing.",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not",
                 "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
