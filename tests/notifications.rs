@@ -200,3 +200,28 @@ fn resp3_subscriber_gets_push_frames() {
         ">3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@0__:set\r\n$1\r\nk\r\n"
     );
 }
+
+#[test]
+fn field_ttl_in_the_past_notifies_hdel_once() {
+    let (_s, mut sub, mut w) = setup("Khg");
+    w.cmd(&["HSET", "h", "a", "1", "b", "2"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:h", "hset"));
+    w.cmd(&["HPEXPIRE", "h", "0", "FIELDS", "1", "a"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:h", "hdel"));
+    w.cmd(&["HPEXPIRE", "h", "999999", "FIELDS", "1", "b"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:h", "hexpire"));
+    // The last field going deletes the key: hdel, then del.
+    w.cmd(&["HPEXPIRE", "h", "0", "FIELDS", "1", "b"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:h", "hdel"));
+    assert_eq!(sub.read_reply(), pmsg("__keyspace@0__:h", "del"));
+}
+
+#[test]
+fn lowering_maxmemory_evicts_without_waiting_for_a_command() {
+    let (_s, mut sub, mut w) = setup("Ee");
+    w.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    w.cmd(&["SET", "foo", "bar"]);
+    w.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:evicted", "foo"));
+    w.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+}

@@ -495,6 +495,9 @@ fn client_getname(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 /// One CLIENT LIST line, with Redis 7.4's fields.
+/// Redis's PROTO_REPLY_CHUNK_BYTES: the size of a client's fixed reply buffer.
+const REPLY_CHUNK_BYTES: usize = 16 * 1024;
+
 pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
     let s = |b: &Option<Vec<u8>>| {
         b.as_deref()
@@ -502,7 +505,12 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
             .unwrap_or_default()
             .into_owned()
     };
-    let omem = c.out.capacity();
+    // The first 16 KB of the output buffer play the part of Redis's fixed reply
+    // buffer (`rbs`, `obl`); `omem` counts what lies past it, as Redis counts its
+    // reply list.
+    let rbs = c.out.capacity().min(REPLY_CHUNK_BYTES);
+    let obl = c.pending_output().min(REPLY_CHUNK_BYTES);
+    let omem = c.out.capacity().saturating_sub(REPLY_CHUNK_BYTES);
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
@@ -521,10 +529,10 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
         c.tx.watched.len(),
         c.qbuf,
         qbuf_free,
-        c.qbuf + qbuf_free,
-        c.pending_output(),
+        rbs,
+        obl,
         omem,
-        omem + c.qbuf + qbuf_free + std::mem::size_of::<Client>(),
+        c.out.capacity() + c.qbuf + qbuf_free + std::mem::size_of::<Client>(),
         c.last_cmd,
         c.user,
         c.tracking.redirect_id(),
@@ -584,11 +592,7 @@ fn client_list(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         {
             continue;
         }
-        text.push_str(&client_line(
-            c,
-            ctx.ex.blocking.is_blocked(slot),
-            c.qbuf_free,
-        ));
+        text.push_str(&client_line(c, ctx.ex.is_blocked(slot), c.qbuf_free));
         text.push('\n');
     }
     Reply::Verbatim("txt", text.into_bytes())
@@ -658,6 +662,13 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         } else if is(opt, "laddr") {
             laddr = Some(val);
         } else if is(opt, "user") {
+            // An unknown user is an error at once, as Redis's clientKillCommand.
+            if ctx.ex.acl.user(&String::from_utf8_lossy(val)).is_none() {
+                return Reply::error(format!(
+                    "ERR No such user '{}'",
+                    String::from_utf8_lossy(val)
+                ));
+            }
             user = Some(val);
         } else if is(opt, "skipme") {
             if is(val, "yes") {
@@ -669,8 +680,9 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             }
         } else if is(opt, "maxage") {
             match crate::util::numeric::parse_i64(val) {
-                Some(n) if n >= 0 => maxage = Some(n as u64),
-                _ => return errors::SYNTAX,
+                None => return Reply::err("ERR maxage is not an integer or out of range"),
+                Some(n) if n <= 0 => return Reply::err("ERR maxage should be greater than 0"),
+                Some(n) => maxage = Some(n as u64),
             }
         } else {
             return errors::SYNTAX;
@@ -731,20 +743,21 @@ fn client_pause(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::SYNTAX;
     }
     let until = Instant::now() + Duration::from_millis(ms);
-    // A stricter or longer pause wins over a pending one, as in Redis.
-    let pause = match ctx.ex.pause {
-        Some(p) if Instant::now() < p.until => Pause {
+    // As Redis's pauseActions: the new mode replaces the pending one's, the later end
+    // time is kept.
+    let pause = match ctx.ex.current_pause() {
+        Some(p) => Pause {
             until: p.until.max(until),
-            write_only: p.write_only && write_only,
+            write_only,
         },
-        _ => Pause { until, write_only },
+        None => Pause { until, write_only },
     };
-    ctx.ex.pause = Some(pause);
+    ctx.ex.set_pause(pause);
     Reply::ok()
 }
 
 fn client_unpause(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    ctx.ex.pause = None;
+    ctx.ex.unpause();
     Reply::ok()
 }
 

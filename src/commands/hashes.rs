@@ -686,12 +686,9 @@ fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: boo
     ctx.ex.ks.stats.expired_subkeys += codes.iter().filter(|&&c| c == 2).count() as u64;
     if updated || deleted {
         ctx.modified(key);
-        if updated {
-            ctx.notify(notify::HASH, "hexpire", key);
-        }
-        if deleted {
-            ctx.notify(notify::HASH, "hexpired", key);
-        }
+        // One event, as Redis's hashTypeSetExDone: a TTL in the past deletes the
+        // field, which is an `hdel`.
+        ctx.notify(notify::HASH, if deleted { "hdel" } else { "hexpire" }, key);
         if !delete_if_empty(ctx, key) {
             register_if_earlier(ctx, key, before);
         }

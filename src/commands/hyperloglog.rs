@@ -17,7 +17,7 @@ use crate::types::hll::{self, Corrupt, Union};
 
 pub static COMMANDS: &[Command] = &[
     command!("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), &["write", "hyperloglog", "fast"], "hyperloglog", "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", "O(1) to add every element.", pfadd),
-    command!("pfcount", -2, READONLY, (1, -1, 1), &["read", "hyperloglog", "slow"], "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", pfcount),
+    command!("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), &["read", "hyperloglog", "slow"], "hyperloglog", "2.8.9", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", pfcount),
     command!("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), &["write", "hyperloglog", "slow"], "hyperloglog", "2.8.9", "Merges one or more HyperLogLog values into a single key.", "O(N) to merge N HyperLogLogs, but with high constant times.", pfmerge),
     command!("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), &["write", "hyperloglog", "admin", "slow", "dangerous"], "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values.", "N/A", pfdebug),
     command!("pfselftest", 1, ADMIN, (0, 0, 0), &["hyperloglog", "admin", "slow", "dangerous"], "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values.", "N/A", pfselftest),

@@ -13,6 +13,7 @@ pub mod bitmaps;
 pub mod cluster;
 pub mod connection;
 pub mod ctx;
+pub mod debug;
 pub mod digest;
 pub mod functions;
 pub mod geo;

@@ -80,7 +80,7 @@ pub struct Blocking {
     /// Clients just unblocked whose buffered input should be processed again.
     resumed: Vec<usize>,
     /// The client whose command is being re-run on wake-up, and whether it blocked again.
-    reprocessing: Option<usize>,
+    pub(crate) reprocessing: Option<usize>,
     reblocked: bool,
     /// Blocking commands behave as their non-blocking forms (MULTI/EXEC, scripts).
     pub deny_blocking: bool,
@@ -351,10 +351,13 @@ pub fn handle_ready(ex: &mut Executor) {
                 let reply = ex.call(slot, cmd, &argv);
                 ex.blocking.reprocessing = None;
                 if ex.blocking.reblocked {
+                    ex.flush_deferred_pushes(slot);
                     continue;
                 }
                 ex.blocking.remove(slot);
                 deliver(ex, slot, &reply);
+                // Pushes its command raised (invalidations) follow its reply.
+                ex.flush_deferred_pushes(slot);
             }
         }
     }

@@ -146,6 +146,16 @@ impl Client {
         r.encode(self.proto, &mut self.out);
     }
 
+    /// Encodes only the pushes of `r` (a `Push`, or those inside a `Multi`): what a
+    /// silenced client (CLIENT REPLY OFF/SKIP) still receives.
+    pub fn push_pushes_only(&mut self, r: &Reply) {
+        match r {
+            Reply::Push(_) => self.push_reply(r),
+            Reply::Multi(parts) => parts.iter().for_each(|p| self.push_pushes_only(p)),
+            _ => {}
+        }
+    }
+
     /// Whether the client is inside MULTI (queueing commands).
     pub fn in_multi(&self) -> bool {
         self.tx.multi.is_some()

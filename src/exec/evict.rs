@@ -129,7 +129,10 @@ impl Executor {
     /// a pass that hit its time limit after evicting something lets the command run,
     /// and `eviction_slice` carries on between client turns.
     pub(crate) fn perform_evictions(&mut self) -> bool {
-        if self.ks.expire_mode != ExpireMode::Delete {
+        if self.ks.effective_expire_mode() != ExpireMode::Delete {
+            // Replicas never evict; during CLIENT PAUSE eviction waits for the next
+            // command after it.
+            self.eviction_running = false;
             return true;
         }
         let max = self.config.maxmemory as usize;
@@ -141,10 +144,12 @@ impl Executor {
         // `replica-ignore-maxmemory yes`: a replica's keys follow its master, never
         // its own memory limit (no evictions, no OOM errors).
         if self.repl.is_replica() && self.config.stored_bool("replica-ignore-maxmemory") {
+            self.eviction_running = false;
             return true;
         }
         let policy = self.config.maxmemory_policy.clone();
         if policy == "noeviction" {
+            self.eviction_running = false;
             self.eviction_exceeded(true);
             return false;
         }

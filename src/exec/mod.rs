@@ -13,6 +13,7 @@ mod evict;
 pub mod latency;
 pub mod monitor;
 pub mod multi;
+mod pause;
 pub mod propagate;
 pub mod pubsub;
 pub mod signals;
@@ -138,6 +139,8 @@ pub struct Executor {
     pub start_time: Instant,
     pub run_id: String,
     pub pause: Option<Pause>,
+    /// Clients whose next command waits for the pause to end (pause.rs).
+    pub postponed: std::collections::BTreeSet<usize>,
     pub slowlog: std::collections::VecDeque<SlowlogEntry>,
     pub slowlog_next_id: u64,
     /// Keyspace event classes enabled (notify-keyspace-events), as a bit set.
@@ -147,6 +150,9 @@ pub struct Executor {
     pub tcp_port: u16,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the timer deletes expired keys.
     pub active_expire: bool,
+    /// DEBUG PAUSE-CRON: the periodic tick does nothing (Redis's `pause_cron`), so
+    /// tests can observe state the cron would otherwise change.
+    pub cron_paused: bool,
     /// Set when a client other than the caller was marked for closing (CLIENT KILL,
     /// buffer limits, idle timeout): the network layer then sweeps for marked clients.
     pub close_pending: bool,
@@ -189,6 +195,10 @@ pub struct Executor {
     /// The same instant in microseconds (TIME answers with it, as Redis's cached
     /// time).
     time_snapshot_us: i64,
+    /// The client whose top-level command is running (Redis's `server.current_client`):
+    /// commands inside EXEC or a script run for it, so tracking remembers the keys they
+    /// read for it and NOLOOP compares against it.
+    pub current_client: Option<usize>,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
@@ -230,9 +240,11 @@ impl Executor {
                 .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))
                 .collect(),
             active_expire: true,
+            cron_paused: false,
             expire_budget: Duration::ZERO,
             close_pending: false,
             pause: None,
+            postponed: Default::default(),
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
             notify_classes,
@@ -254,6 +266,7 @@ impl Executor {
             call_nesting: 0,
             time_snapshot_ms: 0,
             time_snapshot_us: 0,
+            current_client: None,
             busy_server: None,
             repl: Default::default(),
             latency: Default::default(),
@@ -306,6 +319,7 @@ impl Executor {
     pub fn disconnect(&mut self, slot: usize) {
         if let Some(Some(_)) = self.clients.get(slot) {
             self.blocking.disconnect(slot);
+            self.postponed.remove(&slot);
             crate::replication::disconnected(self, slot);
             self.clear_client_state(slot);
             let internal = self.client(slot).embedded;
@@ -353,24 +367,21 @@ impl Executor {
         }
     }
 
-    /// Whether a client may run its next command now (CLIENT PAUSE and, later,
-    /// blocking operations hold clients back).
-    pub fn can_run(&mut self, slot: usize, next_cmd: Option<&[u8]>) -> bool {
-        if self.blocking.is_blocked(slot) {
-            return false;
-        }
-        let Some(p) = self.pause else { return true };
-        if Instant::now() >= p.until {
-            self.pause = None;
-            return true;
-        }
-        if !p.write_only {
-            return false;
-        }
-        match next_cmd.and_then(commands::lookup) {
-            Some(c) => !c.is_write() && c.flags & flags::MAY_REPLICATE == 0,
-            None => true,
-        }
+    /// Whether a client may run its next command (`args`) now: not while it is
+    /// blocked, nor while CLIENT PAUSE holds the command back (pause.rs).
+    pub fn can_run(&mut self, slot: usize, args: &[&[u8]]) -> bool {
+        !self.blocking.is_blocked(slot) && !self.postponed_by_pause(slot, args)
+    }
+
+    /// Whether the client waits for a blocking command or the end of a pause (INFO
+    /// `blocked_clients`, CLIENT LIST flag `b`).
+    pub fn is_blocked(&self, slot: usize) -> bool {
+        self.blocking.is_blocked(slot) || self.postponed.contains(&slot)
+    }
+
+    /// INFO `blocked_clients`: blocked by a command, or postponed by a pause.
+    pub fn blocked_clients(&self) -> usize {
+        self.blocking.blocked_clients() + self.postponed.len()
     }
 
     // ----- execution ---------------------------------------------------------------
@@ -378,16 +389,24 @@ impl Executor {
     /// Runs one command for `slot` and encodes its reply into the client's output
     /// buffer (honouring CLIENT REPLY).
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
-        // Pushes to this client raised by its own command follow the reply (pubsub.rs).
-        self.client_mut(slot).executing = true;
+        // Pushes to this client raised by its own command follow the reply (pubsub.rs);
+        // `call` marks the client executing, so what happens before the command runs
+        // (evictions, the tracking table's limit) reaches it first, as in Redis.
         let reply = self.execute(slot, args);
         let c = self.client_mut(slot);
-        c.executing = false;
         match c.reply_mode {
             ReplyMode::On => c.push_reply(&reply),
-            ReplyMode::Off => {}
-            ReplyMode::SkipNext => c.reply_mode = ReplyMode::Skipping,
-            ReplyMode::Skipping => c.reply_mode = ReplyMode::On,
+            // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY
+            // OFF/SKIP silences replies, never pushes.
+            ReplyMode::Off => c.push_pushes_only(&reply),
+            ReplyMode::SkipNext => {
+                c.push_pushes_only(&reply);
+                c.reply_mode = ReplyMode::Skipping
+            }
+            ReplyMode::Skipping => {
+                c.push_pushes_only(&reply);
+                c.reply_mode = ReplyMode::On
+            }
         }
         self.flush_deferred_pushes(slot);
         let c = self.client_mut(slot);
@@ -517,8 +536,11 @@ impl Executor {
         // One wall-clock read gives both the command's `now_ms` and its start time.
         // Nested calls see the outermost command's time (`time_snapshot_ms`).
         let start_us = crate::keyspace::unix_us();
+        let outer_client = self.current_client;
         let now_ms = if self.call_nesting == 0 {
             self.time_snapshot_us = start_us;
+            self.current_client = Some(slot);
+            self.client_mut(slot).executing = true;
             self.time_snapshot_ms = start_us / 1000;
             self.time_snapshot_ms
         } else {
@@ -594,6 +616,12 @@ impl Executor {
             self.after_command();
         }
         self.after_call(slot, cmd, args, &reply);
+        if self.call_nesting == 0 {
+            self.current_client = outer_client;
+            if let Some(Some(c)) = self.clients.get_mut(slot) {
+                c.executing = false;
+            }
+        }
         // A command that blocked is logged when it is served (its re-execution comes
         // back through here), not when it blocks.
         if cmd.flags & flags::SKIP_SLOWLOG == 0 && !blocked {
@@ -672,7 +700,7 @@ impl Executor {
 
     /// DEBUG and MODULE LOAD/LOADEX/UNLOAD are refused unless `enable-debug-command` or
     /// `enable-module-command` allows this client (`local`: loopback or unix socket).
-    fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
+    pub(crate) fn protected_command_refusal(&self, slot: usize, cmd: &Command) -> Option<Reply> {
         let (allowed, name, option) = if cmd.name == "debug" {
             (
                 self.config.enable_debug_command,
@@ -869,13 +897,20 @@ impl Executor {
             return false;
         }
         self.last_cron = Instant::now();
+        // An elapsed CLIENT PAUSE ends here too, so expiry resumes with no client asking.
+        self.current_pause();
+        if self.cron_paused {
+            return false;
+        }
         self.ks.housekeeping();
         // Redis's active expiry may take up to 25% of each tick at effort 1.
         let effort = self.config.active_expire_effort.clamp(1, 10) as u32;
         self.expire_budget = period * (25 + 2 * (effort - 1)) / 100;
         // Fields of hashes with per-field TTLs (HEXPIRE) expire in their own 1 ms slice.
         // A replica's keys expire by its master's DELs only.
-        if self.active_expire && self.ks.expire_mode == crate::keyspace::ExpireMode::Delete {
+        if self.active_expire
+            && self.ks.effective_expire_mode() == crate::keyspace::ExpireMode::Delete
+        {
             crate::commands::hashes::active_expire_fields(
                 self,
                 unix_ms(),
@@ -896,7 +931,7 @@ impl Executor {
     /// clients served in between, never one long pause.
     pub fn expire_slice(&mut self) {
         if !self.active_expire
-            || self.ks.expire_mode != crate::keyspace::ExpireMode::Delete
+            || self.ks.effective_expire_mode() != crate::keyspace::ExpireMode::Delete
             || self.expire_budget.is_zero()
             || self.ks.dbs.iter().all(|d| d.volatile == 0)
         {
@@ -1013,6 +1048,12 @@ impl Executor {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
         }
         self.sync_access_policy();
+        if self.config.maxmemory > 0 && crate::alloc::used_memory() > self.config.maxmemory as usize
+        {
+            // As Redis's startEvictionTimeProc: a lowered limit starts evicting at
+            // once, not with the next command.
+            self.eviction_running = true;
+        }
         if self.config.maxmemory == 0 {
             // No limit: no pass will run to close an over-the-limit interval.
             self.eviction_running = false;

@@ -70,18 +70,25 @@ impl Executor {
         args: &[&[u8]],
         _reply: &Reply,
     ) {
-        let c = self.client(slot);
-        if c.tracking.on {
-            if cmd.flags & flags::READONLY != 0 {
-                self.tracking_remember_keys(slot, cmd, args);
-            }
-            // CLIENT CACHING covers the next command, or the whole transaction.
+        // Keys are remembered for the client whose top-level command this is (a
+        // script's or EXEC's caller), taken from the command that read them; read-only
+        // scripts count only through the commands they run, as in Redis.
+        let tracker = self.current_client.unwrap_or(slot);
+        if cmd.flags & flags::READONLY != 0
+            && !matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+            && self.client(tracker).tracking.on
+        {
+            self.tracking_remember_keys(tracker, cmd, args);
+        }
+        // CLIENT CACHING covers the next command, or the whole transaction.
+        if self.call_nesting == 0 {
             let c = self.client_mut(slot);
-            if !c.in_multi() && !c.in_exec && !cmd.name.starts_with("client|") {
+            if c.tracking.caching && !c.in_multi() && !cmd.name.starts_with("client|") {
                 c.tracking.caching = false;
             }
         }
-        if !self.monitors.is_empty() {
+        // A blocked command re-run when its keys are ready was shown when it blocked.
+        if !self.monitors.is_empty() && self.blocking.reprocessing != Some(slot) {
             self.feed_monitors(slot, cmd, args);
         }
     }

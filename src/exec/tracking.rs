@@ -310,6 +310,10 @@ impl Executor {
         if !t.on || t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
             return;
         }
+        // Shard channels are keys to COMMAND, but nothing to cache.
+        if cmd.flags & crate::commands::flags::PUBSUB != 0 {
+            return;
+        }
         let id = c.id;
         for pos in cmd.key_positions(args) {
             let holders = self.tracking.keys.holders_mut(args[pos]);
@@ -344,6 +348,9 @@ impl Executor {
     /// their copy is invalid (except the client in `by` under NOLOOP).
     fn tracking_send_key(&mut self, by: Option<usize>, key: &[u8], holders: Holders) {
         self.tracking.items -= holders.len();
+        // NOLOOP spares the client whose top-level command made the change (a script's
+        // caller, not the script's pseudo-client), as Redis compares with current_client.
+        let by = self.current_client.or(by);
         let payload = Reply::Array(vec![Reply::Bulk(key.to_vec())]);
         for (id, slot) in holders {
             let Some(c) = self.client_by_id_slot(id, slot) else {

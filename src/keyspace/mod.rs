@@ -75,6 +75,9 @@ pub struct Keyspace {
     /// Lookups leave the access field alone: the running command's client asked for
     /// CLIENT NO-TOUCH. The executor sets this before each command.
     pub no_touch: bool,
+    /// CLIENT PAUSE holds expiry back: a master then treats expired keys as `Hide`
+    /// does (read as missing, not deleted) until the pause ends.
+    pub expire_paused: bool,
 }
 
 /// Lazy expiry policy. A replica never deletes keys by itself: the master's DELs do.
@@ -240,12 +243,24 @@ impl Keyspace {
             retired: Vec::new(),
             expire_mode: ExpireMode::Delete,
             no_touch: false,
+            expire_paused: false,
+        }
+    }
+
+    /// The expiry behaviour in force: `expire_mode`, or `Hide` for a master during
+    /// CLIENT PAUSE.
+    pub fn effective_expire_mode(&self) -> ExpireMode {
+        match self.expire_mode {
+            ExpireMode::Delete if self.expire_paused => ExpireMode::Hide,
+            mode => mode,
         }
     }
 
     /// Whether `key` exists and has not expired, without touching it.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
-        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+        if self.expire_if_needed(db, key, now_ms)
+            && self.effective_expire_mode() == ExpireMode::Hide
+        {
             return false;
         }
         self.dbs[db].table.contains(key)
@@ -258,7 +273,7 @@ impl Keyspace {
             None => false,
         };
         if expired {
-            match self.expire_mode {
+            match self.effective_expire_mode() {
                 ExpireMode::Delete => self.delete_expired(db, key),
                 ExpireMode::Hide => {}
                 ExpireMode::Keep => return false,
@@ -284,7 +299,9 @@ impl Keyspace {
         now_ms: i64,
         touch: bool,
     ) -> Option<EntryRef<'_>> {
-        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+        if self.expire_if_needed(db, key, now_ms)
+            && self.effective_expire_mode() == ExpireMode::Hide
+        {
             self.stats.keyspace_misses += 1;
             return None;
         }
@@ -307,7 +324,9 @@ impl Keyspace {
 
     /// Looks a key up for writing.
     pub fn lookup_mut(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<EntryMut<'_>> {
-        if self.expire_if_needed(db, key, now_ms) && self.expire_mode == ExpireMode::Hide {
+        if self.expire_if_needed(db, key, now_ms)
+            && self.effective_expire_mode() == ExpireMode::Hide
+        {
             return None;
         }
         let access = self.access_policy();

@@ -36,6 +36,16 @@ const READ_CHUNK: usize = 64 * 1024;
 const READ_BUDGET_PER_TURN: usize = 64 * 1024;
 /// Output buffers larger than this are released once drained.
 const OUT_KEEP: usize = 64 * 1024;
+/// A recently active client's own query buffer (Redis's PROTO_IOBUF_LEN): kept until
+/// the client has been idle for `QBUF_IDLE_SECS`, then freed by `resize_query_buffers`.
+const QBUF_PRIVATE: usize = 16 * 1024;
+/// Announced bulks from this size on get room for the whole argument at once (Redis's
+/// PROTO_MBULK_BIG_ARG), up to `READ_CHUNK * 16`.
+const QBUF_BIG_ARG: usize = 32 * 1024;
+/// Above this a buffer much larger than its recent peak is trimmed (Redis's
+/// PROTO_RESIZE_THRESHOLD).
+const QBUF_RESIZE_THRESHOLD: usize = 32 * 1024;
+const QBUF_IDLE_SECS: u64 = 2;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = usize::MAX - 64;
@@ -47,6 +57,9 @@ struct Conn {
     rbuf: Vec<u8>,
     /// `rbuf` is the shared buffer, borrowed for this read (see `settle_rbuf`).
     rbuf_borrowed: bool,
+    /// The most bytes pending since the last `resize_query_buffers` (Redis's
+    /// querybuf_peak).
+    qbuf_peak: usize,
     start: usize,
     end: usize,
     parser: RequestParser,
@@ -275,6 +288,7 @@ impl Server {
             self.net.borrow_mut().flush_pending(&mut self.ex);
             if self.ex.cron() {
                 self.ex.close_pending = true;
+                self.net.borrow_mut().resize_query_buffers(&mut self.ex);
             }
             self.ex.expire_slice();
             self.ex.eviction_slice();
@@ -376,11 +390,12 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     .iter()
                     .map(|&(s, e)| &buf[s..e])
                     .collect();
-                if !ex.can_run(slot, args.first().copied()) {
+                if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     held = !ex.blocking.is_blocked(slot);
                     break;
                 }
+                conn.report_qbuf(ex.client_mut(slot));
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
                 conn.parser.release_args();
@@ -389,11 +404,12 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                 conn.inline = args;
                 let args: smallvec::SmallVec<[&[u8]; 8]> =
                     conn.inline.iter().map(|a| a.as_slice()).collect();
-                if !ex.can_run(slot, args.first().copied()) {
+                if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     held = !ex.blocking.is_blocked(slot);
                     break;
                 }
+                conn.report_qbuf(ex.client_mut(slot));
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
             }
@@ -415,28 +431,82 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
 }
 
 impl Conn {
-    /// After a read's commands ran: a fully consumed buffer goes back (to be the shared
-    /// one if there is none, else freed); the tail of a partial command read into the
-    /// shared buffer moves to a buffer of its own, of the tail's size.
+    /// CLIENT LIST's `qbuf`/`qbuf-free` while a command runs: the unprocessed bytes,
+    /// the running command's included, as Redis's query buffer holds them then.
+    fn report_qbuf(&self, c: &mut crate::exec::Client) {
+        c.qbuf = self.end - self.start;
+        c.qbuf_free = self.rbuf.len() - self.end;
+    }
+
+    /// After a read's commands ran, as Redis 7.4's private query buffers: the client
+    /// keeps a buffer of its own — the one it read into, or, after a read into the
+    /// shared buffer (which goes back), a new one of 16 KB, larger for a pending
+    /// command's tail or an announced big argument — until `resize_query_buffers`
+    /// frees it once the client has been idle for two seconds. Idle clients own none.
     fn settle_rbuf(&mut self, spare: &mut Vec<u8>, c: &mut crate::exec::Client) {
         let pending = self.end - self.start;
         if pending == 0 {
             self.start = 0;
             self.end = 0;
-            let buf = std::mem::take(&mut self.rbuf);
-            if spare.is_empty() && buf.len() <= READ_CHUNK * 2 {
-                *spare = buf;
-            }
-        } else if self.rbuf_borrowed {
-            let own = self.rbuf[self.start..self.end].to_vec();
+        }
+        // A big argument announced: room for all of it (as far as one turn's reads
+        // would reserve anyway), as Redis sizes its buffer for a big bulk.
+        let big_arg = match self.parser.pending_bulk_end() {
+            Some((end, len)) if len >= QBUF_BIG_ARG => end.min(pending + READ_CHUNK * 16),
+            _ => 0,
+        };
+        if self.rbuf_borrowed {
+            let mut own = vec![0u8; QBUF_PRIVATE.max(pending).max(big_arg)];
+            own[..pending].copy_from_slice(&self.rbuf[self.start..self.end]);
             let shared = std::mem::replace(&mut self.rbuf, own);
             self.start = 0;
             self.end = pending;
             if spare.is_empty() && shared.len() <= READ_CHUNK * 2 {
                 *spare = shared;
             }
+        } else if self.rbuf.len() - self.start < big_arg {
+            self.rbuf.copy_within(self.start..self.end, 0);
+            self.start = 0;
+            self.end = pending;
+            self.rbuf.resize(big_arg, 0);
         }
         self.rbuf_borrowed = false;
+        c.qbuf = pending;
+        c.qbuf_free = self.rbuf.len() - self.end;
+    }
+
+    /// Redis's clientsCronResizeQueryBuffer, once per cron tick: a buffer wasting more
+    /// than 4 KB is freed (or cut to its pending bytes) when the client has been idle
+    /// for more than two seconds, or, above 32 KB, trimmed to its recent peak when
+    /// that is under half its size. The peak then restarts from what is pending.
+    fn resize_query_buffer(&mut self, c: &mut crate::exec::Client) {
+        if self.rbuf_borrowed {
+            return;
+        }
+        let pending = self.end - self.start;
+        let bulk = self.parser.bytes_wanted().unwrap_or(0);
+        let size = self.rbuf.len();
+        if size - pending > 4 * 1024 {
+            let target = if c.last_interaction.elapsed().as_secs() > QBUF_IDLE_SECS {
+                Some(pending)
+            } else if size > QBUF_RESIZE_THRESHOLD && size / 2 > self.qbuf_peak {
+                Some(pending.max(self.qbuf_peak).max(bulk))
+            } else {
+                None
+            };
+            if let Some(target) = target {
+                self.rbuf.copy_within(self.start..self.end, 0);
+                self.start = 0;
+                self.end = pending;
+                if target == 0 {
+                    self.rbuf = Vec::new();
+                } else {
+                    self.rbuf.truncate(target);
+                    self.rbuf.shrink_to_fit();
+                }
+            }
+        }
+        self.qbuf_peak = pending.max(bulk);
         c.qbuf = pending;
         c.qbuf_free = self.rbuf.len() - self.end;
     }
@@ -556,6 +626,7 @@ impl Net {
                 stream,
                 rbuf: Vec::new(),
                 rbuf_borrowed: false,
+                qbuf_peak: 0,
                 start: 0,
                 end: 0,
                 parser: RequestParser::new(),
@@ -590,7 +661,14 @@ impl Net {
             }
             // Grow only by what is about to be read, never by an announced size.
             let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
-            let room = READ_CHUNK.max(want.saturating_sub(conn.end - conn.start));
+            // The shared buffer takes a 64 KB read; a client's own buffer reads what
+            // it has room for (at least 16 KB, as Redis's reads), so it keeps its size.
+            let chunk = if conn.rbuf_borrowed {
+                READ_CHUNK
+            } else {
+                QBUF_PRIVATE.max(conn.rbuf.len() - conn.end)
+            };
+            let room = chunk.max(want.saturating_sub(conn.end - conn.start));
             if conn.rbuf.len() - conn.end < room {
                 // The parser's positions are relative to `start`, so the unconsumed
                 // tail can move even mid-command. Without this, a client streaming
@@ -615,6 +693,7 @@ impl Net {
                 }
                 Ok(n) => {
                     conn.end += n;
+                    conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
                     ex.stats.total_net_input_bytes += n as u64;
                     ex.stats.total_reads_processed += 1;
                     // Idle time counts from the last read, as in Redis.
@@ -638,6 +717,15 @@ impl Net {
     }
 
     /// Writes every client with new output once.
+    /// Query buffers of idle clients go, oversized ones shrink (`resize_query_buffer`).
+    fn resize_query_buffers(&mut self, ex: &mut Executor) {
+        for (slot, conn) in self.conns.iter_mut().enumerate() {
+            if let Some(conn) = conn.as_deref_mut() {
+                conn.resize_query_buffer(ex.client_mut(slot));
+            }
+        }
+    }
+
     fn flush_pending(&mut self, ex: &mut Executor) {
         for slot in std::mem::take(&mut self.aof_held) {
             if let Some(Some(_)) = self.conns.get(slot) {

@@ -85,6 +85,12 @@ impl RequestParser {
         self.pending_bulk.map(|n| n + 2)
     }
 
+    /// Where the bulk in progress ends, counted from the current command's first byte
+    /// (its trailing CRLF included), with that bulk's length; `None` outside a bulk.
+    pub fn pending_bulk_end(&self) -> Option<(usize, usize)> {
+        self.pending_bulk.map(|n| (self.pos + n + 2, n))
+    }
+
     /// Parses one request from `buf`, which must start at the current command's first
     /// byte. Returns `Ok(None)` when more bytes are needed.
     pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<Request>, ProtocolError> {

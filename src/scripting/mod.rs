@@ -247,6 +247,49 @@ pub struct RunSpec<'a> {
     pub allow_oom: bool,
 }
 
+/// The flags a command runs with (Redis's getCommandFlags): EVAL, EVALSHA and FCALL
+/// (and their `_RO` forms) take WRITE, DENYOOM and STALE from the flags their script
+/// declares, and drop MAY_REPLICATE, since declared flags say whether it writes; a
+/// script without a shebang, or one not found, keeps the command row's flags.
+pub fn command_flags(ex: &Executor, cmd: &Command, args: &[&[u8]]) -> u32 {
+    let engine = ex.scripting.as_deref();
+    let declared = match (cmd.name, args.get(1)) {
+        ("eval" | "eval_ro", Some(body)) => {
+            match engine.and_then(|e| e.scripts.get(&sha1hex(body))) {
+                Some(script) => Some(script.flags),
+                None => parse_shebang(body).ok().map(|(f, _)| f),
+            }
+        }
+        ("evalsha" | "evalsha_ro", Some(sha)) => {
+            let mut lowered = [0u8; 40];
+            lowercase_sha(sha, &mut lowered)
+                .and_then(|sha| engine.and_then(|e| e.scripts.get(sha)))
+                .map(|script| script.flags)
+        }
+        ("fcall" | "fcall_ro", Some(name)) => engine
+            .and_then(|e| e.functions.as_deref())
+            .and_then(|f| f.function(&String::from_utf8_lossy(name)))
+            .map(|def| def.flags),
+        _ => None,
+    };
+    match declared {
+        Some(sf) if sf & sflags::EVAL_COMPAT == 0 => {
+            let mut f = cmd.flags & !(flags::STALE | flags::DENYOOM | flags::WRITE);
+            if sf & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 {
+                f |= flags::DENYOOM;
+            }
+            if sf & sflags::NO_WRITES == 0 {
+                f |= flags::WRITE;
+            }
+            if sf & sflags::ALLOW_STALE != 0 {
+                f |= flags::STALE;
+            }
+            f & !flags::MAY_REPLICATE
+        }
+        _ => cmd.flags,
+    }
+}
+
 /// Redis's OOM error.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
