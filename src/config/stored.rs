@@ -200,7 +200,6 @@ macro_rules! stored {
 /// Values that would ask for a mode Cinnabar does not have are refused, never ignored.
 fn check_supported(name: &str, value: &str) -> Result<(), String> {
     match (name, value) {
-        ("cluster-enabled", "yes") => Err("cluster mode is not supported by this server".into()),
         ("tls-port", v) if v != "0" => {
             Err("Unable to update TLS configuration. Check server logs.".into())
         }
