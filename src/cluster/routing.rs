@@ -66,16 +66,8 @@ pub fn route(
         return None;
     }
     // The master's stream and AOF loading obey unconditionally.
-    if ex
-        .repl
-        .link
-        .as_ref()
-        .is_some_and(|l| l.client == Some(client))
-    {
-        return None;
-    }
     let c = ex.client(client);
-    if c.embedded && ex.persist.loading {
+    if c.repl_role == Some('M') || (c.embedded && ex.persist.loading) {
         return None;
     }
     let cl = ex.cluster.as_deref()?;
