@@ -13,6 +13,7 @@ pub fn start_node(extra: &[&str]) -> TestServer {
 
 pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
     let cport = free_port().to_string();
+    let log = dir.join("node.log").display().to_string();
     let mut args = vec![
         "--cluster-enabled",
         "yes",
@@ -24,6 +25,10 @@ pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
         "no",
         "--save",
         "",
+        "--loglevel",
+        "notice",
+        "--logfile",
+        log.as_str(),
     ];
     args.extend_from_slice(extra);
     TestServer::start_in(dir, &args)
