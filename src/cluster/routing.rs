@@ -220,3 +220,54 @@ fn redirect_reply(cl: &Cluster, r: Redirect) -> Reply {
         }
     }
 }
+
+/// A command run by a script in cluster mode (Redis's scriptVerifyClusterState): the
+/// error text when it may not run here, else the slot of its keys (None: no keys).
+/// The caller's READONLY and ASKING apply; its master's stream is never checked.
+pub fn script_command_check(
+    ex: &Executor,
+    caller: usize,
+    cmd: &'static Command,
+    args: &[&[u8]],
+) -> Result<Option<usize>, String> {
+    let Some(cl) = ex.cluster.as_deref() else {
+        return Ok(None);
+    };
+    let c = ex.client(caller);
+    if c.repl_role == Some('M') || (c.embedded && ex.persist.loading) {
+        return Ok(None);
+    }
+    let keys = command_keys(cmd, args);
+    let cmds = [(cmd, keys)];
+    let name = cmd.name;
+    match query(
+        ex,
+        cl,
+        &cmds,
+        c.cluster_asking,
+        c.cluster_readonly,
+        cmd.is_write(),
+        false,
+    ) {
+        None => Ok(cmds[0].1.first().map(|k| slot::key_slot(k) as usize)),
+        Some(Redirect::DownReadOnly) => Err(
+            "ERR Script attempted to execute a write command while the cluster is down and readonly"
+                .into(),
+        ),
+        Some(Redirect::DownState) => {
+            Err("ERR Script attempted to execute a command while the cluster is down".into())
+        }
+        Some(Redirect::CrossSlot) => Err(format!(
+            "ERR Command '{name}' in script attempted to access keys that don't hash to the same slot"
+        )),
+        Some(Redirect::Unstable) => Err(format!(
+            "ERR Unable to execute command '{name}' in script because undeclared keys were accessed during rehashing of the slot"
+        )),
+        Some(Redirect::DownUnbound) => {
+            Err("ERR Script attempted to access a slot not served".into())
+        }
+        Some(Redirect::Moved(..) | Redirect::Ask(..)) => {
+            Err("ERR Script attempted to access a non local key in a cluster node".into())
+        }
+    }
+}

@@ -157,6 +157,12 @@ fn eval_with(
     };
     let lua_slot = engine.lua_client(ctx.ex);
     let script = &engine.scripts[&*sha];
+    if ctx.ex.cluster.is_some()
+        && script.flags & sflags::NO_CLUSTER != 0
+        && script.flags & sflags::EVAL_COMPAT == 0
+    {
+        return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    }
     if !ro && scripting::refused_for_oom(ctx.ex, script.flags) {
         return Reply::err(scripting::OOM);
     }
@@ -169,6 +175,7 @@ fn eval_with(
         command: args,
         functions: None,
         allow_oom: script.flags & sflags::ALLOW_OOM != 0,
+        cross_slot: script.flags & (sflags::ALLOW_CROSS_SLOT | sflags::EVAL_COMPAT) != 0,
     };
     scripting::run(
         ctx.ex,
