@@ -745,16 +745,16 @@ fn process_gossip_section(
                         if add_failure_report(cl, n, s) {
                             crate::log::verbose(&format!(
                                 "Node {} reported node {} as not reachable.",
-                                cl.node(s).name_str(),
-                                cl.node(n).name_str()
+                                cl.node(s).log_name(),
+                                cl.node(n).log_name()
                             ));
                         }
                         mark_failing_if_needed(cl, _ex, n);
                     } else if del_failure_report(cl, n, s) {
                         crate::log::verbose(&format!(
                             "Node {} reported node {} is back online.",
-                            cl.node(s).name_str(),
-                            cl.node(n).name_str()
+                            cl.node(s).log_name(),
+                            cl.node(n).log_name()
                         ));
                     }
                 }
@@ -1049,7 +1049,7 @@ fn mark_failing_if_needed(cl: &mut Cluster, ex: &Executor, id: NodeId) {
     }
     crate::log::notice(&format!(
         "Marking node {} as failing (quorum reached).",
-        cl.node(id).name_str()
+        cl.node(id).log_name()
     ));
     let n = cl.node_mut(id);
     n.flags &= !node::PFAIL;

@@ -667,6 +667,12 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
     Ok(())
 }
 
+/// Re-reads the cluster directives and applies them to this node's own entry.
+pub fn apply_settings(cl: &mut Cluster, ex: &Executor) {
+    cl.settings = Settings::from_config(&ex.config, ex.tcp_port);
+    refresh_myself(cl);
+}
+
 /// Applies the configuration to this node's own entry (ports, announced names).
 fn refresh_myself(cl: &mut Cluster) {
     let s = cl.settings.clone();
@@ -708,8 +714,7 @@ pub fn before_sleep(ex: &mut Executor) {
     let now = now_ms();
     if now - cl.last_cron_ms >= 100 {
         cl.last_cron_ms = now;
-        cl.settings = Settings::from_config(&ex.config, ex.tcp_port);
-        refresh_myself(&mut cl);
+        apply_settings(&mut cl, ex);
         gossip::cron(&mut cl, ex);
         cl.iteration += 1;
     }

@@ -157,4 +157,9 @@ impl Node {
     pub fn name_str(&self) -> &str {
         name_str(&self.name)
     }
+
+    /// The name and human nodename as Redis's log lines show a node: `id (name)`.
+    pub fn log_name(&self) -> String {
+        format!("{} ({})", self.name_str(), self.human_nodename)
+    }
 }

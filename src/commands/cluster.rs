@@ -101,6 +101,8 @@ fn with_cluster(ctx: &mut Ctx, f: impl FnOnce(&mut Cluster, &mut Ctx) -> Reply) 
     let Some(mut cl) = ctx.ex.cluster.take() else {
         return DISABLED;
     };
+    // Announced ports and names changed by CONFIG SET show at once.
+    crate::cluster::apply_settings(&mut cl, ctx.ex);
     let reply = f(&mut cl, ctx);
     ctx.ex.cluster = Some(cl);
     reply
