@@ -228,23 +228,21 @@ impl Bus {
         self.free_link(id);
     }
 
-    /// Reads what the link has and returns the complete messages; `Err` when the link
+    /// Reads what the link has and returns the complete messages; None when the link
     /// failed (closed, or a bad signature or length).
-    pub fn read_messages(&mut self, id: usize) -> Result<Vec<Vec<u8>>, ()> {
-        let Some(l) = self.link_mut(id) else {
-            return Err(());
-        };
+    pub fn read_messages(&mut self, id: usize) -> Option<Vec<Vec<u8>>> {
+        let l = self.link_mut(id)?;
         let mut buf = [0u8; 16 * 1024];
         loop {
             match l.stream.read(&mut buf) {
-                Ok(0) => return Err(()),
+                Ok(0) => return None,
                 Ok(n) => l.rbuf.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return Err(()),
+                Err(_) => return None,
             }
             if l.rbuf.len() > MAX_MESSAGE {
-                return Err(());
+                return None;
             }
         }
         let mut out = Vec::new();
@@ -252,12 +250,12 @@ impl Bus {
         while l.rbuf.len() - at >= 8 {
             let Some(totlen) = wire::peek_totlen(&l.rbuf[at..]) else {
                 log_bad(l.peer);
-                return Err(());
+                return None;
             };
             let totlen = totlen as usize;
-            if totlen < wire::HEADER_LEN || totlen > MAX_MESSAGE {
+            if !(wire::HEADER_LEN..=MAX_MESSAGE).contains(&totlen) {
                 log_bad(l.peer);
-                return Err(());
+                return None;
             }
             if l.rbuf.len() - at < totlen {
                 break;
@@ -266,7 +264,7 @@ impl Bus {
             at += totlen;
         }
         l.rbuf.drain(..at);
-        Ok(out)
+        Some(out)
     }
 
     /// The local address of a link's socket (our own IP as the peer reaches us).
@@ -282,24 +280,22 @@ impl Bus {
             .map(|a| canonical_ip(a.ip()))
     }
 
-    /// For a connecting link: true once connected, Err when the connection failed.
-    pub fn check_connected(&mut self, id: usize) -> Result<bool, ()> {
-        let Some(l) = self.link_mut(id) else {
-            return Err(());
-        };
+    /// For a connecting link: true once connected, None when the connection failed.
+    pub fn check_connected(&mut self, id: usize) -> Option<bool> {
+        let l = self.link_mut(id)?;
         if !l.connecting {
-            return Ok(true);
+            return Some(true);
         }
         if let Ok(Some(_)) | Err(_) = l.stream.take_error() {
-            return Err(());
+            return None;
         }
         match l.stream.peer_addr() {
             Ok(_) => {
                 l.connecting = false;
-                Ok(true)
+                Some(true)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-            Err(_) => Err(()),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Some(false),
+            Err(_) => None,
         }
     }
 }

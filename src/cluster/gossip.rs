@@ -247,9 +247,9 @@ pub fn link_event(
     let Some(l) = cl.bus.link(link) else { return };
     if l.connecting {
         match cl.bus.check_connected(link) {
-            Ok(true) => connected(cl, ex, link),
-            Ok(false) => return,
-            Err(()) => {
+            Some(true) => connected(cl, ex, link),
+            Some(false) => return,
+            None => {
                 cl.bus.close(link);
                 detach_closed(cl);
                 return;
@@ -261,7 +261,7 @@ pub fn link_event(
     }
     if readable {
         match cl.bus.read_messages(link) {
-            Ok(msgs) => {
+            Some(msgs) => {
                 for m in msgs {
                     if cl.bus.link(link).is_none() {
                         break;
@@ -271,7 +271,7 @@ pub fn link_event(
                     }
                 }
             }
-            Err(()) => cl.bus.close(link),
+            None => cl.bus.close(link),
         }
     }
     cl.bus.flush(link);
@@ -726,10 +726,7 @@ fn process_gossip_section(
     sender: Option<NodeId>,
 ) {
     let entries: Vec<wire::Gossip> = wire::gossip_entries(msg, h.count).collect();
-    let invalid = entries
-        .iter()
-        .filter(|g| g.name.iter().any(|&b| b == 0))
-        .count();
+    let invalid = entries.iter().filter(|g| g.name.contains(&0)).count();
     if invalid > 0 {
         crate::log::warning(&format!("Node gossiped {invalid} nodes with invalid IDs."));
         return;
@@ -1090,11 +1087,14 @@ fn clear_failure_if_needed(cl: &mut Cluster, id: NodeId) {
     }
 }
 
-/// CLUSTER MEET: a handshake node that the cron connects to with a MEET.
-pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> Result<(), ()> {
-    let ip: std::net::IpAddr = ip.parse().map_err(|_| ())?;
+/// CLUSTER MEET: a handshake node that the cron connects to with a MEET; false for
+/// an invalid address.
+pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> bool {
+    let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
+        return false;
+    };
     if port == 0 || cport == 0 {
-        return Err(());
+        return false;
     }
     let norm = ip.to_string();
     let in_progress = cl.node_ids().into_iter().any(|id| {
@@ -1105,14 +1105,14 @@ pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> Res
             && n.cport == cport
     });
     if in_progress {
-        return Ok(());
+        return true;
     }
     let mut n = Node::new(node::random_name(), node::HANDSHAKE | node::MEET, now_ms());
     n.ip = norm;
     n.tcp_port = port;
     n.cport = cport;
     cl.add_node(n);
-    Ok(())
+    true
 }
 
 /// Redis's clusterCron, run every 100 ms.
@@ -1151,7 +1151,7 @@ pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
         }
     }
     // Every second, ping the node with the oldest pong among five random ones.
-    if cl.iteration % 10 == 0 {
+    if cl.iteration.is_multiple_of(10) {
         let ids = cl.node_ids();
         let mut best: Option<(NodeId, i64)> = None;
         for _ in 0..5 {

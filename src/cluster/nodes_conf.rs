@@ -99,7 +99,7 @@ fn get_or_create(cl: &mut Cluster, name: &str) -> Result<NodeId, ()> {
 fn load_line(cl: &mut Cluster, line: &str, myself: &mut Option<NodeId>) -> Result<(), ()> {
     let argv: Vec<&str> = line.split_ascii_whitespace().collect();
     if argv[0].eq_ignore_ascii_case("vars") {
-        if argv.len() % 2 == 0 {
+        if argv.len().is_multiple_of(2) {
             return Err(());
         }
         for pair in argv[1..].chunks(2) {

@@ -75,9 +75,7 @@ pub fn route(
     let mut cmds: Vec<(&'static Command, Vec<&[u8]>)> = Vec::new();
     let mut is_write = cmd.is_write();
     if is_exec {
-        let Some(m) = c.tx.multi.as_ref() else {
-            return None;
-        };
+        let m = c.tx.multi.as_ref()?;
         for q in &m.queue {
             is_write |= q.cmd.is_write();
             let a: Vec<&[u8]> = q.args.iter().map(|x| x.as_slice()).collect();

@@ -303,7 +303,7 @@ pub fn expected_len(b: &[u8]) -> Result<(), String> {
                         return Err("extension header past the end".into());
                     }
                     let extlen = u32_at(b, explen) as usize;
-                    if extlen % 8 != 0 {
+                    if !extlen.is_multiple_of(8) {
                         return Err(format!("extension without proper padding ({extlen} bytes)"));
                     }
                     if extlen < 8 || totlen - explen < extlen {

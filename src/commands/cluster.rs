@@ -495,7 +495,7 @@ fn cluster_meet(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         };
         let valid = (1..=65535).contains(&port) && (1..=65535).contains(&cport);
         let ip = text(args[2]);
-        if !valid || gossip::start_handshake(cl, &ip, port as u16, cport as u16).is_err() {
+        if !valid || !gossip::start_handshake(cl, &ip, port as u16, cport as u16) {
             return Reply::error(format!(
                 "ERR Invalid node address specified: {}:{}",
                 ip,
@@ -508,7 +508,7 @@ fn cluster_meet(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn cluster_flushslots(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     with_cluster(ctx, |cl, ctx| {
-        if ctx.ex.ks.dbs[0].table.len() != 0 {
+        if !ctx.ex.ks.dbs[0].table.is_empty() {
             return Reply::err("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.");
         }
         let me = cl.myself;
@@ -522,6 +522,7 @@ fn cluster_flushslots(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 fn update_slots(cl: &mut Cluster, ranges: &[(usize, usize)], del: bool) -> Reply {
     let mut seen = vec![false; SLOTS];
     for &(a, b) in ranges {
+        #[allow(clippy::needless_range_loop)] // `s` also names the slot in the errors.
         for s in a..=b {
             if del && cl.slots[s].is_none() {
                 return Reply::error(format!("ERR Slot {s} is already unassigned"));
@@ -752,7 +753,7 @@ fn cluster_replicate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return Reply::err("ERR I can only replicate a master, not a replica.");
         }
         if cl.node(me).is_master()
-            && (cl.node(me).numslots != 0 || ctx.ex.ks.dbs[0].table.len() != 0)
+            && (cl.node(me).numslots != 0 || !ctx.ex.ks.dbs[0].table.is_empty())
         {
             return Reply::err(
                 "ERR To set a master the node must be empty and without assigned slots.",
@@ -841,7 +842,7 @@ fn cluster_reset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Some(a) if is(a, "soft") => false,
             Some(_) => return errors::SYNTAX,
         };
-        if cl.me().is_master() && ctx.ex.ks.dbs[0].table.len() != 0 {
+        if cl.me().is_master() && !ctx.ex.ks.dbs[0].table.is_empty() {
             return Reply::err(
                 "ERR CLUSTER RESET can't be called with master nodes containing keys",
             );
