@@ -8,6 +8,7 @@
 
 pub mod acl;
 pub mod alloc;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod config_rewrite;

@@ -15,15 +15,21 @@ pub fn show_banner(config: &Config) {
         || (!config.stored_bool("syslog-enabled")
             && config.logfile.is_empty()
             && std::io::stdout().is_terminal());
+    let mode = if config.stored_bool("cluster-enabled") {
+        "cluster"
+    } else {
+        "standalone"
+    };
     if !show {
-        crate::log::notice(&format!("Running mode=standalone, port={}.", config.port));
+        crate::log::notice(&format!("Running mode={mode}, port={}.", config.port));
         return;
     }
     crate::log::raw(&format!(
-        "\n      /\\        Cinnabar {} (Redis {} compatible) {} bit\n     /  \\\n    / /\\ \\      Running in standalone mode\n    \\ \\/ /      Port: {}\n     \\  /       PID: {}\n      \\/\n\n",
+        "\n      /\\        Cinnabar {} (Redis {} compatible) {} bit\n     /  \\\n    / /\\ \\      Running in {} mode\n    \\ \\/ /      Port: {}\n     \\  /       PID: {}\n      \\/\n\n",
         crate::VERSION,
         crate::commands::connection::REDIS_VERSION,
         usize::BITS,
+        mode,
         config.port,
         std::process::id()
     ));

@@ -439,6 +439,9 @@ fn select(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let Some(n) = crate::util::numeric::parse_i64(args[1]) else {
         return errors::NOT_INTEGER;
     };
+    if ctx.ex.cluster.is_some() && n != 0 {
+        return Reply::err("ERR SELECT is not allowed in cluster mode");
+    }
     if n < 0 || n as usize >= ctx.ex.ks.dbs.len() {
         return errors::DB_INDEX;
     }

@@ -204,6 +204,9 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         Ok(n) => n,
         Err(e) => return e,
     };
+    if ctx.ex.cluster.is_some() && def.flags & sflags::NO_CLUSTER != 0 {
+        return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    }
     let no_writes = def.flags & sflags::NO_WRITES != 0;
     if let Some(refused) = scripting::refused_before_run(ctx.ex, ctx.client, def.flags, ro) {
         return refused;
@@ -217,6 +220,7 @@ fn fcall_with(ctx: &mut Ctx, engine: &mut Engine, args: &[&[u8]], ro: bool) -> R
         command: args,
         functions: Some(fns),
         allow_oom: def.flags & sflags::ALLOW_OOM != 0,
+        cross_slot: def.flags & sflags::ALLOW_CROSS_SLOT != 0,
     };
     scripting::run(ctx.ex, ctx.client, lua_slot, &fns.vm, &def.key, &spec)
 }

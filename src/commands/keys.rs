@@ -227,6 +227,9 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         j += 1;
     }
+    if ctx.ex.cluster.is_some() && (ctx.db != 0 || dst_db != 0) {
+        return Reply::err("ERR Copying to another database is not allowed in cluster mode");
+    }
     if src == dst && dst_db == ctx.db {
         return Reply::err("ERR source and destination objects are the same");
     }
@@ -248,6 +251,9 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if ctx.ex.cluster.is_some() {
+        return Reply::err("ERR MOVE is not allowed in cluster mode");
+    }
     let key = args[1];
     let dst_db = match db_index(ctx, args[2]) {
         Ok(d) => d,

@@ -62,11 +62,20 @@ fn sunsubscribe(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn publish(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    Reply::Int(ctx.ex.publish(args[1], args[2]) as i64)
+    let n = ctx.ex.publish(args[1], args[2]);
+    // Cluster mode: every other node delivers it too (the cluster bus).
+    if ctx.ex.cluster.is_some() {
+        crate::cluster::gossip::propagate_publish(ctx.ex, args[1], args[2], false);
+    }
+    Reply::Int(n as i64)
 }
 
 fn spublish(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    Reply::Int(ctx.ex.spublish(args[1], args[2]) as i64)
+    let n = ctx.ex.spublish(args[1], args[2]);
+    if ctx.ex.cluster.is_some() {
+        crate::cluster::gossip::propagate_publish(ctx.ex, args[1], args[2], true);
+    }
+    Reply::Int(n as i64)
 }
 
 fn wrong_args(args: &[&[u8]]) -> Reply {

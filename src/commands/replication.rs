@@ -64,6 +64,10 @@ fn role(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    // Cluster replicas follow their master through CLUSTER REPLICATE.
+    if ctx.ex.cluster.is_some() {
+        return Reply::err("ERR REPLICAOF not allowed in cluster mode.");
+    }
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
         replica::stop(ctx.ex);
         return Reply::ok();

@@ -160,6 +160,12 @@ fn eval_with(
     if let Some(refused) = scripting::refused_before_run(ctx.ex, ctx.client, script.flags, ro) {
         return refused;
     }
+    if ctx.ex.cluster.is_some()
+        && script.flags & sflags::NO_CLUSTER != 0
+        && script.flags & sflags::EVAL_COMPAT == 0
+    {
+        return Reply::err("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    }
     let spec = RunSpec {
         name: &sha,
         read_only: ro || script.flags & sflags::NO_WRITES != 0,
@@ -169,6 +175,7 @@ fn eval_with(
         command: args,
         functions: None,
         allow_oom: script.flags & sflags::ALLOW_OOM != 0,
+        cross_slot: script.flags & (sflags::ALLOW_CROSS_SLOT | sflags::EVAL_COMPAT) != 0,
     };
     scripting::run(
         ctx.ex,

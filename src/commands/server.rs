@@ -287,7 +287,14 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("redis_git_sha1:00000000");
             field!("redis_git_dirty:0");
             field!("redis_build_id:0");
-            field!("redis_mode:standalone");
+            field!(
+                "redis_mode:{}",
+                if ex.cluster.is_some() {
+                    "cluster"
+                } else {
+                    "standalone"
+                }
+            );
             field!("cinnabar_version:{}", crate::VERSION);
             field!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
             field!("arch_bits:64");
@@ -332,7 +339,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                 "connected_clients:{}",
                 ex.clients().filter(|(_, c)| !c.embedded).count()
             );
-            field!("cluster_connections:0");
+            field!("cluster_connections:{}", crate::cluster::connections(ex));
             field!("maxclients:{}", ex.config.maxclients);
             field!(
                 "client_recent_max_input_buffer:{}",
@@ -480,7 +487,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         }
         "cluster" => {
             s.push_str("# Cluster\r\n");
-            field!("cluster_enabled:0");
+            field!("cluster_enabled:{}", u8::from(ex.cluster.is_some()));
         }
         "keyspace" => {
             s.push_str("# Keyspace\r\n");
@@ -783,6 +790,9 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    if ctx.ex.cluster.is_some() {
+        return Reply::err("ERR SWAPDB is not allowed in cluster mode");
+    }
     let Some(a) = crate::util::numeric::parse_i64(args[1]) else {
         return Reply::err("ERR invalid first DB index");
     };

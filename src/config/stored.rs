@@ -200,7 +200,6 @@ macro_rules! stored {
 /// Values that would ask for a mode Cinnabar does not have are refused, never ignored.
 fn check_supported(name: &str, value: &str) -> Result<(), String> {
     match (name, value) {
-        ("cluster-enabled", "yes") => Err("cluster mode is not supported by this server".into()),
         ("tls-port", v) if v != "0" => {
             Err("Unable to update TLS configuration. Check server logs.".into())
         }
@@ -251,7 +250,7 @@ pub static STORED: &[Directive] = &[
     stored!("aof-rewrite-incremental-fsync", &[], 0, Kind::Bool, "yes"),
     // No effect here: appendfsync applies during rewrites too.
     stored!("no-appendfsync-on-rewrite", &[], 0, Kind::Bool, "no"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-require-full-coverage", &[], 0, Kind::Bool, "yes"),
     // No effect here: files are fsynced once, when complete.
     stored!("rdb-save-incremental-fsync", &[], 0, Kind::Bool, "yes"),
@@ -259,7 +258,7 @@ pub static STORED: &[Directive] = &[
     stored!("aof-use-rdb-preamble", &[], 0, Kind::Bool, "yes"),
     // No effect here: no timestamp annotations are written.
     stored!("aof-timestamp-enabled", &[], 0, Kind::Bool, "no"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-replica-no-failover",
         &["cluster-slave-no-failover"],
@@ -297,11 +296,11 @@ pub static STORED: &[Directive] = &[
     stored!("activedefrag", &[], 0, Kind::Bool, "no"),
     // Log lines also go to syslog (log.rs).
     stored!("syslog-enabled", &[], IMMUTABLE, Kind::Bool, "no"),
-    // Only `no`: there is no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-enabled", &[], IMMUTABLE, Kind::Bool, "no"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-allow-reads-when-down", &[], 0, Kind::Bool, "no"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-allow-pubsubshard-when-down",
         &[],
@@ -315,7 +314,7 @@ pub static STORED: &[Directive] = &[
     stored!("crash-memcheck-enabled", &[], 0, Kind::Bool, "yes"),
     // yes: transparent huge pages off for the process (prctl), as Redis.
     stored!("disable-thp", &[], IMMUTABLE, Kind::Bool, "yes"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-allow-replica-migration", &[], 0, Kind::Bool, "yes"),
     // No effect here: logs never contain keys or values.
     stored!("hide-user-data-from-log", &[], 0, Kind::Bool, "no"),
@@ -329,9 +328,9 @@ pub static STORED: &[Directive] = &[
         Kind::Str,
         ""
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-announce-ip", &[], 0, Kind::Str, ""),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-config-file",
         &[],
@@ -339,9 +338,9 @@ pub static STORED: &[Directive] = &[
         Kind::Str,
         "nodes.conf"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-announce-hostname", &[], 0, Kind::Str, ""),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-announce-human-nodename", &[], 0, Kind::Str, ""),
     stored!("syslog-ident", &[], IMMUTABLE, Kind::Str, "redis"),
     // No effect here: no CPU affinity is set.
@@ -425,7 +424,7 @@ pub static STORED: &[Directive] = &[
         Kind::Enum(&["no", "yes", "clients"]),
         "no"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-preferred-endpoint-type",
         &[],
@@ -459,7 +458,7 @@ pub static STORED: &[Directive] = &[
     ),
     // No effect here: one event-loop thread does all I/O.
     stored!("io-threads", &[], IMMUTABLE, Kind::Int(1, 128), "1"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-replica-validity-factor",
         &["cluster-slave-validity-factor"],
@@ -467,7 +466,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, INT_MAX),
         "10"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-migration-barrier",
         &[],
@@ -511,9 +510,9 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, 65535),
         "0"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-port", &[], IMMUTABLE, Kind::Int(0, 65535), "0"),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-announce-bus-port",
         &[],
@@ -521,9 +520,9 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, 65535),
         "0"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!("cluster-announce-port", &[], 0, Kind::Int(0, 65535), "0"),
-    // No effect here: no cluster mode.
+    // No effect here: the cluster bus has no TLS and no send-buffer limit.
     stored!(
         "cluster-announce-tls-port",
         &[],
@@ -574,7 +573,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(1, i64::MAX as i128),
         "1000"
     ),
-    // No effect here: no cluster mode.
+    // Cluster mode (src/cluster).
     stored!(
         "cluster-node-timeout",
         &[],
@@ -582,7 +581,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, i64::MAX as i128),
         "15000"
     ),
-    // No effect here: no cluster mode.
+    // No effect here: the cluster bus has no TLS and no send-buffer limit.
     stored!(
         "cluster-link-sendbuf-limit",
         &[],

@@ -20,6 +20,10 @@ pub enum ReplyMode {
 #[derive(Debug)]
 pub struct Client {
     pub id: u64,
+    /// Cluster mode: ASKING (next command may use an importing slot) and READONLY
+    /// (reads served by a replica).
+    pub cluster_asking: bool,
+    pub cluster_readonly: bool,
     pub db: usize,
     pub proto: u8,
     pub name: Option<Vec<u8>>,
@@ -96,6 +100,8 @@ impl Client {
             authenticated,
             user: "default".into(),
             acl_free: true,
+            cluster_asking: false,
+            cluster_readonly: false,
             addr,
             laddr,
             fd,

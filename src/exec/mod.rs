@@ -210,6 +210,8 @@ pub struct Executor {
     pub eviction_pool: evict::EvictionPool,
     pub eviction_running: bool,
     eviction_next_db: usize,
+    /// Cluster mode's state (src/cluster); None with `cluster-enabled no`.
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
 impl Executor {
@@ -273,6 +275,7 @@ impl Executor {
             eviction_pool: Default::default(),
             eviction_running: false,
             eviction_next_db: 0,
+            cluster: None,
         };
         ex.sync_access_policy();
         ex
@@ -394,6 +397,10 @@ impl Executor {
         // (evictions, the tracking table's limit) reaches it first, as in Redis.
         let reply = self.execute(slot, args);
         let c = self.client_mut(slot);
+        // ASKING holds for the next command only (outside MULTI), as Redis's resetClient.
+        if c.cluster_asking && c.tx.multi.is_none() && !args[0].eq_ignore_ascii_case(b"asking") {
+            c.cluster_asking = false;
+        }
         match c.reply_mode {
             ReplyMode::On => c.push_reply(&reply),
             // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY
@@ -468,6 +475,17 @@ impl Executor {
                     let reply = self.acl_deny(slot, d, cmd, args);
                     return self.reject(Some(cmd), reply);
                 }
+            }
+        }
+        // Cluster mode: keys served elsewhere get a redirection (src/cluster).
+        if self.cluster.is_some() {
+            if let Some(reply) = crate::cluster::route(self, slot, cmd, args) {
+                if cmd.name == "exec" {
+                    self.discard_transaction(slot);
+                } else {
+                    self.flag_transaction(slot);
+                }
+                return self.reject(Some(cmd), reply);
             }
         }
         if self.busy.is_none() {

@@ -172,6 +172,10 @@ impl Server {
     /// "Server initialized" are logged before loading, which may fail.
     pub fn load_data(&mut self) -> io::Result<()> {
         let ex = &mut self.ex;
+        if ex.config.stored_bool("cluster-enabled") {
+            let registry = self.net.borrow().poll.registry().try_clone()?;
+            crate::cluster::init(ex, registry).map_err(io::Error::other)?;
+        }
         crate::acl::load_at_startup(ex).map_err(io::Error::other)?;
         crate::persistence::aof::load_at_startup(ex).map_err(io::Error::other)?;
         // Only once loaded: a slow script replayed from the AOF serves no clients.
@@ -232,6 +236,12 @@ impl Server {
                     Token(crate::replication::replica::LINK_TOKEN) => {
                         crate::replication::replica::on_event(&mut self.ex)
                     }
+                    Token(t) if crate::cluster::owns_token(t) => crate::cluster::on_event(
+                        &mut self.ex,
+                        t,
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                        ev.is_writable(),
+                    ),
                     Token(t) if t >= LISTENER_BASE => self
                         .net
                         .borrow_mut()
@@ -276,6 +286,10 @@ impl Server {
             }
             // Replication timers, WAIT wake-ups, GETACK and pings (src/replication).
             crate::replication::tick(&mut self.ex);
+            // The cluster bus: cron, state, nodes.conf, queued messages (src/cluster).
+            if self.ex.cluster.is_some() {
+                crate::cluster::before_sleep(&mut self.ex);
+            }
             // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)

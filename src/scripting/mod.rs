@@ -245,6 +245,9 @@ pub struct RunSpec<'a> {
     pub functions: Option<&'a functions::Functions>,
     /// The `allow-oom` flag: writes are allowed even over `maxmemory`.
     pub allow_oom: bool,
+    /// Cluster mode: the script may touch keys of several slots (`allow-cross-slot-keys`,
+    /// or a script without shebang).
+    pub cross_slot: bool,
 }
 
 /// The flags a command runs with (Redis's getCommandFlags): EVAL, EVALSHA and FCALL
@@ -354,6 +357,8 @@ struct CallCtx<'a> {
     /// A write command was called: SCRIPT KILL can no longer stop the script.
     wrote: bool,
     caller: usize,
+    /// Cluster mode: the slot the script's keys hash to so far (declared keys first).
+    cluster_slot: Option<usize>,
     /// Where the script's effects begin in the write stream.
     stream_pos: u64,
     spec: &'a RunSpec<'a>,
@@ -495,6 +500,13 @@ fn run_body(
         .watchdog
         .started()
         .unwrap_or_else(std::time::Instant::now);
+    let cluster_slot = match ex.cluster {
+        Some(_) => spec
+            .keys
+            .first()
+            .map(|k| crate::cluster::slot::key_slot(k) as usize),
+        None => None,
+    };
     let cc = RefCell::new(CallCtx {
         ex,
         lua: &vm.lua,
@@ -504,6 +516,7 @@ fn run_body(
         resp: vm.resp.clone(),
         wrote: false,
         caller,
+        cluster_slot,
         stream_pos,
         spec,
         started,
@@ -612,6 +625,22 @@ impl CallCtx<'_> {
         if let Err(e) = self.check_command(cmd, argv) {
             // Refused before it ran: counted as Redis's scriptCall counts it.
             return self.ex.reject(Some(cmd), e);
+        }
+        // Cluster mode: only local keys, of one slot unless the script allows more.
+        if self.ex.cluster.is_some() {
+            match crate::cluster::routing::script_command_check(self.ex, self.caller, cmd, argv) {
+                Err(e) => return Reply::error(e),
+                Ok(Some(s)) if !self.spec.cross_slot => {
+                    match self.cluster_slot {
+                        None => self.cluster_slot = Some(s),
+                        Some(first) if first != s => return Reply::err(
+                            "ERR Script attempted to access keys that do not hash to the same slot",
+                        ),
+                        Some(_) => {}
+                    }
+                }
+                Ok(_) => {}
+            }
         }
         if cmd.is_write() {
             self.wrote = true;

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -76,7 +78,7 @@ fn serves_pid(port: u16, pid: u32, password: Option<&str>) -> bool {
     String::from_utf8_lossy(&body).contains(&format!("process_id:{pid}\r\n"))
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

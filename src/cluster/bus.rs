@@ -1,0 +1,322 @@
+//! The bus's sockets: the listener on the bus port and one link per connection,
+//! each with its receive buffer (whole messages are cut out by their `totlen`) and
+//! its send queue. What the messages mean is gossip.rs's business.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry, Token};
+
+use super::node::NodeId;
+use super::wire;
+
+/// Largest message accepted; anything claiming more closes the link.
+const MAX_MESSAGE: usize = 1 << 30;
+
+pub struct Link {
+    pub stream: TcpStream,
+    pub inbound: bool,
+    pub node: Option<NodeId>,
+    pub ctime: i64,
+    /// Still connecting (outbound): the first writable event says how it went.
+    pub connecting: bool,
+    pub rbuf: Vec<u8>,
+    pub wbuf: Vec<u8>,
+    pub wpos: usize,
+    pub peer: Option<SocketAddr>,
+}
+
+pub struct Bus {
+    listeners: Vec<TcpListener>,
+    pub links: Vec<Option<Link>>,
+    registry: Registry,
+    /// Links closed while handling events, for gossip.rs to detach from their nodes.
+    pub closed: Vec<(usize, Option<NodeId>, bool)>,
+}
+
+fn token(link: usize) -> Token {
+    Token(super::TOKEN_BASE + 1 + link)
+}
+
+impl Bus {
+    /// Binds the bus port on the configured addresses.
+    pub fn listen(bind: &[String], port: u16, registry: Registry) -> Result<Bus, String> {
+        let addrs: Vec<String> = if bind.is_empty() {
+            vec!["*".into()]
+        } else {
+            bind.to_vec()
+        };
+        let mut listeners = Vec::new();
+        for a in addrs {
+            let a = a.trim_start_matches('-');
+            let host = if a == "*" { "0.0.0.0" } else { a };
+            let addr: SocketAddr = match format!("{host}:{port}").parse() {
+                Ok(x) => x,
+                Err(_) => match format!("[{host}]:{port}").parse() {
+                    Ok(x) => x,
+                    Err(_) => continue,
+                },
+            };
+            match TcpListener::bind(addr) {
+                Ok(l) => listeners.push(l),
+                Err(e) if a == "::*" || a.starts_with("::") => {
+                    crate::log::verbose(&format!("Cluster bus on {addr}: {e}"));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "Failed listening on port {port} (cluster), aborting: {e}"
+                    ))
+                }
+            }
+        }
+        if listeners.is_empty() {
+            return Err(format!(
+                "Failed listening on port {port} (cluster), aborting."
+            ));
+        }
+        for l in &mut listeners {
+            registry
+                .register(l, Token(super::TOKEN_BASE), Interest::READABLE)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(Bus {
+            listeners,
+            links: Vec::new(),
+            registry,
+            closed: Vec::new(),
+        })
+    }
+
+    pub fn link_count(&self) -> usize {
+        self.links.iter().filter(|l| l.is_some()).count()
+    }
+
+    pub fn link(&self, id: usize) -> Option<&Link> {
+        self.links.get(id).and_then(|l| l.as_ref())
+    }
+
+    pub fn link_mut(&mut self, id: usize) -> Option<&mut Link> {
+        self.links.get_mut(id).and_then(|l| l.as_mut())
+    }
+
+    fn insert(&mut self, mut link: Link) -> Option<usize> {
+        let id = match self.links.iter().position(|l| l.is_none()) {
+            Some(i) => i,
+            None => {
+                self.links.push(None);
+                self.links.len() - 1
+            }
+        };
+        self.registry
+            .register(
+                &mut link.stream,
+                token(id),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .ok()?;
+        self.links[id] = Some(link);
+        Some(id)
+    }
+
+    /// Accepts pending bus connections (their node is learnt from their first
+    /// message).
+    pub fn accept(&mut self) {
+        for i in 0..self.listeners.len() {
+            loop {
+                match self.listeners[i].accept() {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        crate::log::verbose(&format!(
+                            "Accepting cluster node connection from {}:{}",
+                            peer.ip(),
+                            peer.port()
+                        ));
+                        self.insert(Link {
+                            stream,
+                            inbound: true,
+                            node: None,
+                            ctime: super::now_ms(),
+                            connecting: false,
+                            rbuf: Vec::new(),
+                            wbuf: Vec::new(),
+                            wpos: 0,
+                            peer: Some(peer),
+                        });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        crate::log::verbose(&format!("Error accepting cluster node: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts a non-blocking connection to a node's bus port.
+    pub fn connect(&mut self, node: NodeId, ip: &str, cport: u16) -> Option<usize> {
+        let addr: SocketAddr = format!("{ip}:{cport}")
+            .parse()
+            .or_else(|_| format!("[{ip}]:{cport}").parse())
+            .ok()?;
+        let stream = TcpStream::connect(addr).ok()?;
+        let _ = stream.set_nodelay(true);
+        self.insert(Link {
+            stream,
+            inbound: false,
+            node: Some(node),
+            ctime: super::now_ms(),
+            connecting: true,
+            rbuf: Vec::new(),
+            wbuf: Vec::new(),
+            wpos: 0,
+            peer: Some(addr),
+        })
+    }
+
+    pub fn free_link(&mut self, id: usize) {
+        if let Some(mut l) = self.links.get_mut(id).and_then(|l| l.take()) {
+            let _ = self.registry.deregister(&mut l.stream);
+        }
+    }
+
+    /// Queues a message on a link; it is written at the end of the turn.
+    pub fn send(&mut self, id: usize, msg: &[u8]) {
+        if let Some(l) = self.link_mut(id) {
+            l.wbuf.extend_from_slice(msg);
+        }
+    }
+
+    /// Writes what each link has queued; a failed write closes the link.
+    pub fn flush_all(&mut self) {
+        for id in 0..self.links.len() {
+            self.flush(id);
+        }
+    }
+
+    pub fn flush(&mut self, id: usize) {
+        let Some(l) = self.link_mut(id) else { return };
+        if l.connecting {
+            return;
+        }
+        while l.wpos < l.wbuf.len() {
+            match l.stream.write(&l.wbuf[l.wpos..]) {
+                Ok(0) => break,
+                Ok(n) => l.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.close(id);
+                    return;
+                }
+            }
+        }
+        if l.wpos == l.wbuf.len() {
+            l.wbuf.clear();
+            l.wpos = 0;
+        }
+    }
+
+    /// Closes a link after an I/O error and records it for gossip.rs.
+    pub fn close(&mut self, id: usize) {
+        if let Some(l) = self.link(id) {
+            let (node, inbound) = (l.node, l.inbound);
+            self.closed.push((id, node, inbound));
+        }
+        self.free_link(id);
+    }
+
+    /// Reads what the link has and returns the complete messages; None when the link
+    /// failed (closed, or a bad signature or length).
+    pub fn read_messages(&mut self, id: usize) -> Option<Vec<Vec<u8>>> {
+        let l = self.link_mut(id)?;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match l.stream.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => l.rbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+            if l.rbuf.len() > MAX_MESSAGE {
+                return None;
+            }
+        }
+        let mut out = Vec::new();
+        let mut at = 0;
+        while l.rbuf.len() - at >= 8 {
+            let Some(totlen) = wire::peek_totlen(&l.rbuf[at..]) else {
+                log_bad(l.peer);
+                return None;
+            };
+            let totlen = totlen as usize;
+            if !(wire::HEADER_LEN..=MAX_MESSAGE).contains(&totlen) {
+                log_bad(l.peer);
+                return None;
+            }
+            if l.rbuf.len() - at < totlen {
+                break;
+            }
+            out.push(l.rbuf[at..at + totlen].to_vec());
+            at += totlen;
+        }
+        l.rbuf.drain(..at);
+        Some(out)
+    }
+
+    /// The local address of a link's socket (our own IP as the peer reaches us).
+    pub fn local_ip(&self, id: usize) -> Option<String> {
+        self.link(id)
+            .and_then(|l| l.stream.local_addr().ok())
+            .map(|a| canonical_ip(a.ip()))
+    }
+
+    pub fn peer_ip(&self, id: usize) -> Option<String> {
+        self.link(id)
+            .and_then(|l| l.stream.peer_addr().ok().or(l.peer))
+            .map(|a| canonical_ip(a.ip()))
+    }
+
+    /// For a connecting link: true once connected, None when the connection failed.
+    pub fn check_connected(&mut self, id: usize) -> Option<bool> {
+        let l = self.link_mut(id)?;
+        if !l.connecting {
+            return Some(true);
+        }
+        if let Ok(Some(_)) | Err(_) = l.stream.take_error() {
+            return None;
+        }
+        match l.stream.peer_addr() {
+            Ok(_) => {
+                l.connecting = false;
+                Some(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Some(false),
+            Err(_) => None,
+        }
+    }
+}
+
+fn canonical_ip(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        v4 => v4.to_string(),
+    }
+}
+
+fn log_bad(peer: Option<SocketAddr>) {
+    match peer {
+        Some(p) => crate::log::warning(&format!(
+            "Bad message length or signature received on the Cluster bus from {}:{}",
+            p.ip(),
+            p.port()
+        )),
+        None => crate::log::warning("Bad message length or signature received on the Cluster bus."),
+    }
+}

@@ -1,0 +1,156 @@
+//! Three masters with one replica each (`redis-cli --cluster create
+//! --cluster-replicas 1`): replicas replicate, READONLY reads, a master killed with
+//! SIGKILL is replaced by its replica exactly once, and CLUSTER FAILOVER promotes a
+//! replica by hand (with MFSTART) and by TAKEOVER.
+
+mod common;
+use common::cluster::{
+    cluster_create, cluster_info_field, myid, redis_cli_available, start_node, wait_for, wait_ok,
+};
+use common::{RawConn, TestServer};
+
+fn nodes_line(port: u16, id: &str) -> String {
+    let mut c = RawConn::connect(port, 2);
+    c.cmd(&["CLUSTER", "NODES"])
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or("")
+        .to_string()
+}
+
+fn is_master_of_slots(port: u16, id: &str) -> bool {
+    let l = nodes_line(port, id);
+    l.contains("master") && !l.contains("fail") && l.split(' ').count() > 8
+}
+
+fn six_nodes() -> Vec<TestServer> {
+    let nodes: Vec<TestServer> = (0..6).map(|_| start_node(&[])).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    cluster_create(&ports, 1);
+    wait_ok(&ports);
+    // Masters learn their replicas from the replicas' pings: wait until every node
+    // knows every role (a master ignores MFSTART from a node it does not know as its
+    // replica).
+    wait_for("roles known everywhere", 30, || {
+        ports.iter().all(|&p| {
+            let mut c = RawConn::connect(p, 2);
+            c.cmd(&["CLUSTER", "NODES"]).matches("slave ").count() == 3
+        })
+    });
+    nodes
+}
+
+/// (master index, replica index) pairs.
+fn pairs(nodes: &[TestServer]) -> Vec<(usize, usize)> {
+    let ids: Vec<String> = nodes.iter().map(|n| myid(n.port)).collect();
+    let mut out = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let line = nodes_line(n.port, &ids[i]);
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields[2].contains("slave") {
+            let m = ids.iter().position(|x| x == fields[3]).unwrap();
+            out.push((m, i));
+        }
+    }
+    out
+}
+
+#[test]
+fn replica_takes_over_a_killed_master_once() {
+    if !redis_cli_available() {
+        return;
+    }
+    let mut nodes = six_nodes();
+    let pairs = pairs(&nodes);
+    assert_eq!(pairs.len(), 3);
+    let (m, r) = pairs[0];
+    let (mport, rport) = (nodes[m].port, nodes[r].port);
+    let rid = myid(rport);
+    // Write through the master a key of its slots, read it on the replica.
+    let key = {
+        let mut c = nodes[m].raw(2);
+        (0..1000)
+            .map(|i| format!("k{i}"))
+            .find(|k| c.cmd(&["SET", k, "v"]) == "+OK\r\n")
+            .unwrap()
+    };
+    let mut rc = nodes[r].raw(2);
+    assert!(rc.cmd(&["GET", &key]).starts_with("-MOVED"));
+    assert_eq!(rc.cmd(&["READONLY"]), "+OK\r\n");
+    wait_for("replicated key", 20, || {
+        rc.cmd(&["GET", &key]) == "$1\r\nv\r\n"
+    });
+    assert!(rc.cmd(&["SET", &key, "w"]).starts_with("-MOVED"));
+
+    nodes[m].kill9();
+    let others: Vec<u16> = nodes
+        .iter()
+        .map(|n| n.port)
+        .filter(|&p| p != mport)
+        .collect();
+    wait_for("replica promoted", 60, || {
+        others.iter().all(|&p| is_master_of_slots(p, &rid))
+    });
+    wait_ok(&others);
+    let mut c = RawConn::connect(rport, 2);
+    assert_eq!(c.cmd(&["GET", &key]), "$1\r\nv\r\n");
+    assert_eq!(c.cmd(&["SET", &key, "w"]), "+OK\r\n");
+    let info = c.cmd(&["INFO", "replication"]);
+    assert!(info.contains("role:master"), "{info}");
+    // One election: every node sees the same, single new epoch for the replica.
+    let epochs: Vec<String> = others
+        .iter()
+        .map(|&p| nodes_line(p, &rid).split(' ').nth(6).unwrap().to_string())
+        .collect();
+    assert!(epochs.windows(2).all(|w| w[0] == w[1]), "{epochs:?}");
+    let dead = nodes_line(others[0], &myid_of_dead(&nodes, m, &others));
+    assert!(dead.contains("fail"), "{dead}");
+}
+
+/// The id of the killed node, read from a survivor's table (its process is gone).
+fn myid_of_dead(nodes: &[TestServer], m: usize, others: &[u16]) -> String {
+    let mut c = RawConn::connect(others[0], 2);
+    let port = format!(":{}@", nodes[m].port);
+    c.cmd(&["CLUSTER", "NODES"])
+        .lines()
+        .find(|l| l.contains(&port))
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn manual_failover_and_takeover() {
+    if !redis_cli_available() {
+        return;
+    }
+    let nodes = six_nodes();
+    let pairs = pairs(&nodes);
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let (m, r) = pairs[0];
+    let (mid, rid) = (myid(nodes[m].port), myid(nodes[r].port));
+    let mut rc = nodes[r].raw(2);
+    wait_for("replica in sync", 20, || {
+        rc.cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+    });
+    assert_eq!(rc.cmd(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_for("manual failover", 30, || {
+        ports.iter().all(|&p| is_master_of_slots(p, &rid))
+    });
+    // The old master follows the new one.
+    wait_for("old master demoted", 30, || {
+        nodes_line(nodes[m].port, &mid).contains(&format!("slave {rid}"))
+    });
+    wait_ok(&ports);
+    // And takes its slots back without an election.
+    let mut mc = nodes[m].raw(2);
+    assert_eq!(mc.cmd(&["CLUSTER", "FAILOVER", "TAKEOVER"]), "+OK\r\n");
+    wait_for("takeover", 30, || {
+        ports.iter().all(|&p| is_master_of_slots(p, &mid))
+    });
+    wait_ok(&ports);
+    assert_eq!(cluster_info_field(nodes[m].port, "cluster_state"), "ok");
+}

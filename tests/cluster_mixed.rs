@@ -1,0 +1,162 @@
+//! A cluster mixing Cinnabar and redis-server 7.0 nodes (the bus is the same version
+//! 1 in Redis 7.0 and 7.4): they join through `redis-cli --cluster create`, agree on
+//! slots, replicate across kinds (a redis-server replica of a Cinnabar master and the
+//! reverse), and a redis-server replica wins the election when its Cinnabar master
+//! dies, with votes from both kinds of masters.
+
+mod common;
+use common::cluster::{
+    cluster_create, myid, redis_cli, redis_cli_available, start_node, wait_for, wait_ok,
+};
+use common::{free_port, redis_server_available, temp_dir, RawConn, TestServer};
+use std::process::{Child, Command, Stdio};
+
+struct RedisNode {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl RedisNode {
+    fn start() -> RedisNode {
+        let dir = temp_dir("redis-cluster");
+        let port = free_port();
+        let cport = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--cluster-port",
+                &cport.to_string(),
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "2000",
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--repl-diskless-sync-delay",
+                "0",
+                "--dir",
+                &dir.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        wait_for("redis-server up", 20, || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        RedisNode { child, port, dir }
+    }
+}
+
+impl Drop for RedisNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn line_of(port: u16, id: &str) -> String {
+    let mut c = RawConn::connect(port, 2);
+    c.cmd(&["CLUSTER", "NODES"])
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn cinnabar_and_redis_server_in_one_cluster() {
+    if !redis_cli_available() || !redis_server_available() {
+        return;
+    }
+    let mut cin: Vec<TestServer> = (0..2).map(|_| start_node(&[])).collect();
+    let red: Vec<RedisNode> = (0..2).map(|_| RedisNode::start()).collect();
+    // Masters alternate kinds.
+    let masters = [cin[0].port, red[0].port, cin[1].port, red[1].port];
+    cluster_create(&masters, 0);
+    wait_ok(&masters);
+    let (ok, out) = redis_cli(&["--cluster", "check", &format!("127.0.0.1:{}", red[0].port)]);
+    assert!(
+        ok && out.contains("[OK] All nodes agree about slots configuration."),
+        "{out}"
+    );
+
+    // A redis-server replica of a Cinnabar master, a Cinnabar replica of a
+    // redis-server master.
+    let red_replica = RedisNode::start();
+    let cin_replica = start_node(&[]);
+    let cin_master_id = myid(cin[0].port);
+    let red_master_id = myid(red[0].port);
+    for (port, master) in [
+        (red_replica.port, &cin_master_id),
+        (cin_replica.port, &red_master_id),
+    ] {
+        let (ok, out) = redis_cli(&[
+            "--cluster",
+            "add-node",
+            &format!("127.0.0.1:{port}"),
+            &format!("127.0.0.1:{}", masters[0]),
+            "--cluster-slave",
+            "--cluster-master-id",
+            master,
+        ]);
+        assert!(ok, "{out}");
+    }
+    let all: Vec<u16> = masters
+        .iter()
+        .copied()
+        .chain([red_replica.port, cin_replica.port])
+        .collect();
+    wait_for("replicas known everywhere", 60, || {
+        all.iter().all(|&p| {
+            let mut c = RawConn::connect(p, 2);
+            c.cmd(&["CLUSTER", "NODES"]).matches("slave ").count() == 2
+        })
+    });
+    // Keys written through redis-cli -c reach both kinds of replicas.
+    let cin_slots_key = (0..1000)
+        .map(|i| format!("k{i}"))
+        .find(|k| {
+            let mut c = cin[0].raw(2);
+            c.cmd(&["SET", k, "cin"]) == "+OK\r\n"
+        })
+        .unwrap();
+    let red_slots_key = (0..1000)
+        .map(|i| format!("k{i}"))
+        .find(|k| {
+            let mut c = RawConn::connect(red[0].port, 2);
+            c.cmd(&["SET", k, "red"]) == "+OK\r\n"
+        })
+        .unwrap();
+    wait_for("replicated to redis-server", 30, || {
+        let mut c = RawConn::connect(red_replica.port, 2);
+        c.cmd(&["READONLY"]);
+        c.cmd(&["GET", &cin_slots_key]) == "$3\r\ncin\r\n"
+    });
+    wait_for("replicated to cinnabar", 30, || {
+        let mut c = cin_replica.raw(2);
+        c.cmd(&["READONLY"]);
+        c.cmd(&["GET", &red_slots_key]) == "$3\r\nred\r\n"
+    });
+
+    // The Cinnabar master dies: its redis-server replica is elected.
+    let red_replica_id = myid(red_replica.port);
+    cin[0].kill9();
+    let alive: Vec<u16> = all.iter().copied().filter(|&p| p != cin[0].port).collect();
+    wait_for("redis-server replica promoted", 60, || {
+        alive.iter().all(|&p| {
+            let l = line_of(p, &red_replica_id);
+            l.contains("master") && l.split(' ').count() > 8
+        })
+    });
+    wait_ok(&alive);
+    let mut c = RawConn::connect(red_replica.port, 2);
+    assert_eq!(c.cmd(&["GET", &cin_slots_key]), "$3\r\ncin\r\n");
+}

@@ -1,0 +1,102 @@
+//! Cluster test helpers: Cinnabar nodes in cluster mode (each with its own bus
+//! port), redis-cli's cluster manager, and waiting for the nodes to agree.
+
+use super::{free_port, temp_dir, RawConn, TestServer};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A node in cluster mode on ephemeral client and bus ports, in its own directory.
+pub fn start_node(extra: &[&str]) -> TestServer {
+    let dir = temp_dir("cluster");
+    start_node_in(&dir, extra)
+}
+
+pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
+    let cport = free_port().to_string();
+    let log = dir.join("node.log").display().to_string();
+    let mut args = vec![
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        cport.as_str(),
+        "--cluster-node-timeout",
+        "2000",
+        "--appendonly",
+        "no",
+        "--save",
+        "",
+        "--loglevel",
+        "notice",
+        "--logfile",
+        log.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    TestServer::start_in(dir, &args)
+}
+
+pub fn redis_cli_available() -> bool {
+    Command::new("redis-cli")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `redis-cli` with `args`; returns (success, stdout + stderr).
+pub fn redis_cli(args: &[&str]) -> (bool, String) {
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg("redis-cli")
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// `redis-cli --cluster create` over the given client ports.
+pub fn cluster_create(ports: &[u16], replicas: usize) -> String {
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let mut args: Vec<&str> = vec!["--cluster", "create"];
+    args.extend(addrs.iter().map(|s| s.as_str()));
+    let r = replicas.to_string();
+    args.extend(["--cluster-replicas", r.as_str(), "--cluster-yes"]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "cluster create failed: {out}");
+    out
+}
+
+/// The value of a CLUSTER INFO field.
+pub fn cluster_info_field(port: u16, field: &str) -> String {
+    let mut c = RawConn::connect(port, 2);
+    let info = c.cmd(&["CLUSTER", "INFO"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Waits (bounded) until `f` holds.
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until every node says cluster_state:ok.
+pub fn wait_ok(ports: &[u16]) {
+    wait_for("cluster_state:ok", 60, || {
+        ports
+            .iter()
+            .all(|&p| cluster_info_field(p, "cluster_state") == "ok")
+    });
+}
+
+/// The node id of the node on `port`.
+pub fn myid(port: u16) -> String {
+    let mut c = RawConn::connect(port, 2);
+    let r = c.cmd(&["CLUSTER", "MYID"]);
+    r.lines().nth(1).unwrap_or("").to_string()
+}
