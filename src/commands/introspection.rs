@@ -568,10 +568,8 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
             "ERR Invalid number of arguments specified for command",
         ));
     }
+    // SORT's STORE destination comes with the key positions (commands/mod.rs).
     let mut keys = cmd.key_positions(target);
-    if cmd.name == "sort" {
-        keys.extend(sort_store_key(target));
-    }
     if matches!(cmd.name, "zunionstore" | "zinterstore" | "zdiffstore") && !keys.is_empty() {
         // The destination precedes the counted sources (its own key spec).
         keys.insert(0, 1);
@@ -580,25 +578,6 @@ fn getkeys_positions(args: &[&[u8]]) -> Result<(&'static Command, Vec<usize>), R
         return Err(Reply::err("ERR Invalid arguments specified for command"));
     }
     Ok((cmd, keys))
-}
-
-/// The position of SORT's STORE destination (the last STORE wins), scanning options
-/// as Redis's sortGetKeys: LIMIT takes two arguments, GET and BY one.
-fn sort_store_key(target: &[&[u8]]) -> Option<usize> {
-    let mut store = None;
-    let mut i = 2;
-    while i < target.len() {
-        let a = target[i];
-        if super::is(a, "limit") {
-            i += 2;
-        } else if super::is(a, "store") && i + 1 < target.len() {
-            store = Some(i + 1);
-        } else if super::is(a, "get") || super::is(a, "by") {
-            i += 1;
-        }
-        i += 1;
-    }
-    store
 }
 
 fn command_getkeys(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

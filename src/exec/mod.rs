@@ -40,6 +40,13 @@ pub struct CmdStat {
     pub latency: Option<Box<latency::Histogram>>,
 }
 
+/// A wait in whole milliseconds, rounded up: a wait cut short by truncation would
+/// wake the event loop twice per cron tick (INFO instantaneous_eventloop_cycles_per_sec
+/// of an idle server is `hz`, as Redis's).
+fn ceil_ms(d: Duration) -> u64 {
+    (d.as_micros() as u64).div_ceil(1000)
+}
+
 /// Distinct error codes INFO ERRORSTATS tracks (Redis's ERROR_STATS_NUMBER).
 const ERRORSTATS_MAX: usize = 128;
 
@@ -901,7 +908,7 @@ impl Executor {
     pub fn ms_until_cron(&self) -> u64 {
         let period = Duration::from_millis(1000 / self.config.effective_hz() as u64);
         let walk = if self.persist.walking() { 1 } else { u64::MAX };
-        (period.saturating_sub(self.last_cron.elapsed()).as_millis() as u64)
+        ceil_ms(period.saturating_sub(self.last_cron.elapsed()))
             .min(self.blocking.ms_until_deadline())
             .min(crate::replication::ms_until_due(self))
             .min(walk)
@@ -1157,4 +1164,17 @@ fn command_panicked(cmd: &Command, args: &[&[u8]], payload: &(dyn std::any::Any 
         "ERR Internal error running command '{}', the command was aborted (see the server log)",
         cmd.name
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cron_waits_round_up_to_whole_milliseconds() {
+        assert_eq!(ceil_ms(Duration::from_micros(99_400)), 100);
+        assert_eq!(ceil_ms(Duration::from_micros(100_000)), 100);
+        assert_eq!(ceil_ms(Duration::from_micros(1)), 1);
+        assert_eq!(ceil_ms(Duration::ZERO), 0);
+    }
 }
