@@ -35,6 +35,7 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
 pub mod streams;
 pub mod strings;
 pub mod tracking;
