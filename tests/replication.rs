@@ -695,6 +695,29 @@ fn replica_applies_writes_despite_its_min_replicas_and_maxmemory() {
     assert_eq!(info(&mut r, "stats", "evicted_keys"), "0");
 }
 
+/// Hash fields that expire on the master (actively or lazily) are deleted on its
+/// replicas by an HDEL in the stream; replicas never expire fields by themselves.
+#[test]
+fn expired_hash_fields_reach_replicas_as_hdel() {
+    let master = TestServer::start();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut m = master.raw(2);
+    let mut r = replica.raw(2);
+    m.cmd(&["HSET", "h", "keep", "1", "gone", "2"]);
+    m.cmd(&["HSET", "lazy", "keep", "1", "gone", "2"]);
+    m.cmd(&["HPEXPIRE", "h", "50", "FIELDS", "1", "gone"]);
+    wait_synced(master.port, replica.port);
+    // Active expiry on the master.
+    wait_until(|| r.cmd(&["HLEN", "h"]) == ":1\r\n");
+    assert_eq!(r.cmd(&["HGETALL", "h"]), "*2\r\n$4\r\nkeep\r\n$1\r\n1\r\n");
+    // Lazy expiry: a read on the master that meets the due field.
+    assert_eq!(m.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    m.cmd(&["HPEXPIRE", "lazy", "50", "FIELDS", "1", "gone"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(m.cmd(&["HGET", "lazy", "gone"]), "$-1\r\n");
+    wait_until(|| r.cmd(&["HLEN", "lazy"]) == ":1\r\n");
+}
+
 #[test]
 fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     let master = TestServer::start();

@@ -106,6 +106,15 @@ fn expire_fields_where(
     }
     let empty = h.is_empty();
     let next = h.next_expire();
+    // Replicas and the AOF learn of the deletion as one HDEL of the fields (Redis
+    // sends an HDEL per field, in a transaction: the same effect).
+    if ex.stream.enabled {
+        let mut hdel: Vec<&[u8]> = Vec::with_capacity(expired.len() + 2);
+        hdel.push(b"HDEL");
+        hdel.push(key);
+        hdel.extend(expired.iter().map(|f| f.as_slice()));
+        ex.stream.append(db, &hdel);
+    }
     ex.ks.dirty += expired.len() as u64;
     ex.ks.stats.expired_subkeys += expired.len() as u64;
     ex.notify(notify::HASH, "hexpired", db, key.to_vec());
