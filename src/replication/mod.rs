@@ -551,6 +551,8 @@ pub fn tick(ex: &mut Executor) {
     if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
         ex.repl.last_keepalive = Instant::now();
         master::keepalive_waiting(ex);
+        // Once a second, as Redis's replicationCron: not a config lookup per turn.
+        expire_backlog(ex);
     }
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
     if ex.repl.last_ping.elapsed() >= period {
@@ -562,7 +564,6 @@ pub fn tick(ex: &mut Executor) {
     if let Some(b) = ex.repl.backlog.as_mut() {
         b.resize(ex.config.repl_backlog_size as usize, ex.repl.offset);
     }
-    expire_backlog(ex);
     master::serve_waiters(ex);
 }
 
