@@ -456,3 +456,79 @@ fn restore_of_an_expired_payload_over_a_key_propagates_its_deletion() {
         ["select 0", "del k1", "unlink k2"]
     );
 }
+
+/// Hash fields deleted by expiry go out as one `HDEL key field` each, as Redis 7.4's
+/// propagateHashFieldDeletion: alone from active expiry, together (one MULTI/EXEC
+/// when more than one) from the command that deleted them. HEXPIRE goes out as
+/// HPEXPIREAT naming only the fields whose TTL it set.
+#[test]
+fn expired_hash_fields_propagate_an_hdel_each() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut repl = ReplStream::attach(&s);
+    c.cmd(&["SELECT", "0"]);
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    // A time in the past deletes the fields: HDELs only, in a transaction.
+    c.cmd(&["HSET", "h0", "x1", "y1", "x2", "y2"]);
+    assert_eq!(
+        c.cmd(&["HEXPIREAT", "h0", "1", "FIELDS", "3", "x1", "x2", "nope"]),
+        "*3\r\n:2\r\n:2\r\n:-2\r\n"
+    );
+    // Conditions not met and missing fields: nothing sent, or only what was set.
+    c.cmd(&["HSET", "h1", "f1", "v1", "f2", "v2"]);
+    c.cmd(&["HEXPIRE", "h1", "10", "XX", "FIELDS", "2", "f1", "nope"]);
+    assert_eq!(
+        c.cmd(&["HPEXPIRE", "h1", "100000", "NX", "FIELDS", "2", "f1", "nope"]),
+        "*2\r\n:1\r\n:-2\r\n"
+    );
+    let cmds = repl.until_sentinel(&mut c, "1");
+    assert_eq!(
+        cmds[..7],
+        [
+            "select 0",
+            "hset h0 x1 y1 x2 y2",
+            "multi",
+            "hdel h0 x1",
+            "hdel h0 x2",
+            "exec",
+            "hset h1 f1 v1 f2 v2",
+        ]
+    );
+    assert_eq!(cmds.len(), 8, "{cmds:?}");
+    let at: Vec<&str> = cmds[7].split(' ').collect();
+    assert_eq!([at[0], at[1]], ["hpexpireat", "h1"]);
+    assert_eq!(at[3..], ["NX", "FIELDS", "1", "f1"]);
+    assert!(at[2].parse::<i64>().unwrap() > 1_700_000_000_000);
+
+    // Lazy expiry: a read deletes the field it names (one HDEL), HRANDFIELD every
+    // due field (a transaction of HDELs); the reads themselves are not sent.
+    c.cmd(&["HSET", "lz", "a", "1", "b", "2", "c", "3"]);
+    c.cmd(&["HPEXPIRE", "lz", "1", "FIELDS", "3", "a", "b", "c"]);
+    assert_eq!(repl.until_sentinel(&mut c, "2").len(), 2);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(c.cmd(&["HLEN", "lz"]), ":3\r\n");
+    assert_eq!(c.cmd(&["HEXISTS", "lz", "a"]), ":0\r\n");
+    assert_eq!(c.cmd(&["HLEN", "lz"]), ":2\r\n");
+    assert_eq!(c.cmd(&["HRANDFIELD", "lz", "2"]), "*0\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "lz"]), ":0\r\n");
+    assert_eq!(
+        repl.until_sentinel(&mut c, "3"),
+        ["hdel lz a", "multi", "hdel lz b", "hdel lz c", "exec"]
+    );
+
+    // Active expiry: one HDEL per field, earliest first, no transaction.
+    c.cmd(&["HSET", "ac", "late", "v", "early", "v", "keep", "v"]);
+    c.cmd(&["HPEXPIRE", "ac", "2", "FIELDS", "1", "early"]);
+    c.cmd(&["HPEXPIRE", "ac", "5", "FIELDS", "1", "late"]);
+    // INFO counts hashes with field TTLs (Redis's subexpiry): h1 and ac.
+    assert!(c.cmd(&["INFO", "keyspace"]).contains(",subexpiry=2\r\n"));
+    assert_eq!(repl.until_sentinel(&mut c, "4").len(), 3);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), "+OK\r\n");
+    wait_until(|| c.cmd(&["HLEN", "ac"]) == ":1\r\n");
+    assert_eq!(
+        repl.until_sentinel(&mut c, "5"),
+        ["hdel ac early", "hdel ac late"]
+    );
+    assert!(c.cmd(&["INFO", "keyspace"]).contains(",subexpiry=1\r\n"));
+}

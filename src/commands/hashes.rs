@@ -106,14 +106,8 @@ fn expire_fields_where(
     }
     let empty = h.is_empty();
     let next = h.next_expire();
-    // Replicas and the AOF learn of the deletion as one HDEL of the fields (Redis
-    // sends an HDEL per field, in a transaction: the same effect).
-    if ex.stream.enabled {
-        let mut hdel: Vec<&[u8]> = Vec::with_capacity(expired.len() + 2);
-        hdel.push(b"HDEL");
-        hdel.push(key);
-        hdel.extend(expired.iter().map(|f| f.as_slice()));
-        ex.stream.append(db, &hdel);
+    for f in &expired {
+        ex.stream.hash_field_expired(db, key, f);
     }
     ex.ks.dirty += expired.len() as u64;
     ex.ks.stats.expired_subkeys += expired.len() as u64;
@@ -693,6 +687,34 @@ fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: boo
     let updated = codes.contains(&1);
     let deleted = codes.contains(&2);
     ctx.ex.ks.stats.expired_subkeys += codes.iter().filter(|&&c| c == 2).count() as u64;
+    // Replicas and the AOF get an HDEL per field a past time deleted, and the
+    // command as HPEXPIREAT with an absolute time, naming only the fields whose TTL
+    // it set (nothing at all when it set none), as Redis 7.4's hexpireGenericCommand.
+    let db = ctx.db;
+    let mut set_fields: Vec<Vec<u8>> = vec![b"HPEXPIREAT".to_vec(), key.to_vec()];
+    set_fields.push(when.to_string().into_bytes());
+    set_fields.extend(args[3..fields_at].iter().map(|a| a.to_vec()));
+    set_fields.push(b"FIELDS".to_vec());
+    set_fields.push(
+        codes
+            .iter()
+            .filter(|&&c| c == 1)
+            .count()
+            .to_string()
+            .into_bytes(),
+    );
+    for (f, &c) in fields.iter().zip(&codes) {
+        match c {
+            1 => set_fields.push(f.clone()),
+            2 => ctx.ex.stream.hash_field_expired(db, key, f),
+            _ => {}
+        }
+    }
+    ctx.propagate_as(if updated {
+        vec![set_fields]
+    } else {
+        Vec::new()
+    });
     if updated || deleted {
         ctx.modified(key);
         // One event, as Redis's hashTypeSetExDone: a TTL in the past deletes the

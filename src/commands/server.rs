@@ -10,7 +10,7 @@ use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::config::{self, find_directive};
 use crate::exec::ShutdownRequest;
-use crate::keyspace::unix_ms;
+use crate::keyspace::{unix_ms, ObjRef, ValueRef};
 use crate::protocol::Reply;
 use crate::{command, container};
 
@@ -493,8 +493,12 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             s.push_str("# Keyspace\r\n");
             for (i, d) in ex.ks.dbs.iter().enumerate() {
                 if !d.table.is_empty() {
+                    let subexpiry = ex.ks.field_expiry.count_keys(i, |k| {
+                        matches!(d.table.get(k).map(|e| e.value()),
+                            Some(ValueRef::Obj(ObjRef::Hash(h))) if h.has_field_ttls())
+                    });
                     field!(
-                        "db{i}:keys={},expires={},avg_ttl={},subexpiry=0",
+                        "db{i}:keys={},expires={},avg_ttl={},subexpiry={subexpiry}",
                         d.table.len(),
                         d.volatile,
                         d.avg_ttl

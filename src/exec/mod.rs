@@ -600,7 +600,7 @@ impl Executor {
             }
         };
         self.call_nesting -= 1;
-        self.stream_end(mark, cmd, args, &reply, db, now_ms);
+        self.stream_end(mark, cmd, args, &reply, db);
         let pos = self.stream.position();
         if pos != stream_pos {
             // WAIT waits for replicas to reach this client's last write, WAITAOF for

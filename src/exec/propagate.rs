@@ -9,12 +9,17 @@
 //! - Commands whose verbatim replay would differ are rewritten here, centrally, from
 //!   the arguments, the reply and the keyspace after the call: relative expiries
 //!   become PEXPIREAT (or DEL when the key is gone), SET/SETEX/GETEX get a trailing
-//!   PEXPIREAT, HEXPIRE/HPEXPIRE become HPEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
+//!   PEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
 //!   blocking pops their non-blocking form, the MPOP family single-key pops with a
 //!   count, GETDEL a DEL.
 //! - Commands that run other commands (EXEC, scripts) are not appended themselves:
 //!   the commands they ran are, wrapped in MULTI/EXEC when there is more than one.
 //! - Keys deleted by expiry become DEL, before the command that noticed them.
+//! - Hash fields deleted by expiry become one `HDEL key field` each: outside a
+//!   command (active expiry) each goes out alone; inside one (lazy expiry, HEXPIRE
+//!   with a past time) they precede the command's own writes, and the whole lot is
+//!   one MULTI/EXEC when it is more than one command, as Redis 7.4's
+//!   propagateHashFieldDeletion and call() do.
 //! - SELECT is inserted whenever the database of the next command differs.
 //!
 //! Nothing is recorded while the stream is disabled (no consumer) or while loading.
@@ -53,6 +58,8 @@ pub struct WriteStream {
     pub(crate) force: bool,
     /// Entries of `ks.expired_events` already turned into DELs.
     pub(crate) expired_fed: usize,
+    /// Hash fields deleted by expiry during the running command: (db, key, field).
+    field_dels: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// Nesting of command calls (EXEC and scripts call commands).
     depth: u32,
     /// Bytes consumed from the front of `buf` since the start: positions (`position`,
@@ -66,11 +73,18 @@ pub struct CallMark {
     dirty: u64,
     offset: u64,
     count: u64,
+    field_dels: usize,
 }
 
 impl WriteStream {
     /// Appends one command.
     pub fn append(&mut self, db: usize, args: &[&[u8]]) {
+        self.select(db);
+        self.encode(args);
+    }
+
+    /// Emits a SELECT if the next command for `db` needs one.
+    fn select(&mut self, db: usize) {
         if self.db != Some(db) {
             self.db = Some(db);
             let d = db.to_string();
@@ -79,7 +93,6 @@ impl WriteStream {
             // single write after it is not wrapped in MULTI/EXEC (Redis 7).
             self.count -= 1;
         }
-        self.encode(args);
     }
 
     fn encode(&mut self, args: &[&[u8]]) {
@@ -141,6 +154,19 @@ impl WriteStream {
     pub fn reset_db(&mut self) {
         self.db = None;
     }
+
+    /// Records that expiry deleted `field` of the hash at `key`: as its own HDEL at
+    /// once outside a command, or with the running command's writes.
+    pub fn hash_field_expired(&mut self, db: usize, key: &[u8], field: &[u8]) {
+        if !self.enabled {
+            return;
+        }
+        if self.depth == 0 {
+            self.append(db, &[b"HDEL", key, field]);
+        } else {
+            self.field_dels.push((db, key.to_vec(), field.to_vec()));
+        }
+    }
 }
 
 impl Executor {
@@ -155,6 +181,7 @@ impl Executor {
             dirty: self.ks.dirty,
             offset: self.stream.position(),
             count: self.stream.count,
+            field_dels: self.stream.field_dels.len(),
         })
     }
 
@@ -166,7 +193,6 @@ impl Executor {
         args: &[&[u8]],
         reply: &Reply,
         db: usize,
-        now_ms: i64,
     ) {
         let Some(mark) = mark else { return };
         self.stream.depth -= 1;
@@ -176,6 +202,36 @@ impl Executor {
         }
         // Expiry noticed during the command precedes it.
         self.stream_feed_expired();
+        if self.stream.field_dels.len() > mark.field_dels {
+            // Field deletions and the command's own writes form one unit.
+            let dels = self.stream.field_dels.split_off(mark.field_dels);
+            self.stream.select(dels[0].0);
+            let (offset, count) = (self.stream.position(), self.stream.count);
+            for (d, key, field) in &dels {
+                self.stream.append(*d, &[b"HDEL", key, field]);
+            }
+            self.stream_command(mark, cmd, args, reply, db);
+            if self.stream.depth == 0 && self.stream.count - count > 1 {
+                let at = offset.saturating_sub(self.stream.base) as usize;
+                self.stream
+                    .buf
+                    .splice(at..at, b"*1\r\n$5\r\nMULTI\r\n".iter().copied());
+                self.stream.encode(&[b"EXEC"]);
+            }
+            return;
+        }
+        self.stream_command(mark, cmd, args, reply, db);
+    }
+
+    /// Appends the command's own writes (the part of `stream_end` after expiry).
+    fn stream_command(
+        &mut self,
+        mark: CallMark,
+        cmd: &'static Command,
+        args: &[&[u8]],
+        reply: &Reply,
+        db: usize,
+    ) {
         let over = self.stream.override_cmds.take();
         let forced = std::mem::take(&mut self.stream.force);
         if RUNS_COMMANDS.contains(&cmd.name) {
@@ -216,7 +272,7 @@ impl Executor {
             }
             return;
         }
-        self.propagate_rewritten(cmd, args, reply, db, now_ms);
+        self.propagate_rewritten(cmd, args, reply, db);
     }
 
     /// Turns keys deleted by expiry into DELs.
@@ -242,7 +298,6 @@ impl Executor {
         args: &[&[u8]],
         reply: &Reply,
         db: usize,
-        now_ms: i64,
     ) {
         let key = args.get(1).copied().unwrap_or_default();
         let expire_of = |ex: &Executor, k: &[u8]| -> Option<Option<i64>> {
@@ -286,18 +341,6 @@ impl Executor {
                 Some(None) => self.stream.append(db, &[b"PERSIST", key]),
                 None => self.stream.append(db, &[b"DEL", key]),
             },
-            "hexpire" | "hpexpire" | "hexpireat" => {
-                let n = crate::util::numeric::parse_i64(args[2]).unwrap_or(0);
-                let at = match cmd.name {
-                    "hexpire" => now_ms.saturating_add(n.saturating_mul(1000)),
-                    "hpexpire" => now_ms.saturating_add(n),
-                    _ => n.saturating_mul(1000),
-                };
-                let at = at.to_string();
-                let mut v: Vec<&[u8]> = vec![b"HPEXPIREAT", key, at.as_bytes()];
-                v.extend_from_slice(&args[3..]);
-                self.stream.append(db, &v);
-            }
             "incrbyfloat" => match reply {
                 Reply::Bulk(v) => self.stream.append(db, &[b"SET", key, v, b"KEEPTTL"]),
                 _ => self.stream.append(db, args),

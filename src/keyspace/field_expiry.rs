@@ -43,6 +43,19 @@ impl FieldExpiry {
         self.due.swap(a, b);
     }
 
+    /// The registered keys of `db` for which `live` holds, each once: with `live`
+    /// "is a hash with a field TTL", INFO's `subexpiry` (every such hash is
+    /// registered; stale hints are skipped). Costs the hints, not the keyspace.
+    pub fn count_keys(&self, db: usize, mut live: impl FnMut(&[u8]) -> bool) -> usize {
+        let Some(set) = self.due.get(db) else {
+            return 0;
+        };
+        let mut seen = std::collections::HashSet::with_capacity(set.len());
+        set.iter()
+            .filter(|(_, k)| seen.insert(k.as_slice()) && live(k))
+            .count()
+    }
+
     /// Databases with registered hashes.
     pub fn dbs(&self) -> usize {
         self.due.len()
@@ -68,6 +81,16 @@ mod tests {
         assert_eq!(f.pop_due(1, 15), None);
         assert_eq!(f.pop_due(1, 20), Some(b"b".to_vec()));
         assert!(f.is_empty());
+    }
+
+    #[test]
+    fn counts_each_live_key_once() {
+        let mut f = FieldExpiry::default();
+        f.register(0, 10, b"a");
+        f.register(0, 5, b"a");
+        f.register(0, 7, b"stale");
+        assert_eq!(f.count_keys(0, |k| k != b"stale"), 1);
+        assert_eq!(f.count_keys(4, |_| true), 0);
     }
 
     #[test]

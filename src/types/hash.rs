@@ -328,11 +328,14 @@ impl Hash {
     pub fn expire_due(&mut self, now: i64) -> Vec<Vec<u8>> {
         let due: Vec<Box<[u8]>> = match &mut self.ttl {
             Some(t) if t.next <= now => {
-                let due: Vec<Box<[u8]>> =
+                // Earliest first, as Redis deletes (and propagates) them.
+                let mut due: Vec<(i64, Box<[u8]>)> =
                     t.at.iter()
                         .filter(|(_, &at)| at <= now)
-                        .map(|(f, _)| f.clone())
+                        .map(|(f, &at)| (at, f.clone()))
                         .collect();
+                due.sort_unstable();
+                let due: Vec<Box<[u8]>> = due.into_iter().map(|(_, f)| f).collect();
                 t.next =
                     t.at.values()
                         .filter(|&&at| at > now)
