@@ -23,9 +23,9 @@
 //! and random picks skip the buckets already moved. The table doubles when it holds
 //! more elements than buckets and halves below 1/8 full.
 //!
-//! Random members (SPOP, SRANDMEMBER, HRANDFIELD): a random bucket, accepted with
-//! probability min(size, 2)/2, then a random element of it; elements in buckets of one
-//! or two (nearly all of them at these load factors) are equally likely.
+//! Random members (SPOP, SRANDMEMBER, HRANDFIELD): a random bucket and a random slot
+//! of four in it, retried until the slot holds an element, so elements in buckets of
+//! up to four (all but a rare few at these load factors) are equally likely.
 //!
 //! This file holds the only `unsafe` of the collection types: the tagged words and
 //! their allocations. Each block states why it is sound; the tests exercise inline and
@@ -677,6 +677,7 @@ impl<S: Shape> ScanTable<S> {
 
     /// A random element (see the module comment for the distribution).
     pub fn random(&self) -> Option<&[u8]> {
+        const RANDOM_SLOTS: usize = 4;
         if self.len == 0 {
             return None;
         }
@@ -690,14 +691,16 @@ impl<S: Shape> ScanTable<S> {
             } else {
                 &self.t1[i - n0]
             };
-            match b.bucket() {
-                [] => {}
-                [e] => {
-                    if fastrand::bool() {
-                        return Some(e.bytes());
-                    }
-                }
-                es => return Some(es[fastrand::usize(..es.len())].bytes()),
+            // Fair: a slot j of the bucket is drawn from 0..RANDOM_SLOTS and only an
+            // occupied one is taken, so every element has the same chance whatever
+            // the length of its bucket (up to RANDOM_SLOTS, past which, a rare
+            // bucket at a load factor under 1, its elements are a little under-drawn).
+            let es = b.bucket();
+            if es.len() > RANDOM_SLOTS {
+                return Some(es[fastrand::usize(..es.len())].bytes());
+            }
+            if let Some(e) = es.get(fastrand::usize(..RANDOM_SLOTS)) {
+                return Some(e.bytes());
             }
         }
     }
@@ -733,6 +736,32 @@ mod tests {
 
     fn set_of(t: &ScanTable<Members>) -> BTreeSet<Vec<u8>> {
         t.iter().map(|e| e.to_vec()).collect()
+    }
+
+    /// Random picks are uniform (chi-square far under a five-sigma bound), whatever
+    /// the bucket lengths at each size.
+    #[test]
+    fn random_picks_are_uniform() {
+        fastrand::seed(7);
+        for n in [10usize, 13, 30, 100] {
+            let mut t: ScanTable<Members> = ScanTable::default();
+            for i in 0..n {
+                t.insert_new(&[&k(i)]);
+            }
+            let draws = 2000 * n;
+            let mut seen: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+            for _ in 0..draws {
+                *seen.entry(t.random().unwrap().to_vec()).or_default() += 1;
+            }
+            assert_eq!(seen.len(), n);
+            let expected = draws as f64 / n as f64;
+            let chi2: f64 = seen
+                .values()
+                .map(|&o| (o as f64 - expected).powi(2) / expected)
+                .sum();
+            let df = (n - 1) as f64;
+            assert!(chi2 < df + 5.0 * (2.0 * df).sqrt(), "n={n} chi2={chi2}");
+        }
     }
 
     #[test]
