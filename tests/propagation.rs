@@ -532,3 +532,52 @@ fn expired_hash_fields_propagate_an_hdel_each() {
     );
     assert!(c.cmd(&["INFO", "keyspace"]).contains(",subexpiry=1\r\n"));
 }
+
+/// PUBLISH reaches replicas (their subscribers hear it), alone or inside a
+/// transaction, but never the AOF, as Redis's PROPAGATE_REPL.
+#[test]
+fn publish_goes_to_replicas_not_to_the_aof() {
+    let dir = temp_dir("publish-repl-only");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = s.raw(2);
+    let mut repl = ReplStream::attach(&s);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["PUBLISH", "bla", "bla"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n:0\r\n");
+    assert_eq!(c.cmd(&["PUBLISH", "solo", "m"]), ":0\r\n");
+    c.cmd(&["MULTI"]);
+    c.cmd(&["PUBLISH", "ch", "x"]);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["EXEC"]);
+    assert_eq!(
+        repl.until_sentinel(&mut c, "1"),
+        [
+            "select 0",
+            "publish bla bla",
+            "publish solo m",
+            "multi",
+            "publish ch x",
+            "set k v",
+            "exec",
+        ]
+    );
+    let incr = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .unwrap();
+    let aof = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).into_owned();
+    assert!(!aof.to_lowercase().contains("publish"), "{aof}");
+    assert!(
+        aof.contains(
+            "*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*1\r\n$4\r\nEXEC\r\n"
+        ),
+        "{aof}"
+    );
+    // The file replays: the transaction's write is there.
+    drop(repl);
+    let mut s = s;
+    s.terminate();
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes"]);
+    assert_eq!(s.raw(2).cmd(&["GET", "k"]), "$1\r\nv\r\n");
+}

@@ -823,3 +823,24 @@ fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     drop(replica);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A message published on the master reaches subscribers connected to its replicas.
+#[test]
+fn published_messages_reach_subscribers_of_replicas() {
+    let master = TestServer::start();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "x", "1"]);
+    wait_synced(master.port, replica.port);
+    let mut sub = replica.raw(2);
+    assert_eq!(
+        sub.cmd(&["SUBSCRIBE", "news"]),
+        "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
+    );
+    // The replica's count of receivers is not the master's reply.
+    assert_eq!(m.cmd(&["PUBLISH", "news", "hello"]), ":0\r\n");
+    assert_eq!(
+        sub.read_reply(),
+        "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+}

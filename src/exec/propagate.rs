@@ -21,6 +21,8 @@
 //!   one MULTI/EXEC when it is more than one command, as Redis 7.4's
 //!   propagateHashFieldDeletion and call() do.
 //! - SELECT is inserted whenever the database of the next command differs.
+//! - PUBLISH goes to replicas only (Redis's PROPAGATE_REPL): its bytes are marked and
+//!   the AOF skips them (`aof_bytes`).
 //!
 //! Nothing is recorded while the stream is disabled (no consumer) or while loading.
 
@@ -41,6 +43,9 @@ const RUNS_COMMANDS: &[&str] = &[
     "fcall_ro",
 ];
 
+/// MULTI as the stream encodes it, for wrapping commands already appended.
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+
 #[derive(Default)]
 pub struct WriteStream {
     /// Whether anything consumes the stream.
@@ -60,6 +65,9 @@ pub struct WriteStream {
     pub(crate) expired_fed: usize,
     /// Hash fields deleted by expiry during the running command: (db, key, field).
     field_dels: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    /// Absolute byte ranges of `buf` meant for replicas only (PUBLISH, which Redis
+    /// propagates with PROPAGATE_REPL): the AOF skips them (`aof_bytes`).
+    repl_only: Vec<(u64, u64)>,
     /// Nesting of command calls (EXEC and scripts call commands).
     depth: u32,
     /// Bytes consumed from the front of `buf` since the start: positions (`position`,
@@ -95,6 +103,67 @@ impl WriteStream {
         }
     }
 
+    /// Appends one command for replicas only.
+    pub fn append_repl_only(&mut self, db: usize, args: &[&[u8]]) {
+        self.select(db);
+        let start = self.position();
+        self.encode(args);
+        self.repl_only.push((start, self.position()));
+    }
+
+    /// The buffered bytes the AOF takes: all but the replica-only ranges.
+    pub fn aof_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.repl_only.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.buf);
+        }
+        let mut out = Vec::with_capacity(self.buf.len());
+        let mut at = 0usize;
+        for &(s, e) in &self.repl_only {
+            let s = (s.saturating_sub(self.base) as usize).min(self.buf.len());
+            let e = (e.saturating_sub(self.base) as usize).min(self.buf.len());
+            if s > at {
+                out.extend_from_slice(&self.buf[at..s]);
+            }
+            at = at.max(e);
+        }
+        out.extend_from_slice(&self.buf[at..]);
+        std::borrow::Cow::Owned(out)
+    }
+
+    /// How many buffered bytes the first `n` bytes of `aof_bytes` stand for.
+    pub fn raw_len_of_aof(&self, n: usize) -> usize {
+        let (mut raw, mut left) = (0usize, n);
+        for &(s, e) in &self.repl_only {
+            let s = (s.saturating_sub(self.base) as usize).min(self.buf.len());
+            let e = (e.saturating_sub(self.base) as usize).min(self.buf.len());
+            if s.saturating_sub(raw) >= left {
+                break;
+            }
+            left -= s.saturating_sub(raw);
+            raw = raw.max(e);
+        }
+        (raw + left).min(self.buf.len())
+    }
+
+    /// Drops the replica-only ranges that ended before the buffer's start.
+    fn forget_consumed_ranges(&mut self) {
+        let base = self.base;
+        self.repl_only.retain(|&(_, e)| e > base);
+    }
+
+    /// Inserts `bytes` at buffer index `at`, keeping the ranges after it in place.
+    fn insert_at(&mut self, at: usize, bytes: &[u8]) {
+        let abs = self.base + at as u64;
+        let n = bytes.len() as u64;
+        for r in &mut self.repl_only {
+            if r.0 >= abs {
+                r.0 += n;
+                r.1 += n;
+            }
+        }
+        self.buf.splice(at..at, bytes.iter().copied());
+    }
+
     fn encode(&mut self, args: &[&[u8]]) {
         self.buf.push(b'*');
         self.buf
@@ -115,6 +184,7 @@ impl WriteStream {
     pub fn clear(&mut self) {
         self.base += self.buf.len() as u64;
         self.release_buf();
+        self.forget_consumed_ranges();
     }
 
     /// Forgets the first `n` buffered bytes (the consumer took only those).
@@ -125,6 +195,7 @@ impl WriteStream {
         if self.buf.is_empty() {
             self.release_buf();
         }
+        self.forget_consumed_ranges();
     }
 
     /// Empties the buffer; one grown past `KEPT_CAPACITY` (a huge command passed) is
@@ -143,6 +214,8 @@ impl WriteStream {
     pub fn truncate_to(&mut self, pos: u64) {
         let keep = (pos.saturating_sub(self.base) as usize).min(self.buf.len());
         self.buf.truncate(keep);
+        let end = self.position();
+        self.repl_only.retain(|&(s, _)| s < end);
     }
 
     /// The database the stream's reader has selected, if it was said.
@@ -213,9 +286,7 @@ impl Executor {
             self.stream_command(mark, cmd, args, reply, db);
             if self.stream.depth == 0 && self.stream.count - count > 1 {
                 let at = offset.saturating_sub(self.stream.base) as usize;
-                self.stream
-                    .buf
-                    .splice(at..at, b"*1\r\n$5\r\nMULTI\r\n".iter().copied());
+                self.stream.insert_at(at, MULTI);
                 self.stream.encode(&[b"EXEC"]);
             }
             return;
@@ -234,13 +305,20 @@ impl Executor {
     ) {
         let over = self.stream.override_cmds.take();
         let forced = std::mem::take(&mut self.stream.force);
+        // PUBLISH reaches subscribers of the replicas too (outside cluster mode,
+        // where the bus carries it), but not the AOF.
+        if matches!(cmd.name, "publish" | "spublish")
+            && self.cluster.is_none()
+            && self.repl.backlog.is_some()
+        {
+            self.stream.append_repl_only(db, args);
+            return;
+        }
         if RUNS_COMMANDS.contains(&cmd.name) {
             let n = self.stream.count - mark.count;
             if n > 1 {
-                let mut multi = Vec::new();
-                multi.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
                 let at = mark.offset.saturating_sub(self.stream.base) as usize;
-                self.stream.buf.splice(at..at, multi);
+                self.stream.insert_at(at, MULTI);
                 self.stream.encode(&[b"EXEC"]);
             }
             return;
@@ -393,5 +471,57 @@ impl Executor {
             "getdel" => self.stream.append(db, &[b"DEL", key]),
             _ => self.stream.append(db, args),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(args: &[&str]) -> Vec<u8> {
+        let mut w = WriteStream::default();
+        w.encode(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+        w.buf
+    }
+
+    /// Replica-only commands stay out of the AOF's bytes through wrapping,
+    /// partial consumption and truncation.
+    #[test]
+    fn replica_only_ranges_are_skipped_by_the_aof() {
+        let mut w = WriteStream::default();
+        w.append(0, &[b"SET", b"a", b"1"]);
+        let mark = w.position();
+        w.append_repl_only(0, &[b"PUBLISH", b"ch", b"m"]);
+        w.append(0, &[b"SET", b"b", b"2"]);
+        let select = cmd(&["SELECT", "0"]);
+        let (set_a, publish, set_b) = (
+            cmd(&["SET", "a", "1"]),
+            cmd(&["PUBLISH", "ch", "m"]),
+            cmd(&["SET", "b", "2"]),
+        );
+        assert_eq!(w.buf, [&select[..], &set_a, &publish, &set_b].concat());
+        assert_eq!(w.aof_bytes(), [&select[..], &set_a, &set_b].concat());
+        // A MULTI inserted before the PUBLISH moves its range along.
+        w.insert_at((mark - w.base) as usize, MULTI);
+        w.encode(&[b"EXEC"]);
+        let exec = cmd(&["EXEC"]);
+        assert_eq!(
+            w.aof_bytes(),
+            [&select[..], &set_a, MULTI, &set_b, &exec].concat()
+        );
+        // A partial write of the AOF's bytes up to the end of the MULTI maps to the
+        // same raw length; past it, the PUBLISH counts as taken.
+        let head = select.len() + set_a.len() + MULTI.len();
+        assert_eq!(w.raw_len_of_aof(head), head);
+        assert_eq!(w.raw_len_of_aof(head + 1), head + publish.len() + 1);
+        w.consume_front(head + publish.len() + 1);
+        assert_eq!(w.aof_bytes(), [&set_b[1..], &exec].concat());
+        assert!(w.repl_only.is_empty());
+        // Truncation drops ranges past the new end.
+        w.clear();
+        let end = w.position();
+        w.append_repl_only(0, &[b"PUBLISH", b"x", b"y"]);
+        w.truncate_to(end);
+        assert!(w.repl_only.is_empty() && w.buf.is_empty());
     }
 }

@@ -858,11 +858,21 @@ pub fn flush(ex: &mut Executor) {
     if ex.stream.buf.is_empty() {
         return;
     }
+    let data = ex.stream.aof_bytes();
+    if data.is_empty() {
+        // Only replica-only commands (PUBLISH): nothing for the file.
+        drop(data);
+        ex.stream.clear();
+        aof.written_pos = ex.stream.position();
+        return;
+    }
     if aof.flush_sleep_us > 0 {
         std::thread::sleep(Duration::from_micros(aof.flush_sleep_us));
     }
     let write_start = Instant::now();
-    let (mut written, failure) = write_file(aof, &ex.stream.buf);
+    let (mut written, failure) = write_file(aof, &data);
+    let expected = data.len();
+    drop(data);
     // Latency monitor events as Redis names them: the write's class, then `aof-write`.
     let threshold = ex.config.latency_monitor_threshold;
     if threshold > 0 {
@@ -892,8 +902,7 @@ pub fn flush(ex: &mut Executor) {
         } else {
             if log {
                 crate::log::warning(&format!(
-                    "Short write while writing to the AOF file: (nwritten={written}, expected={})",
-                    ex.stream.buf.len()
+                    "Short write while writing to the AOF file: (nwritten={written}, expected={expected})"
                 ));
             }
             let cut = aof
@@ -929,7 +938,8 @@ pub fn flush(ex: &mut Executor) {
         if written > 0 {
             // The truncation failed: what reached the file stays, the rest is retried.
             aof.incr_size += written as u64;
-            ex.stream.consume_front(written);
+            let raw = ex.stream.raw_len_of_aof(written);
+            ex.stream.consume_front(raw);
             aof.written_pos = ex.stream.position() - ex.stream.buf.len() as u64;
             aof.unsynced = true;
         }
