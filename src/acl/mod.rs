@@ -634,17 +634,14 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     if !ex.config.aclfile.is_empty() && !ex.config.acl_users.is_empty() {
         return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
     }
+    // Each name appears once (the config parser refuses duplicates).
     for words in ex.config.acl_users.clone() {
         let Some(name) = words.first() else { continue };
         let mut u = match ex.acl.users.remove(name.as_str()) {
-            Some(mut u) if name == "default" => {
+            // The built-in default user, redefined by the config.
+            Some(mut u) => {
                 let _ = u.apply(b"reset", pubsub_all);
                 u
-            }
-            Some(_) => {
-                return Err(
-                    "Duplicate user found. A user can only be defined once in config files".into(),
-                )
             }
             None => User::new(name, pubsub_all),
         };

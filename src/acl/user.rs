@@ -342,7 +342,8 @@ pub struct User {
     pub name: String,
     pub enabled: bool,
     pub nopass: bool,
-    /// None until `sanitize-payload`/`skip-sanitize-payload` (or `reset`) is given.
+    /// `sanitize-payload` (Some(true), how Redis 7.4 creates every user) or
+    /// `skip-sanitize-payload`; None is not produced any more but reads as neither.
     pub sanitize: Option<bool>,
     pub passwords: Vec<String>,
     /// The root selector first, then those given in parentheses.
@@ -379,7 +380,7 @@ impl User {
             name: name.to_string(),
             enabled: false,
             nopass: false,
-            sanitize: None,
+            sanitize: Some(true),
             passwords: Vec::new(),
             selectors: vec![Selector::new(pubsub_all)],
         }
@@ -589,7 +590,10 @@ mod tests {
             text(&u),
             "on #d74ff0ee8da3b9806b18c877dbf29bbde50b5bd8e4dad7a3a725000feb82e8f1 ~foo* %R~bar* resetchannels &chan* -@all +get +@hash -hset +config|get +select|0"
         );
-        assert_eq!(text(&User::new_default()), "on nopass ~* &* +@all");
+        assert_eq!(
+            text(&User::new_default()),
+            "on nopass sanitize-payload ~* &* +@all"
+        );
         assert_eq!(
             text(&user(&["reset"])),
             "off sanitize-payload resetchannels -@all"

@@ -334,7 +334,7 @@ fn acl_whoami(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     Reply::bulk(ctx.client_ref().user.as_bytes())
 }
 
-fn acl_cat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+fn acl_cat(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match args.len() {
         2 => Reply::Array(
             table::CATEGORIES
@@ -356,11 +356,11 @@ fn acl_cat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                     .collect(),
             )
         }
-        _ => super::wrong_arity(ctx.cmd.name),
+        _ => super::subcommand_syntax_error(args),
     }
 }
 
-fn acl_genpass(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+fn acl_genpass(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     const MAX_BITS: i64 = 4096;
     let bits = match args.len() {
         2 => 256,
@@ -368,7 +368,7 @@ fn acl_genpass(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Ok(b) => b,
             Err(e) => return e,
         },
-        _ => return super::wrong_arity(ctx.cmd.name),
+        _ => return super::subcommand_syntax_error(args),
     };
     if bits <= 0 || bits > MAX_BITS {
         return Reply::error(format!(
@@ -408,7 +408,7 @@ fn acl_log(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 Err(e) => return e,
             }
         }
-        _ => return super::wrong_arity(ctx.cmd.name),
+        _ => return super::subcommand_syntax_error(args),
     }
     let now = ctx.now_ms;
     Reply::Array(
@@ -505,18 +505,23 @@ fn acl_load(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
         Ok(u) => u,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
-    // Every user but `default` is replaced: their clients are disconnected, as
-    // Redis frees the old user set.
-    let old: Vec<String> = ctx
+    // As Redis 7.4's ACLLoadFromFile: clients of users the file no longer has are
+    // disconnected; those of users it keeps stay, unless subscribed to channels
+    // their new permissions deny.
+    let removed: Vec<String> = ctx
         .ex
         .acl
         .users
         .keys()
-        .filter(|n| n.as_str() != "default")
+        .filter(|n| n.as_str() != "default" && !users.contains_key(n.as_str()))
         .cloned()
         .collect();
+    let kept: Vec<String> = users.keys().cloned().collect();
     ctx.ex.acl.users = users;
-    ctx.ex.acl_kill_clients_of(&old, ctx.client);
+    ctx.ex.acl_kill_clients_of(&removed, ctx.client);
+    for name in &kept {
+        ctx.ex.acl_kill_pubsub_clients(name, ctx.client);
+    }
     ctx.ex.acl_refresh_clients();
     Reply::ok()
 }

@@ -262,7 +262,7 @@ fn function_delete(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn function_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() > 3 {
-        return subcommand_syntax_error(args);
+        return super::subcommand_syntax_error(args);
     }
     if args.len() == 3
         && !args[2].eq_ignore_ascii_case(b"sync")
@@ -509,19 +509,9 @@ impl Rdb<'_> {
     }
 }
 
-/// Redis's addReplySubcommandSyntaxError: the subcommand as given, the command
-/// uppercased.
-fn subcommand_syntax_error(args: &[&[u8]]) -> Reply {
-    Reply::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(args[1]),
-        String::from_utf8_lossy(args[0]).to_ascii_uppercase()
-    ))
-}
-
 fn function_restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
-        return subcommand_syntax_error(args);
+        return super::subcommand_syntax_error(args);
     }
     #[derive(PartialEq)]
     enum Policy {

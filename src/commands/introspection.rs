@@ -505,7 +505,7 @@ pub fn acl_keys(cmd: &Command, args: &[&[u8]]) -> Vec<(usize, u8)> {
     }
     // Key specs with variable flags are resolved from the arguments, as Redis's
     // setGetKeys / bitfieldGetKeys do: SET needs read access only with GET,
-    // BITFIELD reads with GET and writes with SET/INCRBY.
+    // BITFIELD reads and writes unless it only GETs.
     let variable = |pos: usize| -> Option<u8> {
         use crate::acl::user::{READ, WRITE};
         match cmd.name {
@@ -514,21 +514,31 @@ pub fn acl_keys(cmd: &Command, args: &[&[u8]]) -> Vec<(usize, u8)> {
             } else {
                 WRITE
             }),
+            // Read-only when every operation is a GET (OVERFLOW aside); any SET,
+            // INCRBY or unparsable argument makes it read-write (bitfieldGetKeys).
             "bitfield" if pos == 1 => {
-                let mut need = 0;
-                for a in &args[2..] {
-                    if super::is(a, "get") {
-                        need |= READ;
-                    } else if super::is(a, "set") || super::is(a, "incrby") {
-                        need |= WRITE;
+                let mut i = 2;
+                let mut readonly = true;
+                while i < args.len() {
+                    let rest = args.len() - i - 1;
+                    if super::is(args[i], "get") && rest >= 2 {
+                        i += 3;
+                    } else if super::is(args[i], "overflow") && rest >= 1 {
+                        i += 2;
+                    } else {
+                        readonly = false;
+                        break;
                     }
                 }
-                Some(need)
+                Some(if readonly { READ } else { READ | WRITE })
             }
             _ => None,
         }
     };
+    // Shard channels are declared as keys for routing (NOT_KEY): channel
+    // permissions govern them, as Redis's ACL skips such key specs.
     keys.into_iter()
+        .filter(|&pos| !key_flags_at(cmd, pos).contains(&"not_key"))
         .map(|pos| {
             if let Some(need) = variable(pos) {
                 return (pos, need);

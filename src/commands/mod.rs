@@ -288,6 +288,16 @@ pub fn unknown_subcommand(args: &[&[u8]]) -> Reply {
     ))
 }
 
+/// Redis's addReplySubcommandSyntaxError: a known subcommand given the wrong
+/// number of arguments within its arity.
+pub fn subcommand_syntax_error(args: &[&[u8]]) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{:.128}'. Try {} HELP.",
+        String::from_utf8_lossy(args[1]),
+        String::from_utf8_lossy(args[0]).to_ascii_uppercase()
+    ))
+}
+
 /// Every family's rows.
 pub fn families() -> impl Iterator<Item = &'static Command> {
     [

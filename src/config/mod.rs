@@ -1254,6 +1254,14 @@ impl Config {
             }
             // `user` lines may repeat: they are kept for the ACL to load (src/acl).
             if words[0].eq_ignore_ascii_case("user") && words.len() >= 2 {
+                // A config error, before the server listens, as Redis's
+                // ACLAppendUserForLoading.
+                if self.acl_users.iter().any(|u| u[0] == words[1]) {
+                    return Err(fail(
+                        "Duplicate user found. A user can only be defined once in config files"
+                            .into(),
+                    ));
+                }
                 self.acl_users.push(words[1..].to_vec());
                 continue;
             }

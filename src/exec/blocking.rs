@@ -345,9 +345,21 @@ pub fn handle_ready(ex: &mut Executor) {
                     continue;
                 }
                 let (cmd, args) = (b.cmd, b.args.clone());
+                let argv: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                // The command runs again as if just sent: permissions changed while
+                // it waited refuse it now (Redis reprocesses it through
+                // processCommand).
+                if !ex.client(slot).acl_free {
+                    if let Err(d) = ex.acl_check(slot, cmd, &argv) {
+                        let reply = ex.acl_deny(slot, d, cmd, &argv);
+                        let reply = ex.reject(Some(cmd), reply);
+                        ex.blocking.remove(slot);
+                        deliver(ex, slot, &reply);
+                        continue;
+                    }
+                }
                 ex.blocking.reprocessing = Some(slot);
                 ex.blocking.reblocked = false;
-                let argv: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
                 let reply = ex.call(slot, cmd, &argv);
                 ex.blocking.reprocessing = None;
                 if ex.blocking.reblocked {
