@@ -735,7 +735,7 @@ mod tests {
 
     #[test]
     fn acl_file_round_trip() {
-        let text = "user alice on #d74ff0ee8da3b9806b18c877dbf29bbde50b5bd8e4dad7a3a725000feb82e8f1 ~a* resetchannels -@all +get\n\nuser default on nopass ~* &* +@all\n";
+        let text = "user alice on sanitize-payload #d74ff0ee8da3b9806b18c877dbf29bbde50b5bd8e4dad7a3a725000feb82e8f1 ~a* resetchannels -@all +get\n\nuser default on nopass sanitize-payload ~* &* +@all\n";
         let users = parse_acl_file(text, "f.acl", false).unwrap();
         assert_eq!(
             String::from_utf8(acl_file_text(&users)).unwrap(),

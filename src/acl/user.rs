@@ -588,7 +588,7 @@ mod tests {
         ]);
         assert_eq!(
             text(&u),
-            "on #d74ff0ee8da3b9806b18c877dbf29bbde50b5bd8e4dad7a3a725000feb82e8f1 ~foo* %R~bar* resetchannels &chan* -@all +get +@hash -hset +config|get +select|0"
+            "on sanitize-payload #d74ff0ee8da3b9806b18c877dbf29bbde50b5bd8e4dad7a3a725000feb82e8f1 ~foo* %R~bar* resetchannels &chan* -@all +get +@hash -hset +config|get +select|0"
         );
         assert_eq!(
             text(&User::new_default()),
@@ -599,7 +599,7 @@ mod tests {
             "off sanitize-payload resetchannels -@all"
         );
         let u = user(&["on", "%RW~k", "%R~k", "%W~j", "%R~j"]);
-        assert_eq!(text(&u), "on ~k ~j resetchannels -@all");
+        assert_eq!(text(&u), "on sanitize-payload ~k ~j resetchannels -@all");
     }
 
     #[test]
@@ -662,11 +662,11 @@ mod tests {
         let u = user(&["on", "(~a +get)"]);
         assert_eq!(
             text(&u),
-            "on resetchannels -@all (~a resetchannels -@all +get)"
+            "on sanitize-payload resetchannels -@all (~a resetchannels -@all +get)"
         );
         assert_eq!(
             text(&user(&["(~a +get)", "clearselectors"])),
-            "off resetchannels -@all"
+            "off sanitize-payload resetchannels -@all"
         );
     }
 }
