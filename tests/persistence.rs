@@ -288,3 +288,43 @@ fn flushall_with_save_points_saves_at_once() {
     drop(s3);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// FLUSHALL with save points writes the empty dataset and leaves no unsaved change
+/// (Redis's flushAllDataAndResetRDB); FLUSHDB counts the keys it removed; both still
+/// reach the AOF when there was nothing to remove.
+#[test]
+fn flushes_count_changes_as_redis() {
+    let dir = temp_dir("flush-dirty");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", "3600 1 300 100"]);
+    let mut c = s.raw(2);
+    let changes = |c: &mut RawConn| -> String {
+        let info = c.cmd(&["INFO", "persistence"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+            .unwrap()
+            .to_string()
+    };
+    c.cmd(&["SET", "key", "value"]);
+    assert_eq!(c.cmd(&["FLUSHALL"]), "+OK\r\n");
+    assert_eq!(changes(&mut c), "0");
+    // Inside a transaction too.
+    c.cmd(&["SET", "x", "y"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["FLUSHALL"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n+OK\r\n");
+    assert_eq!(changes(&mut c), "0");
+    c.cmd(&["MSET", "a", "1", "b", "2"]);
+    assert_eq!(changes(&mut c), "2");
+    assert_eq!(c.cmd(&["FLUSHDB"]), "+OK\r\n");
+    assert_eq!(changes(&mut c), "4");
+    assert_eq!(c.cmd(&["FLUSHDB"]), "+OK\r\n");
+    assert_eq!(changes(&mut c), "4");
+    let aof = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .unwrap();
+    let text = String::from_utf8_lossy(&std::fs::read(aof).unwrap()).into_owned();
+    assert_eq!(text.matches("FLUSHDB").count(), 2, "{text}");
+    assert_eq!(text.matches("FLUSHALL").count(), 2, "{text}");
+}

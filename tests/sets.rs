@@ -400,3 +400,26 @@ fn same_as_redis() {
     let refs: Vec<&[&str]> = all.iter().map(|v| v.as_slice()).collect();
     assert_same_as_redis(&s, &r, &refs);
 }
+
+/// SMOVE of a member the destination already has changes only the source: a
+/// transaction watching the destination still runs.
+#[test]
+fn smove_onto_an_existing_member_leaves_the_destination_watch_alone() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut other = s.raw(2);
+    c.cmd(&["SADD", "src{t}", "a", "b"]);
+    c.cmd(&["SADD", "dst{t}", "a"]);
+    assert_eq!(c.cmd(&["WATCH", "dst{t}"]), "+OK\r\n");
+    c.cmd(&["MULTI"]);
+    assert_eq!(c.cmd(&["SADD", "dst{t}", "c"]), "+QUEUED\r\n");
+    assert_eq!(other.cmd(&["SMOVE", "src{t}", "dst{t}", "a"]), ":1\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*1\r\n:1\r\n");
+    assert_eq!(c.cmd(&["SCARD", "dst{t}"]), ":2\r\n");
+    // A real addition does touch it.
+    c.cmd(&["WATCH", "dst{t}"]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SADD", "dst{t}", "d"]);
+    assert_eq!(other.cmd(&["SMOVE", "src{t}", "dst{t}", "b"]), ":1\r\n");
+    assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
+}

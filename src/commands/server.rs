@@ -762,7 +762,10 @@ fn flushdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             let n = ctx.ex.ks.dbs[ctx.db].table.len() as u64;
             ctx.ex.signal_flushed_db(Some(ctx.db));
             ctx.ex.ks.flush_db(ctx.db, mode != FlushMode::Sync);
-            ctx.ex.ks.dirty += n + 1;
+            // `dirty` counts the keys removed, as Redis; the flush is propagated
+            // even when there were none (forceCommandPropagation).
+            ctx.ex.ks.dirty += n;
+            ctx.ex.stream.force = ctx.ex.stream.enabled;
             flush_reply(ctx, args, mode)
         }
         Err(e) => e,
@@ -781,12 +784,12 @@ fn flushall(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ctx.ex.ks.dirty += n;
             // With save points configured Redis writes the (now empty) dataset at once,
             // so a restart cannot bring the flushed keys back from an older file.
+            // The save resets `dirty` to 0, as Redis's flushAllDataAndResetRDB.
             if !ctx.ex.config.save_params.is_empty() {
                 let _ = crate::persistence::snapshot::save(ctx.ex);
-                // The save reset `dirty`: the write stream must still record FLUSHALL.
-                ctx.ex.stream.force = ctx.ex.stream.enabled;
             }
-            ctx.ex.ks.dirty += 1;
+            // Propagated even when empty, or when the save reset `dirty`.
+            ctx.ex.stream.force = ctx.ex.stream.enabled;
             flush_reply(ctx, args, mode)
         }
         Err(e) => e,

@@ -329,8 +329,10 @@ fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             true
         }
     };
-    ctx.modified(dst);
+    // A member the destination already had leaves it unchanged: no WATCH of it
+    // is touched (Redis signals dstset only when the addition happened).
     if added {
+        ctx.modified(dst);
         ctx.notify(notify::SET, "sadd", dst);
     }
     Reply::Int(1)
