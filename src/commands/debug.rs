@@ -54,6 +54,12 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    it is used instead of the 'key' prefix. These are not propagated to",
                 "    replicas. Cluster slots are not respected so keys not belonging to the",
                 "    current node can be created in cluster mode.",
+                "HTSTATS <dbid> [full]",
+                "    Return hash table statistics of the specified Redis database.",
+                "HTSTATS-KEY <key> [full]",
+                "    Like HTSTATS but for the hash table stored at <key>'s value.",
+                "DICT-RESIZING <0|1>",
+                "    Enable or disable the main dict and expire dict resizing.",
                 "QUICKLIST-PACKED-THRESHOLD <size>",
                 "    Sets the threshold for elements to be inserted as plain vs packed nodes",
                 "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
@@ -160,6 +166,18 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 )
             }
         };
+    }
+    if is(sub, "htstats") && args.len() >= 3 {
+        return super::debug_htstats::htstats(ctx, args);
+    }
+    if is(sub, "htstats-key") && args.len() >= 3 {
+        return super::debug_htstats::htstats_key(ctx, args);
+    }
+    if is(sub, "dict-resizing") && args.len() == 3 {
+        // Redis's server.dict_resizing: 0 stops the timer from shrinking sparse
+        // tables (growth on insert goes on).
+        ctx.ex.ks.dict_resizing = crate::util::numeric::parse_i64(args[2]).unwrap_or(0) != 0;
+        return Reply::ok();
     }
     if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
         let size = std::str::from_utf8(args[2])

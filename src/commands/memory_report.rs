@@ -142,7 +142,10 @@ impl MemReport {
             r.rehashing += t.rehashing_buckets() * SLOT;
             r.rehashing_count += t.is_rehashing() as usize;
             r.keys += t.len();
-            if t.is_empty() {
+            // A database is listed while its table is allocated, keys or not, as
+            // Redis lists a db with allocated dicts (an emptied table shows its
+            // buckets until the timer shrinks it).
+            if t.buckets() == 0 {
                 continue;
             }
             r.dbs.push(DbOverhead {

@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod connection;
 pub mod ctx;
 pub mod debug;
+mod debug_htstats;
 pub mod digest;
 pub mod functions;
 pub mod geo;

@@ -66,6 +66,8 @@ pub struct Keyspace {
     pub expire_backlog: bool,
     /// Hashes with field TTLs, for the active expiry of fields.
     pub field_expiry: field_expiry::FieldExpiry,
+    /// DEBUG DICT-RESIZING: whether the timer shrinks sparse tables.
+    pub dict_resizing: bool,
     /// Tables emptied by FLUSHDB/FLUSHALL while a background snapshot still needed
     /// some of their entries: the snapshot walks them, then frees them
     /// (persistence/cow.rs), so a flush during a snapshot costs no pause.
@@ -240,6 +242,7 @@ impl Keyspace {
             lazy_server_del: false,
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
+            dict_resizing: true,
             retired: Vec::new(),
             expire_mode: ExpireMode::Delete,
             no_touch: false,
@@ -506,7 +509,9 @@ impl Keyspace {
     pub fn housekeeping(&mut self) {
         let start = Instant::now();
         for d in &mut self.dbs {
-            d.table.shrink_if_needed();
+            if self.dict_resizing {
+                d.table.shrink_if_needed();
+            }
             if d.table.is_rehashing() {
                 let left = Duration::from_millis(1).saturating_sub(start.elapsed());
                 if left.is_zero() {

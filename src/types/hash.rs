@@ -77,6 +77,14 @@ impl Hash {
         self.len() == 0
     }
 
+    /// The hash table of a big hash (DEBUG HTSTATS-KEY).
+    pub fn table(&self) -> Option<&ScanTable<Pairs>> {
+        match &self.repr {
+            Repr::Table(t) => Some(t),
+            Repr::Pack(_) => None,
+        }
+    }
+
     pub fn encoding(&self) -> &'static str {
         match (&self.repr, &self.ttl) {
             (Repr::Pack(_), None) => "listpack",

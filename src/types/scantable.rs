@@ -675,6 +675,20 @@ impl<S: Shape> ScanTable<S> {
         }
     }
 
+    /// The length of every bucket of the table (`rehashing` false) or of the one a
+    /// resize fills (true; None when not resizing): DEBUG HTSTATS-KEY.
+    pub fn chain_lengths(&self, rehashing: bool) -> Option<Vec<usize>> {
+        let t = if rehashing {
+            if !self.resizing() {
+                return None;
+            }
+            &self.t1
+        } else {
+            &self.t0
+        };
+        Some(t.iter().map(|b| b.bucket().len()).collect())
+    }
+
     /// A random element (see the module comment for the distribution).
     pub fn random(&self) -> Option<&[u8]> {
         const RANDOM_SLOTS: usize = 4;

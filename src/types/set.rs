@@ -86,6 +86,14 @@ impl Set {
         self.len() == 0
     }
 
+    /// The hash table of a big set (DEBUG HTSTATS-KEY).
+    pub fn table(&self) -> Option<&ScanTable<Members>> {
+        match self {
+            Set::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+
     pub fn encoding(&self) -> &'static str {
         match self {
             Set::Int(_) => "intset",

@@ -1,0 +1,153 @@
+//! DEBUG HTSTATS and HTSTATS-KEY: the bucket statistics of the keyspace table and of
+//! big sets' and hashes' tables, in Redis's dictGetStats text. Cinnabar keeps a key's
+//! expiry in its entry, not in a second table: the `[Expires HT]` section counts the
+//! keys with a TTL over the same buckets. Sorted sets index members in a B+tree with
+//! no hash table, so HTSTATS-KEY answers for them as Redis does for listpacks.
+
+use crate::commands::{errors, is, Ctx};
+use crate::keyspace::{ObjRef, ValueRef};
+use crate::protocol::Reply;
+
+/// Redis's DICT_STATS_VECTLEN: chain lengths from 0 to 49 (longer ones count as 49).
+const VECTLEN: usize = 50;
+
+/// One bucket array's statistics, formatted as Redis's dictGetStatsMsg.
+fn describe(out: &mut String, idx: usize, chains: &[usize], used: usize, full: bool) {
+    use std::fmt::Write as _;
+    let name = if idx == 0 {
+        "main hash table"
+    } else {
+        "rehashing target"
+    };
+    if used == 0 {
+        let _ = write!(
+            out,
+            "Hash table {idx} stats ({name}):\nNo stats available for empty dictionaries\n"
+        );
+        return;
+    }
+    let size = chains.len();
+    let _ = write!(
+        out,
+        "Hash table {idx} stats ({name}):\n table size: {size}\n number of elements: {used}\n"
+    );
+    if !full {
+        return;
+    }
+    let mut vect = [0usize; VECTLEN];
+    let (mut slots, mut max, mut total) = (0usize, 0usize, 0usize);
+    for &n in chains {
+        vect[n.min(VECTLEN - 1)] += 1;
+        if n > 0 {
+            slots += 1;
+            max = max.max(n);
+            total += n;
+        }
+    }
+    let _ = write!(
+        out,
+        " different slots: {slots}\n max chain length: {max}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+        total as f32 / slots as f32,
+        used as f32 / slots as f32
+    );
+    for (n, &count) in vect.iter().enumerate().take(VECTLEN - 1) {
+        if count > 0 {
+            let _ = writeln!(
+                out,
+                "   {n}: {count} ({:.2}%)",
+                count as f32 / size as f32 * 100.0
+            );
+        }
+    }
+}
+
+/// Both arrays of a table (the second only while resizing).
+fn describe_table(
+    out: &mut String,
+    chains: impl Fn(bool) -> Option<Vec<usize>>,
+    count: impl Fn(&[usize]) -> usize,
+    full: bool,
+) {
+    for (idx, rehashing) in [(0, false), (1, true)] {
+        if let Some(c) = chains(rehashing) {
+            let used = count(&c);
+            describe(out, idx, &c, used, full);
+        }
+    }
+}
+
+/// DEBUG HTSTATS <dbid> [full]
+pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let db = match crate::commands::arg_i64(args[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if db < 0 || db as usize >= ctx.ex.ks.dbs.len() {
+        return Reply::err("ERR Out of range database");
+    }
+    let full = args.len() >= 4 && is(args[3], "full");
+    let d = &ctx.ex.ks.dbs[db as usize];
+    let mut out = String::from("[Dictionary HT]\n");
+    describe_table(
+        &mut out,
+        |r| d.table.chain_lengths(r),
+        |c| c.iter().sum(),
+        full,
+    );
+    out.push_str("[Expires HT]\n");
+    if d.volatile == 0 {
+        describe(&mut out, 0, &[], 0, full);
+    } else if let Some(c) = d.table.chain_lengths(false) {
+        // The keys with a TTL, over the keyspace's own buckets (no chain detail:
+        // they share chains with the other keys).
+        describe(&mut out, 0, &c, d.volatile, false);
+    }
+    Reply::Verbatim("txt", out.into_bytes())
+}
+
+/// DEBUG HTSTATS-KEY <key> [full]
+pub fn htstats_key(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let full = args.len() >= 4 && is(args[3], "full");
+    let Some(e) = ctx.lookup_read(args[2]) else {
+        return errors::NO_SUCH_KEY;
+    };
+    let mut out = String::new();
+    let sum = |c: &[usize]| c.iter().sum();
+    match e.value() {
+        ValueRef::Obj(ObjRef::Set(s)) if s.table().is_some() => {
+            let t = s.table().expect("checked");
+            describe_table(&mut out, |r| t.chain_lengths(r), sum, full);
+        }
+        ValueRef::Obj(ObjRef::Hash(h)) if h.table().is_some() => {
+            let t = h.table().expect("checked");
+            describe_table(&mut out, |r| t.chain_lengths(r), sum, full);
+        }
+        _ => {
+            return Reply::err(
+                "ERR The value stored at the specified key is not represented using an hash table",
+            )
+        }
+    }
+    Reply::Verbatim("txt", out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_as_redis() {
+        let mut s = String::new();
+        describe(&mut s, 0, &[0, 2, 1, 0], 3, true);
+        assert_eq!(
+            s,
+            "Hash table 0 stats (main hash table):\n table size: 4\n number of elements: 3\n different slots: 2\n max chain length: 2\n avg chain length (counted): 1.50\n avg chain length (computed): 1.50\n Chain length distribution:\n   0: 2 (50.00%)\n   1: 1 (25.00%)\n   2: 1 (25.00%)\n"
+        );
+        let mut s = String::new();
+        describe(&mut s, 1, &[], 0, false);
+        assert_eq!(
+            s,
+            "Hash table 1 stats (rehashing target):\nNo stats available for empty dictionaries\n"
+        );
+    }
+}
