@@ -34,9 +34,74 @@ fn cluster_client(ports: &[u16]) -> redis::cluster::ClusterConnection {
         .unwrap()
 }
 
+fn is_master(port: u16) -> bool {
+    let nodes = RawConn::connect(port, 2).cmd(&["CLUSTER", "NODES"]);
+    nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .is_some_and(|l| l.contains("myself,master"))
+}
+
 fn dbsize(port: u16) -> usize {
     let r = RawConn::connect(port, 2).cmd(&["DBSIZE"]);
     r.trim_start_matches(':').trim().parse().unwrap()
+}
+
+/// A minimal cluster client that follows -MOVED and -ASK and retries -TRYAGAIN,
+/// sending each command once per attempt and never re-sending one that got an answer:
+/// the exact count of INCRs checks that no write is lost or applied twice (the
+/// `redis` crate's client may re-send a command, so it only does idempotent writes).
+struct Redirecting {
+    conns: std::collections::HashMap<u16, RawConn>,
+    owner: std::collections::HashMap<String, u16>,
+    default: u16,
+}
+
+impl Redirecting {
+    fn new(port: u16) -> Redirecting {
+        Redirecting {
+            conns: Default::default(),
+            owner: Default::default(),
+            default: port,
+        }
+    }
+
+    fn conn(&mut self, port: u16) -> &mut RawConn {
+        self.conns
+            .entry(port)
+            .or_insert_with(|| RawConn::connect(port, 2))
+    }
+
+    fn cmd(&mut self, args: &[&str]) -> String {
+        let key = args[1].to_string();
+        let mut port = *self.owner.get(&key).unwrap_or(&self.default);
+        let mut asking = false;
+        for _ in 0..100 {
+            let c = self.conn(port);
+            let r = if asking {
+                c.send(&["ASKING"]);
+                c.send(args);
+                assert_eq!(c.read_reply(), "+OK\r\n");
+                c.read_reply()
+            } else {
+                c.cmd(args)
+            };
+            let target = |r: &str| -> u16 { r.trim().rsplit(':').next().unwrap().parse().unwrap() };
+            if r.starts_with("-MOVED") {
+                port = target(&r);
+                self.owner.insert(key.clone(), port);
+                asking = false;
+            } else if r.starts_with("-ASK") {
+                port = target(&r);
+                asking = true;
+            } else if r.starts_with("-TRYAGAIN") {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            } else {
+                return r;
+            }
+        }
+        panic!("too many redirections for {args:?}");
+    }
 }
 
 #[test]
@@ -74,6 +139,7 @@ fn reshard_all_slots_under_load() {
         let ports = ports.clone();
         std::thread::spawn(move || {
             let mut conn = cluster_client(&ports);
+            let mut raw = Redirecting::new(ports[0]);
             let mut acked = 0u64;
             let mut errors = Vec::new();
             while !stop.load(Ordering::Relaxed) {
@@ -85,9 +151,9 @@ fn reshard_all_slots_under_load() {
                     Err(e) => errors.push(format!("SET {key}: {e}")),
                 }
                 let pre = format!("pre:{}", acked % 2000);
-                let r: redis::RedisResult<Option<u64>> = redis::cmd("INCR").arg(&pre).query(&mut conn);
-                if let Err(e) = r {
-                    errors.push(format!("INCR {pre}: {e}"));
+                let r = raw.cmd(&["INCR", &pre]);
+                if !r.starts_with(':') {
+                    errors.push(format!("INCR {pre}: {r}"));
                 }
             }
             (acked, errors)
@@ -114,14 +180,13 @@ fn reshard_all_slots_under_load() {
     assert!(errors.is_empty(), "client errors: {errors:?}");
     assert!(acked > 0);
 
-    // The source serves nothing and holds nothing; every acknowledged key is there.
+    // The source serves nothing; every acknowledged key is there.
     wait_for("slots moved everywhere", 30, || {
         let mut c = RawConn::connect(from, 2);
         let nodes_txt = c.cmd(&["CLUSTER", "NODES"]);
         let line = nodes_txt.lines().find(|l| l.contains("myself")).unwrap();
         line.split(' ').count() == 8
     });
-    assert_eq!(dbsize(from), 0);
     let (ok, out) = redis_cli(&["--cluster", "check", &format!("127.0.0.1:{to}")]);
     assert!(ok && out.contains("[OK] All 16384 slots covered."), "{out}");
     let mut conn = cluster_client(&ports);
@@ -149,8 +214,12 @@ fn reshard_all_slots_under_load() {
             .unwrap();
         assert_eq!(n, 2000);
     }
+    // A master that lost its last slot becomes a replica of the node that took it
+    // (Redis's rule), so only masters are counted: each key is on exactly one.
+    let masters: Vec<u16> = ports.iter().copied().filter(|&p| is_master(p)).collect();
+    assert!(!masters.contains(&from) || dbsize(from) == 0);
     assert_eq!(
-        ports.iter().map(|&p| dbsize(p)).sum::<usize>(),
+        masters.iter().map(|&p| dbsize(p)).sum::<usize>(),
         2000 + 20 + acked as usize
     );
 }
@@ -166,14 +235,21 @@ fn fix_finishes_an_interrupted_migration() {
     let src_port = ports
         .iter()
         .copied()
-        .find(|&p| !RawConn::connect(p, 2).cmd(&["GET", "{foo}"]).starts_with("-MOVED"))
+        .find(|&p| {
+            !RawConn::connect(p, 2)
+                .cmd(&["GET", "{foo}"])
+                .starts_with("-MOVED")
+        })
         .unwrap();
     let dst_port = *ports.iter().find(|&&p| p != src_port).unwrap();
     let (src_id, dst_id) = (myid(src_port), myid(dst_port));
     let mut s = RawConn::connect(src_port, 2);
     let mut d = RawConn::connect(dst_port, 2);
     for i in 0..100 {
-        assert_eq!(s.cmd(&["SET", &format!("{{foo}}{i}"), &i.to_string()]), "+OK\r\n");
+        assert_eq!(
+            s.cmd(&["SET", &format!("{{foo}}{i}"), &i.to_string()]),
+            "+OK\r\n"
+        );
     }
     d.cmd(&["CLUSTER", "SETSLOT", "12182", "IMPORTING", &src_id]);
     s.cmd(&["CLUSTER", "SETSLOT", "12182", "MIGRATING", &dst_id]);
@@ -192,14 +268,22 @@ fn fix_finishes_an_interrupted_migration() {
     d.cmd(&["ASKING"]);
     assert_eq!(d.cmd(&["GET", "{foo}1"]), "$1\r\n1\r\n");
     let (_, out) = redis_cli(&["--cluster", "check", &format!("127.0.0.1:{src_port}")]);
-    assert!(out.contains("open slot"), "{out}");
+    assert!(
+        out.contains("[WARNING] The following slots are open: 12182."),
+        "{out}"
+    );
 
-    let (ok, out) = redis_cli(&["--cluster", "fix", &format!("127.0.0.1:{src_port}"), "--cluster-yes"]);
+    let (ok, out) = redis_cli(&[
+        "--cluster",
+        "fix",
+        &format!("127.0.0.1:{src_port}"),
+        "--cluster-yes",
+    ]);
     assert!(ok, "fix failed: {out}");
     wait_for("agreement after fix", 30, || {
         let (ok, out) = redis_cli(&["--cluster", "check", &format!("127.0.0.1:{src_port}")]);
         ok && out.contains("[OK] All nodes agree about slots configuration.")
-            && !out.contains("open slot")
+            && !out.contains("[WARNING]")
     });
     let mut conn = cluster_client(&ports);
     for i in 0..100 {
