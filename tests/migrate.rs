@@ -88,7 +88,16 @@ fn errors_nokey_and_options() {
     assert_eq!(c.cmd(&["GET", "k"]), "$2\r\nv2\r\n");
     // COPY leaves the source key; REPLACE overwrites the target's.
     assert_eq!(
-        c.cmd(&["MIGRATE", "127.0.0.1", &dp, "k", "0", "1000", "COPY", "REPLACE"]),
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "k",
+            "0",
+            "1000",
+            "COPY",
+            "REPLACE"
+        ]),
         "+OK\r\n"
     );
     assert_eq!(c.cmd(&["GET", "k"]), "$2\r\nv2\r\n");
@@ -100,14 +109,29 @@ fn errors_nokey_and_options() {
     c.cmd(&["ZADD", "z", "1", "a", "2", "b"]);
     c.cmd(&["RPUSH", "l", "x", "y"]);
     assert_eq!(
-        c.cmd(&["MIGRATE", "127.0.0.1", &dp, "", "5", "1000", "KEYS", "h", "nope", "z", "l"]),
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "",
+            "5",
+            "1000",
+            "KEYS",
+            "h",
+            "nope",
+            "z",
+            "l"
+        ]),
         "+OK\r\n"
     );
     assert_eq!(c.cmd(&["EXISTS", "h", "z", "l"]), ":0\r\n");
     d.cmd(&["SELECT", "5"]);
     assert_eq!(d.cmd(&["HGET", "h", "g"]), "$1\r\n2\r\n");
     assert_eq!(d.cmd(&["ZSCORE", "z", "b"]), "$1\r\n2\r\n");
-    assert_eq!(d.cmd(&["LRANGE", "l", "0", "-1"]), "*2\r\n$1\r\nx\r\n$1\r\ny\r\n");
+    assert_eq!(
+        d.cmd(&["LRANGE", "l", "0", "-1"]),
+        "*2\r\n$1\r\nx\r\n$1\r\ny\r\n"
+    );
     assert_eq!(d.cmd(&["DBSIZE"]), ":3\r\n");
 
     // One connection, cached and reused: after the first transfer no other connection
@@ -142,7 +166,10 @@ fn errors_nokey_and_options() {
 
     // COMMAND GETKEYS follows migrateGetKeys.
     assert_eq!(
-        c.cmd(&["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "1", "AUTH", "keys", "KEYS", "a", "b"]),
+        c.cmd(&[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "1", "AUTH", "keys", "KEYS", "a",
+            "b"
+        ]),
         "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
     );
 }
@@ -165,7 +192,16 @@ fn auth_auth2_and_notifications() {
     let mut sub = src.raw(2);
     sub.cmd(&["SUBSCRIBE", "__keyevent@0__:del"]);
     assert_eq!(
-        c.cmd(&["MIGRATE", "127.0.0.1", &dp, "k", "0", "1000", "AUTH", "secret"]),
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "k",
+            "0",
+            "1000",
+            "AUTH",
+            "secret"
+        ]),
         "+OK\r\n"
     );
     assert_eq!(
@@ -178,16 +214,61 @@ fn auth_auth2_and_notifications() {
     assert_eq!(d.cmd(&["GET", "k"]), "$1\r\nv\r\n");
     c.cmd(&["SET", "k2", "v"]);
     assert_eq!(
-        c.cmd(&["MIGRATE", "127.0.0.1", &dp, "k2", "0", "1000", "AUTH2", "mover", "pw"]),
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "k2",
+            "0",
+            "1000",
+            "AUTH2",
+            "mover",
+            "pw"
+        ]),
         "+OK\r\n"
     );
     assert_eq!(d.cmd(&["GET", "k2"]), "$1\r\nv\r\n");
     // The credentials never reach the slow log.
     c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
     c.cmd(&["SLOWLOG", "RESET"]);
-    c.cmd(&["MIGRATE", "127.0.0.1", &dp, "nokey", "0", "1000", "AUTH2", "mover", "pw"]);
+    c.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &dp,
+        "nokey",
+        "0",
+        "1000",
+        "AUTH2",
+        "mover",
+        "pw",
+    ]);
     let log = c.cmd(&["SLOWLOG", "GET", "1"]);
-    assert!(log.contains("(redacted)") && !log.contains("mover"), "{log}");
+    assert!(
+        log.contains("(redacted)") && !log.contains("mover"),
+        "{log}"
+    );
+    // A transfer is logged once it is over, with its whole duration.
+    c.cmd(&["SET", "k3", "v"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    assert_eq!(
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "k3",
+            "0",
+            "1000",
+            "AUTH2",
+            "mover",
+            "pw"
+        ]),
+        "+OK\r\n"
+    );
+    let log = c.cmd(&["SLOWLOG", "GET"]);
+    assert!(
+        log.contains("$2\r\nk3\r\n") && log.contains("(redacted)") && !log.contains("mover"),
+        "{log}"
+    );
 }
 
 /// A fake target: accepts one connection, reads what arrives into a shared buffer,
@@ -260,7 +341,10 @@ fn transfer_in_flight_serves_others_and_holds_writes() {
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let mut probe = [0u8; 1];
-    assert!(writer.stream.peek(&mut probe).is_err(), "the write ran early");
+    assert!(
+        writer.stream.peek(&mut probe).is_err(),
+        "the write ran early"
+    );
     writer
         .stream
         .set_read_timeout(Some(Duration::from_secs(10)))

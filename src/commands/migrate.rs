@@ -39,6 +39,10 @@ pub struct Pending {
     db: usize,
     keys: Vec<Vec<u8>>,
     copy: bool,
+    /// The command as given and when it started: the slow log records the whole
+    /// transfer, as Redis's (whose MIGRATE holds the server that long).
+    args: Vec<Vec<u8>>,
+    started: std::time::Instant,
 }
 
 /// MIGRATE's options, parsed as Redis parses them.
@@ -212,6 +216,8 @@ fn migrate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             db: ctx.db,
             keys,
             copy: o.copy,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+            started: std::time::Instant::now(),
         },
     );
     blocking::block(ctx, args, &[], "migrate", None, Reply::NoReply)
@@ -277,6 +283,13 @@ pub fn collect(ex: &mut Executor) {
                 }
             }
             ex.deliver_notifications();
+        }
+        if alive {
+            let argv: Vec<&[u8]> = p.args.iter().map(|a| a.as_slice()).collect();
+            let usec = p.started.elapsed().as_micros() as u64;
+            if let Some(cmd) = super::lookup(b"migrate") {
+                ex.slowlog_maybe(p.slot, cmd, &argv, usec);
+            }
         }
         if alive && ex.blocking.is_blocked(p.slot) {
             blocking::unblock_with(ex, p.slot, &outcome_reply(&outcome));

@@ -802,7 +802,7 @@ impl Executor {
         self.stats.errorstats_disabled = true;
     }
 
-    fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
+    pub(crate) fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
         if threshold < 0 || (usec as i64) < threshold {
             return;
