@@ -287,9 +287,10 @@ fn key_specs(c: &Command) -> Reply {
     };
     let sets = spec_flag_sets(c);
     if sets.len() > 1 && keyword_specs(c) {
-        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source),
-        // then the keyword, unknown or keynum specs.
-        let mut specs = vec![index_spec(0, sets[0], c.first_key as i64, 0, 1)];
+        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source;
+        // MIGRATE's at 3), then the keyword, unknown or keynum specs.
+        let at = if c.name == "migrate" { 3 } else { 1 };
+        let mut specs = vec![index_spec(0, sets[0], at, 0, 1)];
         specs.extend(extra_specs(c, &sets));
         return Reply::Array(specs);
     }
