@@ -34,6 +34,20 @@ fn cluster_client(ports: &[u16]) -> redis::cluster::ClusterConnection {
         .unwrap()
 }
 
+/// redis-cli with a bound fit for moving thousands of slots on a loaded machine
+/// (`redis_cli` stops it after 120 s).
+fn redis_cli_long(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new("timeout")
+        .arg("900")
+        .arg("redis-cli")
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
 fn is_master(port: u16) -> bool {
     let nodes = RawConn::connect(port, 2).cmd(&["CLUSTER", "NODES"]);
     nodes
@@ -160,7 +174,7 @@ fn reshard_all_slots_under_load() {
         })
     };
     let (from_id, to_id) = (myid(from), myid(to));
-    let (ok, out) = redis_cli(&[
+    let (ok, out) = redis_cli_long(&[
         "--cluster",
         "reshard",
         &format!("127.0.0.1:{from}"),
