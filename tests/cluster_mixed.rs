@@ -160,3 +160,145 @@ fn cinnabar_and_redis_server_in_one_cluster() {
     let mut c = RawConn::connect(red_replica.port, 2);
     assert_eq!(c.cmd(&["GET", &cin_slots_key]), "$3\r\ncin\r\n");
 }
+
+/// redis-cli with a longer bound than `redis_cli` (moving thousands of slots).
+fn redis_cli_long(args: &[&str]) -> (bool, String) {
+    let out = Command::new("timeout")
+        .arg("500")
+        .arg("redis-cli")
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+fn slots_of(port: u16) -> usize {
+    let nodes = RawConn::connect(port, 2).cmd(&["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    line.split(' ')
+        .skip(8)
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// A redis-server cluster taking a Cinnabar node in with redis-cli's cluster manager:
+/// `add-node`, `rebalance --cluster-use-empty-masters` (redis-server MIGRATEs into
+/// Cinnabar, RESTORE-ASKING), a reshard of one redis-server node's slots to the
+/// Cinnabar node, and `del-node` of the emptied node; every key stays readable.
+#[test]
+fn redis_server_cluster_moves_to_cinnabar_nodes() {
+    if !redis_cli_available() || !redis_server_available() {
+        return;
+    }
+    let red: Vec<RedisNode> = (0..3).map(|_| RedisNode::start()).collect();
+    let rports: Vec<u16> = red.iter().map(|n| n.port).collect();
+    cluster_create(&rports, 0);
+    wait_ok(&rports);
+    let urls = |ports: &[u16]| -> Vec<String> {
+        ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}/"))
+            .collect()
+    };
+    let mut conn = redis::cluster::ClusterClient::new(urls(&rports))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 0..3000 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k:{i}"))
+            .arg(i)
+            .query(&mut conn)
+            .unwrap();
+    }
+    for i in 0..10 {
+        let _: () = redis::cmd("ZADD")
+            .arg(format!("z:{i}"))
+            .arg(1)
+            .arg("a")
+            .arg(2)
+            .arg("b")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let cin = start_node(&[]);
+    let entry = format!("127.0.0.1:{}", rports[0]);
+    let (ok, out) = redis_cli(&[
+        "--cluster",
+        "add-node",
+        &format!("127.0.0.1:{}", cin.port),
+        &entry,
+    ]);
+    assert!(ok, "add-node: {out}");
+    let all: Vec<u16> = rports.iter().copied().chain([cin.port]).collect();
+    wait_for("four nodes known everywhere", 60, || {
+        all.iter()
+            .all(|&p| common::cluster::cluster_info_field(p, "cluster_known_nodes") == "4")
+    });
+    wait_ok(&all);
+    let (ok, out) = redis_cli_long(&[
+        "--cluster",
+        "rebalance",
+        &entry,
+        "--cluster-use-empty-masters",
+        "--cluster-yes",
+    ]);
+    assert!(ok, "rebalance: {out}");
+    assert!(slots_of(cin.port) > 4000, "{}", slots_of(cin.port));
+    // The last redis-server node hands everything to Cinnabar and leaves.
+    let leaving = rports[2];
+    let n = slots_of(leaving).to_string();
+    let (ok, out) = redis_cli_long(&[
+        "--cluster",
+        "reshard",
+        &entry,
+        "--cluster-from",
+        &myid(leaving),
+        "--cluster-to",
+        &myid(cin.port),
+        "--cluster-slots",
+        &n,
+        "--cluster-yes",
+    ]);
+    assert!(ok, "reshard: {out}");
+    let (ok, out) = redis_cli(&["--cluster", "del-node", &entry, &myid(leaving)]);
+    assert!(ok, "del-node: {out}");
+    let rest: Vec<u16> = vec![rports[0], rports[1], cin.port];
+    wait_for("the three remaining nodes agree", 60, || {
+        let (ok, out) = redis_cli(&["--cluster", "check", &entry]);
+        ok && out.contains("[OK] All 16384 slots covered.")
+            && out.contains("[OK] All nodes agree about slots configuration.")
+            && !out.contains("[WARNING]")
+    });
+    let mut conn = redis::cluster::ClusterClient::new(urls(&rest))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 0..3000 {
+        let v: Option<i64> = redis::cmd("GET")
+            .arg(format!("k:{i}"))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(v, Some(i));
+    }
+    for i in 0..10 {
+        let n: i64 = redis::cmd("ZCARD")
+            .arg(format!("z:{i}"))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+    let total: usize = rest
+        .iter()
+        .map(|&p| {
+            let r = RawConn::connect(p, 2).cmd(&["DBSIZE"]);
+            r.trim_start_matches(':').trim().parse::<usize>().unwrap()
+        })
+        .sum();
+    assert_eq!(total, 3010);
+}

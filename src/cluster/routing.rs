@@ -92,7 +92,8 @@ pub fn route(
         asking,
         readonly,
         is_write,
-        cmd.name == "restore-asking",
+        cmd.flags & flags::ASKING != 0,
+        cmd.name == "migrate",
     )?;
     Some(redirect_reply(cl, r))
 }
@@ -106,6 +107,7 @@ fn query(
     readonly: bool,
     is_write: bool,
     cmd_asking: bool,
+    cmd_migrate: bool,
 ) -> Option<Redirect> {
     let me = cl.myself;
     let mut first: Option<&[u8]> = None;
@@ -169,6 +171,10 @@ fn query(
         } else if is_write {
             return Some(Redirect::DownReadOnly);
         }
+    }
+    // MIGRATE runs here whenever the slot is open, so keys can move either way.
+    if (migrating || importing) && cmd_migrate {
+        return None;
     }
     if migrating && missing > 0 {
         if existing > 0 {
@@ -245,6 +251,7 @@ pub fn script_command_check(
         c.cluster_asking,
         c.cluster_readonly,
         cmd.is_write(),
+        false,
         false,
     ) {
         None => Ok(cmds[0].1.first().map(|k| slot::key_slot(k) as usize)),

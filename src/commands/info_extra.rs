@@ -139,8 +139,11 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             let total = (st.eviction_exceeded_total.as_micros() as u64) / 1000 + current;
             f(format!("total_eviction_exceeded_time:{total}"));
             f(format!("current_eviction_exceeded_time:{current}"));
+            f(format!(
+                "migrate_cached_sockets:{}",
+                ex.migrate.cached_sockets()
+            ));
             for k in [
-                "migrate_cached_sockets:0",
                 "slave_expires_tracked_keys:0",
                 "active_defrag_hits:0",
                 "active_defrag_misses:0",

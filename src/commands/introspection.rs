@@ -160,6 +160,7 @@ fn keyword_specs(c: &Command) -> bool {
             | "zunionstore"
             | "zinterstore"
             | "zdiffstore"
+            | "migrate"
     )
 }
 
@@ -199,6 +200,23 @@ fn extra_specs(c: &Command, sets: &[&'static [&'static str]]) -> Vec<Reply> {
                     )
                 }
                 "sort" | "sort_ro" => (map(b"unknown", vec![]), map(b"unknown", vec![])),
+                "migrate" => (
+                    map(
+                        b"keyword",
+                        vec![
+                            kv("keyword", Reply::bulk(b"KEYS")),
+                            kv("startfrom", Reply::Int(-2)),
+                        ],
+                    ),
+                    map(
+                        b"range",
+                        vec![
+                            kv("lastkey", Reply::Int(-1)),
+                            kv("keystep", Reply::Int(1)),
+                            kv("limit", Reply::Int(0)),
+                        ],
+                    ),
+                ),
                 _ => (
                     map(b"index", vec![kv("index", Reply::Int(2))]),
                     map(
@@ -269,9 +287,10 @@ fn key_specs(c: &Command) -> Reply {
     };
     let sets = spec_flag_sets(c);
     if sets.len() > 1 && keyword_specs(c) {
-        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source),
-        // then the keyword, unknown or keynum specs.
-        let mut specs = vec![index_spec(0, sets[0], 1, 0, 1)];
+        // The key at index 1 (Z*STORE's destination, GEORADIUS's and SORT's source;
+        // MIGRATE's at 3), then the keyword, unknown or keynum specs.
+        let at = if c.name == "migrate" { 3 } else { 1 };
+        let mut specs = vec![index_spec(0, sets[0], at, 0, 1)];
         specs.extend(extra_specs(c, &sets));
         return Reply::Array(specs);
     }

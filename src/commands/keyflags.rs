@@ -99,6 +99,13 @@ static TABLE: &[(&str, &[&[&str]])] = &[
     ("ltrim", &[&["RW", "delete"]]),
     ("memory|usage", &[&["RO"]]),
     ("mget", &[&["RO", "access"]]),
+    (
+        "migrate",
+        &[
+            &["RW", "access", "delete"],
+            &["RW", "access", "delete", "incomplete"],
+        ],
+    ),
     ("move", &[&["RW", "access", "update"]]),
     ("mset", &[&["OW", "update"]]),
     ("msetnx", &[&["OW", "insert"]]),
@@ -122,6 +129,7 @@ static TABLE: &[(&str, &[&[&str]])] = &[
         &[&["RW", "access", "delete"], &["OW", "insert"]],
     ),
     ("restore", &[&["OW", "update"]]),
+    ("restore-asking", &[&["OW", "update"]]),
     ("rpop", &[&["RW", "access", "delete"]]),
     (
         "rpoplpush",

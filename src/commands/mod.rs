@@ -27,6 +27,8 @@ pub mod keys;
 pub mod latency;
 pub mod lists;
 pub mod memory_report;
+pub mod migrate;
+pub mod migrate_conn;
 pub mod module;
 pub mod monitor;
 pub mod persistence;
@@ -76,6 +78,8 @@ pub mod flags {
     /// Refused unless `enable-debug-command` / `enable-module-command` allows the
     /// client; COMMAND INFO does not show it, as Redis hides it.
     pub const PROTECTED: u32 = 1 << 18;
+    /// Accepted for an IMPORTING slot without ASKING (RESTORE-ASKING).
+    pub const ASKING: u32 = 1 << 19;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -89,6 +93,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
@@ -145,6 +150,9 @@ impl Command {
 
     /// Positions of key arguments in `args` (args[0] is the command name).
     pub fn key_positions(&self, args: &[&[u8]]) -> Vec<usize> {
+        if self.name == "migrate" {
+            return migrate::key_positions(args);
+        }
         let mut keys = self.spec_key_positions(args);
         if self.name == "sort" && !keys.is_empty() {
             keys.extend(sort_store_position(args));
@@ -322,6 +330,7 @@ pub fn families() -> impl Iterator<Item = &'static Command> {
         streams::COMMANDS,
         functions::COMMANDS,
         persistence::COMMANDS,
+        migrate::COMMANDS,
         replication::COMMANDS,
         acl::COMMANDS,
         latency::COMMANDS,

@@ -106,7 +106,7 @@ fn dump(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with Redis's
 /// order of checks (options, BUSYKEY, TTL, payload).
-fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+pub(crate) fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
     let (mut replace, mut absttl) = (false, false);
     let mut idle: Option<i64> = None;

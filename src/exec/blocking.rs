@@ -444,7 +444,9 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
         .clients()
         .find(|(_, c)| c.id == id)
         .map(|(s, _)| s)
-        .filter(|s| ex.blocking.is_blocked(*s))
+        .filter(|s| {
+            ex.blocking.is_blocked(*s) && !crate::commands::migrate::is_migrating_client(ex, *s)
+        })
     else {
         return false;
     };

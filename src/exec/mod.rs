@@ -124,6 +124,8 @@ pub struct Pause {
 
 pub struct Executor {
     pub config: Config,
+    /// MIGRATE's connection cache, jobs in flight and locked keys (commands/migrate.rs).
+    pub migrate: crate::commands::migrate_conn::Migrations,
     /// ACL users and log (src/acl).
     pub acl: crate::acl::Acl,
     pub ks: Keyspace,
@@ -253,6 +255,7 @@ impl Executor {
             expire_budget: Duration::ZERO,
             close_pending: false,
             pause: None,
+            migrate: Default::default(),
             postponed: Default::default(),
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,
@@ -380,7 +383,9 @@ impl Executor {
     /// Whether a client may run its next command (`args`) now: not while it is
     /// blocked, nor while CLIENT PAUSE holds the command back (pause.rs).
     pub fn can_run(&mut self, slot: usize, args: &[&[u8]]) -> bool {
-        !self.blocking.is_blocked(slot) && !self.postponed_by_pause(slot, args)
+        !self.blocking.is_blocked(slot)
+            && !self.postponed_by_pause(slot, args)
+            && (self.migrate.locked.is_empty() || !commands::migrate::holds(self, slot, args))
     }
 
     /// Whether the client waits for a blocking command or the end of a pause (INFO
@@ -797,7 +802,7 @@ impl Executor {
         self.stats.errorstats_disabled = true;
     }
 
-    fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
+    pub(crate) fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
         if threshold < 0 || (usec as i64) < threshold {
             return;

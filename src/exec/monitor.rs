@@ -23,6 +23,7 @@ pub(crate) fn redacted(cmd: &Command, args: &[&[u8]], i: usize) -> bool {
         "acl|setuser" | "acl|deluser" => i >= 2,
         "acl|getuser" => args.len() == 3 && i == 2,
         "config|set" => i >= 3 && i % 2 == 1 && is_sensitive_config(args[i - 1]),
+        "migrate" => crate::commands::migrate::redacted(args, i),
         _ => false,
     }
 }

@@ -233,6 +233,7 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
+                    Token(crate::commands::migrate_conn::WAKE_TOKEN) => {}
                     Token(crate::replication::replica::LINK_TOKEN) => {
                         crate::replication::replica::on_event(&mut self.ex)
                     }
@@ -273,6 +274,10 @@ impl Server {
             let held = std::mem::take(&mut self.net.borrow_mut().held);
             for slot in held {
                 self.process(slot);
+            }
+            // MIGRATEs whose transfer finished (commands/migrate.rs).
+            if self.ex.migrate.busy() {
+                crate::commands::migrate::collect(&mut self.ex);
             }
             crate::exec::blocking::tick(&mut self.ex);
             loop {
