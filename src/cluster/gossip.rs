@@ -296,7 +296,7 @@ pub fn detach_closed(cl: &mut Cluster) {
     }
 }
 
-fn free_link(cl: &mut Cluster, link: usize) {
+pub(crate) fn free_link(cl: &mut Cluster, link: usize) {
     cl.bus.close(link);
     detach_closed(cl);
 }
@@ -330,6 +330,14 @@ pub fn process_packet(cl: &mut Cluster, ex: &mut Executor, link: usize, msg: &[u
     let h = Header::parse(msg);
     if (h.typ as usize) < wire::TYPE_COUNT {
         cl.stats_received[h.typ as usize] += 1;
+    }
+    if h.ver == wire::PROTO_VER && cl.packet_filter.drops(h.typ) {
+        crate::log::warning("Dropping packet that matches debug drop filter");
+        if cl.packet_filter.close_link {
+            free_link(cl, link);
+            return false;
+        }
+        return true;
     }
     if let Err(e) = wire::expected_len(msg) {
         crate::log::warning(&format!("Received {e}"));
@@ -956,26 +964,21 @@ pub fn set_my_master(cl: &mut Cluster, ex: &mut Executor, m: NodeId) {
     super::failover::reset_manual(cl, ex);
 }
 
+/// Keys of database 0 in slot `s` (the per-slot index: O(1)).
 pub fn count_keys_in_slot(ex: &Executor, s: usize) -> usize {
-    keys_in_slot(ex, s, usize::MAX).len()
+    ex.ks.dbs.first().map_or(0, |db| {
+        db.table
+            .slot_key_count(s)
+            .expect("cluster mode indexes database 0 by slot")
+    })
 }
 
-/// Up to `max` keys of database 0 hashing to slot `s`.
+/// Up to `max` keys of database 0 hashing to slot `s`, found through the per-slot
+/// index (the cost is the slot's keys, not the keyspace's).
 pub fn keys_in_slot(ex: &Executor, s: usize, max: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let Some(db) = ex.ks.dbs.first() else {
-        return out;
-    };
-    let mut cursor = 0;
-    loop {
-        cursor = db.table.scan(cursor, |e| {
-            if out.len() < max && slot::key_slot(e.key()) as usize == s {
-                out.push(e.key().to_vec());
-            }
-        });
-        if cursor == 0 || out.len() >= max {
-            break;
-        }
+    if let Some(db) = ex.ks.dbs.first() {
+        db.table.slot_keys(s, max, |k| out.push(k.to_vec()));
     }
     out
 }

@@ -12,6 +12,7 @@
 //! is a single `None` test.
 
 pub mod bus;
+pub mod debug;
 pub mod failover;
 pub mod gossip;
 pub mod node;
@@ -147,6 +148,8 @@ pub struct Cluster {
     pub conf_path: PathBuf,
     pub settings: Settings,
     pub failover: failover::State,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER / CLOSE-CLUSTER-LINK-ON-PACKET-DROP.
+    pub packet_filter: debug::PacketFilter,
     first_call_time: i64,
     among_minority_time: i64,
     pub pings_sent: u64,
@@ -611,6 +614,8 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
     if ex.config.databases == 0 {
         return Err("no databases".into());
     }
+    // Only database 0 exists for cluster clients; its keys are indexed by slot.
+    ex.ks.dbs[0].table.enable_slot_index();
     let conf_path = PathBuf::from(ex.config.stored_str("cluster-config-file"));
     let bind_port = bus_port(ex.config.stored_i64("cluster-port") as u16, ex.tcp_port);
     let bus = bus::Bus::listen(&ex.config.bind, bind_port, registry)?;
@@ -635,6 +640,7 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
         conf_path,
         settings,
         failover: failover::State::default(),
+        packet_filter: debug::PacketFilter::default(),
         first_call_time: 0,
         among_minority_time: 0,
         pings_sent: 0,
@@ -717,6 +723,7 @@ pub fn before_sleep(ex: &mut Executor) {
         apply_settings(&mut cl, ex);
         gossip::cron(&mut cl, ex);
         cl.iteration += 1;
+        routing::redirect_blocked_clients(&cl, ex);
     }
     let todo = std::mem::take(&mut cl.todo);
     if todo & (TODO_HANDLE_FAILOVER | TODO_HANDLE_MANUALFAILOVER) != 0 && cl.me().is_replica() {
