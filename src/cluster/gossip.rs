@@ -1119,6 +1119,33 @@ pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> boo
 }
 
 /// Redis's clusterCron, run every 100 ms.
+/// Frees a link to or from `id` whose send queue passed `cluster-link-sendbuf-limit`
+/// (Redis's clusterNodeCronFreeLinkOnBufferLimitReached); the cron reconnects the
+/// outbound one right after.
+fn free_links_over_limit(cl: &mut Cluster, id: NodeId) {
+    let limit = cl.settings.link_sendbuf_limit;
+    if limit <= 0 {
+        return;
+    }
+    let n = cl.node(id);
+    for l in [n.link, n.inbound_link].into_iter().flatten() {
+        let over = cl
+            .bus
+            .link(l)
+            .is_some_and(|link| link.send_buffer_allocated() > limit as usize);
+        if over {
+            cl.links_buffer_limit_exceeded += 1;
+            crate::log::warning(&format!(
+                "Freeing cluster link({} node {}, used memory: {}) due to exceeding send buffer memory limit.",
+                if cl.bus.link(l).is_some_and(|x| x.inbound) { "from" } else { "to" },
+                cl.node(id).name_str(),
+                cl.bus.link(l).map_or(0, |x| x.send_buffer_allocated()),
+            ));
+            free_link(cl, l);
+        }
+    }
+}
+
 pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
     let now = now_ms();
     let timeout = cl.settings.node_timeout;
@@ -1136,6 +1163,7 @@ pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
         if flags & node::PFAIL != 0 {
             cl.stats_pfail_nodes += 1;
         }
+        free_links_over_limit(cl, id);
         let n = cl.node(id);
         if n.in_handshake() && now - n.ctime > handshake_timeout {
             cl.del_node(id);

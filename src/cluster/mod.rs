@@ -74,6 +74,8 @@ pub struct Settings {
     /// Ports announced to peers: client port and bus port.
     pub port: u16,
     pub cport: u16,
+    /// `cluster-link-sendbuf-limit` in bytes (0: no limit).
+    pub link_sendbuf_limit: i64,
 }
 
 impl Settings {
@@ -111,6 +113,7 @@ impl Settings {
             },
             port,
             cport,
+            link_sendbuf_limit: c.stored_i64("cluster-link-sendbuf-limit"),
         }
     }
 }
@@ -150,6 +153,8 @@ pub struct Cluster {
     pub failover: failover::State,
     /// DEBUG DROP-CLUSTER-PACKET-FILTER / CLOSE-CLUSTER-LINK-ON-PACKET-DROP.
     pub packet_filter: debug::PacketFilter,
+    /// Links freed for passing `cluster-link-sendbuf-limit` (CLUSTER INFO).
+    pub links_buffer_limit_exceeded: u64,
     first_call_time: i64,
     among_minority_time: i64,
     pub pings_sent: u64,
@@ -464,7 +469,7 @@ impl Cluster {
             Endpoint::Ip => n.ip.clone(),
             Endpoint::Hostname if !n.hostname.is_empty() => n.hostname.clone(),
             Endpoint::Hostname => "?".into(),
-            Endpoint::Unknown => "?".into(),
+            Endpoint::Unknown => String::new(),
         }
     }
 
@@ -641,6 +646,7 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
         settings,
         failover: failover::State::default(),
         packet_filter: debug::PacketFilter::default(),
+        links_buffer_limit_exceeded: 0,
         first_call_time: 0,
         among_minority_time: 0,
         pings_sent: 0,
@@ -744,6 +750,11 @@ pub fn before_sleep(ex: &mut Executor) {
     }
     cl.bus.flush_all();
     ex.cluster = Some(cl);
+}
+
+/// INFO's mem_cluster_links (0 without cluster mode).
+pub fn links_memory(ex: &Executor) -> usize {
+    ex.cluster.as_ref().map_or(0, |c| c.bus.links_memory())
 }
 
 /// INFO's cluster_connections: the bus links.
