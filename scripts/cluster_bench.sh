@@ -8,7 +8,7 @@
 # client port, 7300; bus ports are BASE+100+i), REQUESTS (200000), PIPELINE (16),
 # CLIENTS (50), RUNS (3 failovers per kind), NODE_TIMEOUT (2000 ms).
 set -u
-CINNABAR=${CINNABAR:-target/release/cinnabar}
+CINNABAR=$(realpath "${CINNABAR:-target/release/cinnabar}")
 REDIS=${REDIS:-redis-server}
 BASE=${BASE:-7300}
 REQUESTS=${REQUESTS:-200000}
@@ -22,7 +22,7 @@ pids=()
 
 stop_all() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    sleep 0.5
     pids=()
 }
 trap 'stop_all; rm -rf "$work"' EXIT
@@ -36,11 +36,12 @@ start_nodes() {
         port=$((BASE + i))
         dir="$work/$(basename "$bin")-$port-$RANDOM"
         mkdir -p "$dir"
-        (cd "$dir" && exec "$bin" --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
+        "$bin" --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
             --cluster-port $((BASE + 100 + i)) --cluster-node-timeout "$NODE_TIMEOUT" \
             --cluster-config-file nodes.conf --appendonly no --save "" \
-            --logfile "$dir/log" --dir "$dir") &
+            --logfile "$dir/log" --dir "$dir" &
         pids+=($!)
+        disown $!
     done
     for ((i = 0; i < count; i++)); do
         port=$((BASE + i))
@@ -70,7 +71,7 @@ throughput() {
     start_nodes "$bin" 3
     create 3 0 || return
     redis-benchmark --cluster -p "$BASE" -t set,get -n "$REQUESTS" -P "$PIPELINE" \
-        -c "$CLIENTS" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep -E '^(SET|GET):' |
+        -c "$CLIENTS" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' |
         sed "s|^|$(basename "$bin") |"
     stop_all
 }

@@ -308,3 +308,91 @@ fn debug_cluster_subcommands() {
         ),
     ]);
 }
+
+#[test]
+fn cluster_down_unblocks_even_when_reads_are_allowed() {
+    let s = start_node(&["--cluster-allow-reads-when-down", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    wait_ok(&[s.port]);
+    let mut w = s.raw(2);
+    w.send(&["BLPOP", "mylist", "0"]);
+    wait_blocked(&s, 1);
+    // Another slot goes: full coverage is lost and the cluster is down.
+    let other = (keyslot(&mut c, "mylist") + 1) % 16384;
+    assert_eq!(
+        c.cmd(&["CLUSTER", "DELSLOTS", &other.to_string()]),
+        "+OK\r\n"
+    );
+    assert_eq!(w.read_reply(), "-CLUSTERDOWN The cluster is down\r\n");
+}
+
+#[test]
+fn send_buffer_limit_frees_links_and_hostnames_are_validated() {
+    if !redis_cli_available() {
+        return;
+    }
+    let nodes: Vec<TestServer> = (0..3).map(|_| start_node(&[])).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    cluster_create(&ports, 0);
+    wait_ok(&ports);
+    let mut c = RawConn::connect(ports[0], 2);
+    wait_for("four links", 20, || {
+        c.cmd(&["CLUSTER", "LINKS"]).starts_with("*4\r\n")
+    });
+    let exceeded = |c: &mut RawConn| -> u64 {
+        c.cmd(&["CLUSTER", "INFO"])
+            .lines()
+            .find_map(|l| l.strip_prefix("total_cluster_links_buffer_limit_exceeded:"))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    };
+    assert_eq!(exceeded(&mut c), 0);
+    // A one-byte limit frees any link with a send buffer at the next cron run.
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "cluster-link-sendbuf-limit", "1"]),
+        "+OK\r\n"
+    );
+    wait_for("a link freed", 10, || exceeded(&mut c) > 0);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "cluster-link-sendbuf-limit", "0"]),
+        "+OK\r\n"
+    );
+    wait_for("links back", 20, || {
+        c.cmd(&["CLUSTER", "LINKS"]).starts_with("*4\r\n")
+    });
+    let info = c.cmd(&["INFO", "memory"]);
+    let mem: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("mem_cluster_links:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(mem > 0, "{info}");
+    c.check(&[
+        (
+            &["CONFIG", "SET", "cluster-announce-hostname", "?.com"],
+            "-ERR CONFIG SET failed (possibly related to argument 'cluster-announce-hostname') - Hostnames may only contain alphanumeric characters, hyphens or dots\r\n",
+        ),
+        (
+            &["CONFIG", "SET", "cluster-announce-hostname", "host-1.example"],
+            "+OK\r\n",
+        ),
+        (
+            &["CONFIG", "SET", "cluster-preferred-endpoint-type", "unknown-endpoint"],
+            "+OK\r\n",
+        ),
+    ]);
+    // The preference applies to the very next redirection.
+    let foo_owner = owner_of(ports[0], "foo");
+    if foo_owner != ports[0] {
+        let slot = keyslot(&mut c, "foo");
+        assert_eq!(
+            c.cmd(&["GET", "foo"]),
+            format!("-MOVED {slot} :{foo_owner}\r\n")
+        );
+    }
+}
