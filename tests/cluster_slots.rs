@@ -76,7 +76,7 @@ fn slot_counts_follow_every_way_keys_change() {
     check_slots(&mut c, &model);
 
     // DEL, UNLINK, RENAME within a slot, a popped-empty list.
-    let mut forget = |m: &mut BTreeMap<u16, BTreeSet<String>>, c: &mut RawConn, k: &str| {
+    let forget = |m: &mut BTreeMap<u16, BTreeSet<String>>, c: &mut RawConn, k: &str| {
         m.get_mut(&keyslot(c, k)).unwrap().remove(k);
     };
     assert_eq!(c.cmd(&["DEL", "k2"]), ":1\r\n");
