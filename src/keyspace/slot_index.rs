@@ -99,16 +99,6 @@ impl SlotIndex {
     pub fn hashes(&self, slot: usize) -> impl Iterator<Item = u64> + '_ {
         self.hashes[slot].iter().copied()
     }
-
-    /// Heap bytes held (MEMORY STATS-style accounting and tests).
-    pub fn heap_bytes(&self) -> usize {
-        let sets: usize = self
-            .hashes
-            .iter()
-            .map(|s| s.capacity() * (std::mem::size_of::<u64>() + 1))
-            .sum();
-        self.counts.len() * 4 + self.hashes.len() * std::mem::size_of::<HashSetOf>() + sets
-    }
 }
 
 #[cfg(test)]
