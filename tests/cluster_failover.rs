@@ -1,7 +1,8 @@
 //! Three masters with one replica each (`redis-cli --cluster create
 //! --cluster-replicas 1`): replicas replicate, READONLY reads, a master killed with
 //! SIGKILL is replaced by its replica exactly once, and CLUSTER FAILOVER promotes a
-//! replica by hand (with MFSTART) and by TAKEOVER.
+//! replica by hand (with MFSTART) and by TAKEOVER; the demoted master's blocked
+//! clients are answered -UNBLOCKED.
 
 mod common;
 use common::cluster::{
@@ -136,10 +137,26 @@ fn manual_failover_and_takeover() {
         rc.cmd(&["INFO", "replication"])
             .contains("master_link_status:up")
     });
+    // A client blocked on the master, on a key of its slots.
+    let key = {
+        let mut c = nodes[m].raw(2);
+        (0..1000)
+            .map(|i| format!("list{i}"))
+            .find(|k| c.cmd(&["LLEN", k]) == ":0\r\n")
+            .unwrap()
+    };
+    let mut blocked = nodes[m].raw(2);
+    blocked.send(&["BLPOP", &key, "0"]);
+    common::wait_blocked(&nodes[m], 1);
     assert_eq!(rc.cmd(&["CLUSTER", "FAILOVER"]), "+OK\r\n");
     wait_for("manual failover", 30, || {
         ports.iter().all(|&p| is_master_of_slots(p, &rid))
     });
+    // The master turned replica answers it as Redis's replicationSetMaster does.
+    assert_eq!(
+        blocked.read_reply(),
+        "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
+    );
     // The old master follows the new one.
     wait_for("old master demoted", 30, || {
         nodes_line(nodes[m].port, &mid).contains(&format!("slave {rid}"))

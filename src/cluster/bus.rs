@@ -27,6 +27,21 @@ pub struct Link {
     pub peer: Option<SocketAddr>,
 }
 
+/// Send buffers larger than this are released once emptied.
+const SHRINK_WBUF_ABOVE: usize = 64 * 1024;
+
+impl Link {
+    /// Bytes queued and not yet written.
+    pub fn send_buffer_used(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+    /// Memory held by the send queue (CLUSTER LINKS `send-buffer-allocated`,
+    /// compared with `cluster-link-sendbuf-limit`).
+    pub fn send_buffer_allocated(&self) -> usize {
+        self.wbuf.capacity()
+    }
+}
+
 pub struct Bus {
     listeners: Vec<TcpListener>,
     pub links: Vec<Option<Link>>,
@@ -216,7 +231,20 @@ impl Bus {
         if l.wpos == l.wbuf.len() {
             l.wbuf.clear();
             l.wpos = 0;
+            // A burst (big PUBLISH messages) does not keep its memory once sent.
+            if l.wbuf.capacity() > SHRINK_WBUF_ABOVE {
+                l.wbuf = Vec::new();
+            }
         }
+    }
+
+    /// INFO's mem_cluster_links: each link and its buffers.
+    pub fn links_memory(&self) -> usize {
+        self.links
+            .iter()
+            .flatten()
+            .map(|l| std::mem::size_of::<Link>() + l.wbuf.capacity() + l.rbuf.capacity())
+            .sum()
     }
 
     /// Closes a link after an I/O error and records it for gossip.rs.

@@ -296,7 +296,7 @@ pub fn detach_closed(cl: &mut Cluster) {
     }
 }
 
-fn free_link(cl: &mut Cluster, link: usize) {
+pub(crate) fn free_link(cl: &mut Cluster, link: usize) {
     cl.bus.close(link);
     detach_closed(cl);
 }
@@ -330,6 +330,14 @@ pub fn process_packet(cl: &mut Cluster, ex: &mut Executor, link: usize, msg: &[u
     let h = Header::parse(msg);
     if (h.typ as usize) < wire::TYPE_COUNT {
         cl.stats_received[h.typ as usize] += 1;
+    }
+    if h.ver == wire::PROTO_VER && cl.packet_filter.drops(h.typ) {
+        crate::log::warning("Dropping packet that matches debug drop filter");
+        if cl.packet_filter.close_link {
+            free_link(cl, link);
+            return false;
+        }
+        return true;
     }
     if let Err(e) = wire::expected_len(msg) {
         crate::log::warning(&format!("Received {e}"));
@@ -956,26 +964,21 @@ pub fn set_my_master(cl: &mut Cluster, ex: &mut Executor, m: NodeId) {
     super::failover::reset_manual(cl, ex);
 }
 
+/// Keys of database 0 in slot `s` (the per-slot index: O(1)).
 pub fn count_keys_in_slot(ex: &Executor, s: usize) -> usize {
-    keys_in_slot(ex, s, usize::MAX).len()
+    ex.ks.dbs.first().map_or(0, |db| {
+        db.table
+            .slot_key_count(s)
+            .expect("cluster mode indexes database 0 by slot")
+    })
 }
 
-/// Up to `max` keys of database 0 hashing to slot `s`.
+/// Up to `max` keys of database 0 hashing to slot `s`, found through the per-slot
+/// index (the cost is the slot's keys, not the keyspace's).
 pub fn keys_in_slot(ex: &Executor, s: usize, max: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let Some(db) = ex.ks.dbs.first() else {
-        return out;
-    };
-    let mut cursor = 0;
-    loop {
-        cursor = db.table.scan(cursor, |e| {
-            if out.len() < max && slot::key_slot(e.key()) as usize == s {
-                out.push(e.key().to_vec());
-            }
-        });
-        if cursor == 0 || out.len() >= max {
-            break;
-        }
+    if let Some(db) = ex.ks.dbs.first() {
+        db.table.slot_keys(s, max, |k| out.push(k.to_vec()));
     }
     out
 }
@@ -1116,6 +1119,33 @@ pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> boo
 }
 
 /// Redis's clusterCron, run every 100 ms.
+/// Frees a link to or from `id` whose send queue passed `cluster-link-sendbuf-limit`
+/// (Redis's clusterNodeCronFreeLinkOnBufferLimitReached); the cron reconnects the
+/// outbound one right after.
+fn free_links_over_limit(cl: &mut Cluster, id: NodeId) {
+    let limit = cl.settings.link_sendbuf_limit;
+    if limit <= 0 {
+        return;
+    }
+    let n = cl.node(id);
+    for l in [n.link, n.inbound_link].into_iter().flatten() {
+        let over = cl
+            .bus
+            .link(l)
+            .is_some_and(|link| link.send_buffer_allocated() > limit as usize);
+        if over {
+            cl.links_buffer_limit_exceeded += 1;
+            crate::log::warning(&format!(
+                "Freeing cluster link({} node {}, used memory: {}) due to exceeding send buffer memory limit.",
+                if cl.bus.link(l).is_some_and(|x| x.inbound) { "from" } else { "to" },
+                cl.node(id).name_str(),
+                cl.bus.link(l).map_or(0, |x| x.send_buffer_allocated()),
+            ));
+            free_link(cl, l);
+        }
+    }
+}
+
 pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
     let now = now_ms();
     let timeout = cl.settings.node_timeout;
@@ -1133,6 +1163,7 @@ pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
         if flags & node::PFAIL != 0 {
             cl.stats_pfail_nodes += 1;
         }
+        free_links_over_limit(cl, id);
         let n = cl.node(id);
         if n.in_handshake() && now - n.ctime > handshake_timeout {
             cl.del_node(id);

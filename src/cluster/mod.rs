@@ -12,6 +12,7 @@
 //! is a single `None` test.
 
 pub mod bus;
+pub mod debug;
 pub mod failover;
 pub mod gossip;
 pub mod node;
@@ -73,6 +74,8 @@ pub struct Settings {
     /// Ports announced to peers: client port and bus port.
     pub port: u16,
     pub cport: u16,
+    /// `cluster-link-sendbuf-limit` in bytes (0: no limit).
+    pub link_sendbuf_limit: i64,
 }
 
 impl Settings {
@@ -110,6 +113,7 @@ impl Settings {
             },
             port,
             cport,
+            link_sendbuf_limit: c.stored_i64("cluster-link-sendbuf-limit"),
         }
     }
 }
@@ -147,6 +151,10 @@ pub struct Cluster {
     pub conf_path: PathBuf,
     pub settings: Settings,
     pub failover: failover::State,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER / CLOSE-CLUSTER-LINK-ON-PACKET-DROP.
+    pub packet_filter: debug::PacketFilter,
+    /// Links freed for passing `cluster-link-sendbuf-limit` (CLUSTER INFO).
+    pub links_buffer_limit_exceeded: u64,
     first_call_time: i64,
     among_minority_time: i64,
     pub pings_sent: u64,
@@ -461,7 +469,7 @@ impl Cluster {
             Endpoint::Ip => n.ip.clone(),
             Endpoint::Hostname if !n.hostname.is_empty() => n.hostname.clone(),
             Endpoint::Hostname => "?".into(),
-            Endpoint::Unknown => "?".into(),
+            Endpoint::Unknown => String::new(),
         }
     }
 
@@ -611,6 +619,8 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
     if ex.config.databases == 0 {
         return Err("no databases".into());
     }
+    // Only database 0 exists for cluster clients; its keys are indexed by slot.
+    ex.ks.dbs[0].table.enable_slot_index();
     let conf_path = PathBuf::from(ex.config.stored_str("cluster-config-file"));
     let bind_port = bus_port(ex.config.stored_i64("cluster-port") as u16, ex.tcp_port);
     let bus = bus::Bus::listen(&ex.config.bind, bind_port, registry)?;
@@ -635,6 +645,8 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
         conf_path,
         settings,
         failover: failover::State::default(),
+        packet_filter: debug::PacketFilter::default(),
+        links_buffer_limit_exceeded: 0,
         first_call_time: 0,
         among_minority_time: 0,
         pings_sent: 0,
@@ -717,6 +729,7 @@ pub fn before_sleep(ex: &mut Executor) {
         apply_settings(&mut cl, ex);
         gossip::cron(&mut cl, ex);
         cl.iteration += 1;
+        routing::redirect_blocked_clients(&cl, ex);
     }
     let todo = std::mem::take(&mut cl.todo);
     if todo & (TODO_HANDLE_FAILOVER | TODO_HANDLE_MANUALFAILOVER) != 0 && cl.me().is_replica() {
@@ -737,6 +750,11 @@ pub fn before_sleep(ex: &mut Executor) {
     }
     cl.bus.flush_all();
     ex.cluster = Some(cl);
+}
+
+/// INFO's mem_cluster_links (0 without cluster mode).
+pub fn links_memory(ex: &Executor) -> usize {
+    ex.cluster.as_ref().map_or(0, |c| c.bus.links_memory())
 }
 
 /// INFO's cluster_connections: the bus links.

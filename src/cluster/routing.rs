@@ -276,3 +276,43 @@ pub fn script_command_check(
         }
     }
 }
+
+/// Clients blocked on a key (BLPOP, BLMOVE, BZPOPMIN, XREAD BLOCK, …) whose slot is no
+/// longer served here are answered with the redirection and unblocked, as Redis's
+/// clusterRedirectBlockedClientIfNeeded run from its clients cron: -CLUSTERDOWN while
+/// the cluster is down (even when reads are allowed then: only a write could wake
+/// them), -CLUSTERDOWN Hash slot not served for an unassigned slot, -MOVED when
+/// another node owns it and it is not being imported here. A READONLY client's read
+/// stays blocked on a replica of the slot's master. WAIT and WAITAOF are untouched.
+pub fn redirect_blocked_clients(cl: &Cluster, ex: &mut Executor) {
+    if ex.blocking.blocked_clients() == 0 {
+        return;
+    }
+    let me = cl.myself;
+    for b in crate::exec::blocking::key_blocked(ex) {
+        let redirect = if !cl.state_ok {
+            Some(Redirect::DownState)
+        } else {
+            let s = slot::key_slot(&b.first_key) as usize;
+            let mut owner = cl.slots[s];
+            if ex.client(b.slot).cluster_readonly
+                && !b.is_write
+                && cl.me().is_replica()
+                && cl.me().replica_of.is_some()
+                && cl.me().replica_of == owner
+            {
+                owner = Some(me);
+            }
+            match owner {
+                Some(o) if o == me => None,
+                _ if cl.importing.contains_key(&s) => None,
+                None => Some(Redirect::DownUnbound),
+                Some(o) => Some(Redirect::Moved(s, o)),
+            }
+        };
+        if let Some(r) = redirect {
+            let reply = redirect_reply(cl, r);
+            crate::exec::blocking::unblock_with(ex, b.slot, &reply);
+        }
+    }
+}

@@ -1,23 +1,8 @@
 //! Hash slots: CRC16/XMODEM of the key, or of its `{hash tag}`, modulo 16384.
 
-pub const SLOTS: usize = 16384;
+pub use crate::util::hashslot::{key_slot, SLOTS};
 /// Bytes of a slot bitmap (one bit per slot, as the bus carries it).
 pub const BITMAP_BYTES: usize = SLOTS / 8;
-
-static CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
-
-/// The slot of a key: only the part between the first `{` and the next `}` is hashed
-/// when that part is not empty.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let hashed = match memchr::memchr(b'{', key) {
-        Some(open) => match memchr::memchr(b'}', &key[open + 1..]) {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
-    };
-    CRC16.checksum(hashed) & (SLOTS as u16 - 1)
-}
 
 pub fn bit_test(map: &[u8], slot: usize) -> bool {
     map[slot / 8] & (1 << (slot & 7)) != 0

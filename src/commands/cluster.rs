@@ -271,7 +271,10 @@ fn cluster_info(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
             }
         }
         s.push_str(&format!("cluster_stats_messages_received:{total}\r\n"));
-        s.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
+        s.push_str(&format!(
+            "total_cluster_links_buffer_limit_exceeded:{}\r\n",
+            cl.links_buffer_limit_exceeded
+        ));
         Reply::Verbatim("txt", s.into_bytes())
     })
 }
@@ -864,13 +867,14 @@ fn cluster_links(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
             for l in [n.link, n.inbound_link].into_iter().flatten() {
                 let Some(link) = cl.bus.link(l) else { continue };
                 let b = |s: &str| Reply::bulk(s.as_bytes());
-                let queued = (link.wbuf.len() - link.wpos) as i64;
+                let queued = link.send_buffer_used() as i64;
+                let allocated = link.send_buffer_allocated() as i64;
                 out.push(Reply::Map(vec![
                     (b("direction"), b(if link.inbound { "from" } else { "to" })),
                     (b("node"), Reply::bulk(&n.name)),
                     (b("create-time"), Reply::Int(link.ctime)),
                     (b("events"), b(if queued > 0 { "rw" } else { "r" })),
-                    (b("send-buffer-allocated"), Reply::Int(queued)),
+                    (b("send-buffer-allocated"), Reply::Int(allocated)),
                     (b("send-buffer-used"), Reply::Int(queued)),
                 ]));
             }

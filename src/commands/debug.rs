@@ -91,6 +91,12 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Output a hex signature of the values of all the specified keys.",
                 "COMMAND-PANIC",
                 "    Panic inside this command, to test that only the command fails.",
+                "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+                "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
+                "CLOSE-CLUSTER-LINK-ON-PACKET-DROP <0|1>",
+                "    With 1, a packet dropped by the filter also closes its cluster link.",
+                "CLUSTERLINK KILL <to|from|all> <node-id>",
+                "    Kills the link based on the direction to/from (both) with the provided node.",
             ],
         );
     }
@@ -287,6 +293,9 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             aof.fsync_fail_with = i32::try_from(n).unwrap_or(libc::EIO);
         }
         return Reply::ok();
+    }
+    if let Some(r) = crate::cluster::debug::debug(ctx.ex, args) {
+        return r;
     }
     if let Some(r) = crate::persistence::snapshot::debug(ctx.ex, sub, args.get(2).copied()) {
         return match r {

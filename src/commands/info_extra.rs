@@ -65,7 +65,10 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             ));
             f(format!("mem_clients_slaves:{}", m.clients_slaves));
             f(format!("mem_clients_normal:{}", m.clients_normal));
-            f("mem_cluster_links:0".into());
+            f(format!(
+                "mem_cluster_links:{}",
+                crate::cluster::links_memory(ex)
+            ));
             f(format!("mem_aof_buffer:{}", m.aof_buffer));
             f(format!(
                 "mem_overhead_db_hashtable_rehashing:{}",

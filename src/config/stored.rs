@@ -203,6 +203,24 @@ fn check_supported(name: &str, value: &str) -> Result<(), String> {
         ("tls-port", v) if v != "0" => {
             Err("Unable to update TLS configuration. Check server logs.".into())
         }
+        // Redis's isValidAnnouncedHostname: what the bus and nodes.conf can carry.
+        ("cluster-announce-hostname", v) if v.len() >= 256 => {
+            Err("Hostnames must be less than 256 characters".into())
+        }
+        ("cluster-announce-hostname", v)
+            if !v
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') =>
+        {
+            Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
+        }
+        // Redis's isValidAuxString: no character nodes.conf uses as a separator.
+        ("cluster-announce-human-nodename", v)
+            if v.bytes()
+                .any(|c| !c.is_ascii_alphanumeric() && b"!#$%&()*+:;<>?@[]^{|}~".contains(&c)) =>
+        {
+            Err("Announced human node name contained invalid character".into())
+        }
         _ => Ok(()),
     }
 }
@@ -522,7 +540,7 @@ pub static STORED: &[Directive] = &[
     ),
     // Cluster mode (src/cluster).
     stored!("cluster-announce-port", &[], 0, Kind::Int(0, 65535), "0"),
-    // No effect here: the cluster bus has no TLS and no send-buffer limit.
+    // The cluster cron frees a bus link whose send queue passes this (src/cluster).
     stored!(
         "cluster-announce-tls-port",
         &[],
@@ -581,7 +599,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, i64::MAX as i128),
         "15000"
     ),
-    // No effect here: the cluster bus has no TLS and no send-buffer limit.
+    // The cluster cron frees a bus link whose send queue passes this (src/cluster).
     stored!(
         "cluster-link-sendbuf-limit",
         &[],

@@ -463,3 +463,47 @@ pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {
     deliver(ex, slot, &reply);
     true
 }
+
+/// A client blocked on keys of a data type (list, sorted set, stream): what cluster
+/// mode checks against slot ownership (Redis's BLOCKED_LIST/ZSET/STREAM).
+pub struct KeyBlocked {
+    pub slot: usize,
+    pub first_key: Vec<u8>,
+    pub is_write: bool,
+}
+
+/// Clients blocked on keys of a data type, in no particular order. WAIT, WAITAOF
+/// and blocking flushes are not among them.
+pub fn key_blocked(ex: &Executor) -> Vec<KeyBlocked> {
+    ex.blocking
+        .clients
+        .iter()
+        .filter(|(_, b)| matches!(b.btype, "list" | "zset" | "stream"))
+        .filter_map(|(&slot, b)| {
+            Some(KeyBlocked {
+                slot,
+                first_key: b.keys.first()?.clone(),
+                is_write: b.cmd.is_write(),
+            })
+        })
+        .collect()
+}
+
+/// This server starts following a master: every blocked client is answered and
+/// closed after the answer, as Redis's disconnectAllBlockedClients (a blocking
+/// flush answers +OK, the others `-UNBLOCKED`).
+pub fn disconnect_all_blocked(ex: &mut Executor) {
+    let mut slots: Vec<usize> = ex.blocking.clients.keys().copied().collect();
+    slots.sort_unstable();
+    for slot in slots {
+        let reply = if ex.blocking.lazyfree_tickets.contains_key(&slot) {
+            Reply::ok()
+        } else {
+            Reply::err(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+            )
+        };
+        unblock_with(ex, slot, &reply);
+        ex.client_mut(slot).close_after_reply = true;
+    }
+}

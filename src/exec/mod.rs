@@ -1092,6 +1092,11 @@ impl Executor {
         self.notify_classes = self.config.notify_keyspace_events;
         self.acl_sync_requirepass();
         let _ = crate::log::configure(&self.config.loglevel, &self.config.logfile);
+        // Announced names, ports and the preferred endpoint show at once.
+        if let Some(mut cl) = self.cluster.take() {
+            crate::cluster::apply_settings(&mut cl, self);
+            self.cluster = Some(cl);
+        }
     }
 
     /// Keeps the keyspace's access-field policy (LRU clock or LFU counter and its

@@ -9,6 +9,7 @@
 pub(crate) mod entry;
 pub mod field_expiry;
 pub mod lazyfree;
+pub mod slot_index;
 pub mod table;
 pub mod value;
 
@@ -472,7 +473,8 @@ impl Keyspace {
     /// keys are counted in INFO's lazyfree fields).
     pub fn flush_db(&mut self, db: usize, lazy: bool) {
         let d = &mut self.dbs[db];
-        let table = std::mem::take(&mut d.table);
+        let fresh = KeyTable::with_slot_index(d.table.has_slot_index());
+        let table = std::mem::replace(&mut d.table, fresh);
         d.volatile = 0;
         d.expire_cursor = 0;
         d.avg_ttl = 0;

@@ -23,6 +23,7 @@ use std::hash::BuildHasher;
 use std::ptr;
 
 use super::entry::{EntryPtr, SNAP_MARK};
+use super::slot_index::SlotIndex;
 use super::value::{Value, ValueRef};
 
 const INITIAL_BUCKETS: usize = 4;
@@ -40,6 +41,8 @@ pub struct KeyTable {
     mark: u32,
     /// The snapshot in progress on this table, if any.
     cow: Option<Box<Cow>>,
+    /// Cluster mode's per-slot key index (`slot_index.rs`); None otherwise.
+    slot_index: Option<Box<SlotIndex>>,
 }
 
 /// Receives the entries a background snapshot must contain, each exactly once:
@@ -177,6 +180,87 @@ impl KeyTable {
             hasher: foldhash::fast::FixedState::with_seed(fastrand::u64(..)),
             mark: 0,
             cow: None,
+            slot_index: None,
+        }
+    }
+
+    /// A new empty table that keeps a per-slot index when `indexed` (cluster mode).
+    pub fn with_slot_index(indexed: bool) -> Self {
+        let mut t = KeyTable::new();
+        if indexed {
+            t.slot_index = Some(Box::default());
+        }
+        t
+    }
+
+    /// Starts keeping the per-slot key index (cluster mode), indexing the keys
+    /// already present.
+    pub fn enable_slot_index(&mut self) {
+        if self.slot_index.is_some() {
+            return;
+        }
+        let mut ix = Box::new(SlotIndex::new());
+        self.for_each_ptr(|e| ix.add(e.key(), self.hash(e.key())));
+        self.slot_index = Some(ix);
+    }
+
+    pub fn has_slot_index(&self) -> bool {
+        self.slot_index.is_some()
+    }
+
+    /// Keys hashing to cluster slot `slot`; None without an index.
+    pub fn slot_key_count(&self, slot: usize) -> Option<usize> {
+        self.slot_index.as_ref().map(|ix| ix.count(slot))
+    }
+
+    /// Calls `f` with up to `max` keys of cluster slot `slot` (nothing without an
+    /// index): each indexed hash selects one chain per array, whose entries with that
+    /// hash and slot are the slot's keys.
+    pub fn slot_keys(&self, slot: usize, max: usize, mut f: impl FnMut(&[u8])) {
+        let Some(ix) = self.slot_index.as_deref() else {
+            return;
+        };
+        let mut n = 0;
+        for h in ix.hashes(slot) {
+            for t in 0..=1 {
+                let table = &self.tables[t];
+                if !table.is_empty() {
+                    let mut p = table[(h as usize) & (table.len() - 1)];
+                    while !p.is_null() && n < max {
+                        // SAFETY: chains contain only live entries.
+                        let e = unsafe { EntryPtr::from_raw(p) };
+                        let key = e.key();
+                        if self.hash(key) == h
+                            && crate::util::hashslot::key_slot(key) as usize == slot
+                        {
+                            f(key);
+                            n += 1;
+                        }
+                        p = e.next();
+                    }
+                }
+                if self.rehash_idx.is_none() {
+                    break;
+                }
+            }
+            if n >= max {
+                return;
+            }
+        }
+    }
+
+    /// Visits every entry once (no snapshot or resize work).
+    fn for_each_ptr(&self, mut f: impl FnMut(EntryPtr)) {
+        for table in &self.tables {
+            for &head in table {
+                let mut p = head;
+                while !p.is_null() {
+                    // SAFETY: chains contain only live entries; `f` does not free them.
+                    let e = unsafe { EntryPtr::from_raw(p) };
+                    p = e.next();
+                    f(e);
+                }
+            }
         }
     }
 
@@ -332,6 +416,9 @@ impl KeyTable {
         entry.set_next(table[idx]);
         table[idx] = entry.as_ptr();
         self.len += 1;
+        if let Some(ix) = self.slot_index.as_deref_mut() {
+            ix.add(key, h);
+        }
         None
     }
 
@@ -378,6 +465,9 @@ impl KeyTable {
             self.before_write(old);
             *link = old.next();
             self.len -= 1;
+            if let Some(ix) = self.slot_index.as_deref_mut() {
+                ix.remove(key, h);
+            }
             Some(old.into_value())
         }
     }
@@ -416,6 +506,9 @@ impl KeyTable {
         }
         self.rehash_idx = None;
         self.len = 0;
+        if self.slot_index.is_some() {
+            self.slot_index = Some(Box::default());
+        }
     }
 
     fn expand_if_needed(&mut self) {
@@ -703,6 +796,75 @@ mod tests {
         assert!(t.buckets() <= 16, "shrunk to {}", t.buckets());
         for i in 9_990..10_000i64 {
             assert!(t.contains(format!("k{i}").as_bytes()));
+        }
+    }
+
+    /// The per-slot index against a full scan after random inserts, overwrites,
+    /// expiry rebuilds, removals, resizes and clears (hash-tagged keys crowd a few
+    /// slots so slots hold many keys).
+    #[test]
+    fn slot_index_matches_a_scan_after_random_ops() {
+        use crate::util::hashslot::{key_slot, SLOTS};
+        fn check(t: &KeyTable) {
+            let mut by_slot: HashMap<usize, HashSet<Vec<u8>>> = HashMap::new();
+            t.for_each_ptr(|e| {
+                by_slot
+                    .entry(key_slot(e.key()) as usize)
+                    .or_default()
+                    .insert(e.key().to_vec());
+            });
+            for s in 0..SLOTS {
+                let want = by_slot.remove(&s).unwrap_or_default();
+                assert_eq!(t.slot_key_count(s), Some(want.len()), "slot {s}");
+                let mut got = HashSet::new();
+                t.slot_keys(s, usize::MAX, |k| assert!(got.insert(k.to_vec())));
+                assert_eq!(got, want, "slot {s}");
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut t = KeyTable::new();
+        for i in 0..50 {
+            t.insert(format!("pre{i}").as_bytes(), None, val(i), |_| 0);
+        }
+        t.enable_slot_index();
+        check(&t);
+        for round in 0..6 {
+            for _ in 0..3000 {
+                let key = match rng.u8(0..3) {
+                    0 => format!("{{tag{}}}:{}", rng.u8(0..4), rng.u16(0..400)),
+                    _ => format!("k{}", rng.u16(0..2000)),
+                };
+                match rng.u8(0..10) {
+                    0..=4 => {
+                        t.insert(key.as_bytes(), None, val(1), |_| 0);
+                    }
+                    5 => {
+                        t.set_expire(key.as_bytes(), Some(rng.i64(1..1000)));
+                    }
+                    6 => {
+                        if let Some(mut e) = t.get_mut(key.as_bytes()) {
+                            e.set_int_in_place(2);
+                        }
+                    }
+                    _ => {
+                        t.remove(key.as_bytes());
+                    }
+                }
+                if rng.u8(0..50) == 0 {
+                    t.shrink_if_needed();
+                }
+            }
+            check(&t);
+            let (n, max) = (t.len(), 3);
+            let s = key_slot(b"{tag1}") as usize;
+            let mut seen = 0;
+            t.slot_keys(s, max, |_| seen += 1);
+            assert_eq!(seen, t.slot_key_count(s).unwrap().min(max));
+            assert_eq!(n, (0..SLOTS).map(|s| t.slot_key_count(s).unwrap()).sum());
+            if round == 3 {
+                t.clear_into(drop);
+                check(&t);
+            }
         }
     }
 

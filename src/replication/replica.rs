@@ -200,6 +200,8 @@ impl Link {
 
 /// REPLICAOF host port: follow a new master.
 pub fn start(ex: &mut Executor, host: String, port: u16) {
+    // Clients blocked on this node as a master will not be served as a replica.
+    crate::exec::blocking::disconnect_all_blocked(ex);
     // The stream's database where our history ends: the old master's, one an RDB
     // recorded, or our own stream's as a master.
     let stream_db = match ex.repl.link.take() {
