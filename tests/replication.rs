@@ -253,6 +253,21 @@ fn wait_without_replicas_and_in_multi() {
     c.cmd(&["SET", "k", "v"]);
     assert_eq!(c.cmd(&["WAIT", "0", "0"]), ":0\r\n");
     assert_eq!(c.cmd(&["WAIT", "1", "50"]), ":0\r\n");
+    // Timeouts as Redis's getTimeoutFromObjectOrReply: past i64, negative, or a
+    // deadline past i64 milliseconds since 1970.
+    assert_eq!(
+        c.cmd(&["WAIT", "2", "9223372036854775808"]),
+        "-ERR timeout is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["WAIT", "2", "9223372036854775807"]),
+        "-ERR timeout is out of range\r\n"
+    );
+    assert_eq!(c.cmd(&["WAIT", "2", "-1"]), "-ERR timeout is negative\r\n");
+    assert_eq!(
+        c.cmd(&["WAITAOF", "0", "0", "9223372036854775807"]),
+        "-ERR timeout is out of range\r\n"
+    );
     assert_eq!(
         c.cmd(&["WAIT", "x", "0"]),
         "-ERR value is not an integer or out of range\r\n"

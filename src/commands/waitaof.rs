@@ -93,6 +93,9 @@ fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if timeout < 0 {
         return Reply::err("ERR timeout is negative");
     }
+    if timeout > i64::MAX - ctx.now_ms {
+        return Reply::err("ERR timeout is out of range");
+    }
     if ctx.ex.repl.is_replica() {
         return Reply::err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
     }

@@ -552,6 +552,10 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if ms < 0 {
         return Reply::err("ERR timeout is negative");
     }
+    // As Redis's getTimeoutFromObjectOrReply: the deadline must fit in ms since 1970.
+    if ms > i64::MAX - ctx.now_ms {
+        return Reply::err("ERR timeout is out of range");
+    }
     let slot = ctx.client;
     feed(ctx.ex);
     let target = ctx.ex.client(slot).woff;
