@@ -85,6 +85,8 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Output a hex signature of the values of all the specified keys.",
                 "COMMAND-PANIC",
                 "    Panic inside this command, to test that only the command fails.",
+                "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+                "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             ],
         );
     }
@@ -237,6 +239,11 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 crate::config::strerror(&e)
             )),
         };
+    }
+    if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
+        // atoi: anything not a number is 0.
+        ctx.ex.persist.skip_checksum = leading_int(args[2]) != 0;
+        return Reply::ok();
     }
     if is(sub, "jmap") {
         return Reply::ok();

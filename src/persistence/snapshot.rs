@@ -40,6 +40,12 @@ pub struct Persist {
     pending_bgsave: bool,
     /// DEBUG SNAPSHOT-MANUAL: the walker only moves on DEBUG SNAPSHOT-STEP (tests).
     pub manual: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads and loaded files are
+    /// not checked against their CRC64 (tests that forge payloads).
+    pub skip_checksum: bool,
+    /// Payloads deeply sanitized (`sanitize-dump-payload`), INFO's
+    /// dump_payload_sanitizations.
+    pub dump_payload_sanitizations: u64,
     /// Bytes copied on write by the last BGSAVE / AOF rewrite (INFO).
     pub last_cow_size: u64,
     pub aof_last_cow_size: u64,
@@ -71,6 +77,8 @@ impl Default for Persist {
             snap: None,
             pending_bgsave: false,
             manual: false,
+            skip_checksum: false,
+            dump_payload_sanitizations: 0,
             last_cow_size: 0,
             aof_last_cow_size: 0,
             aof_last_rewrite_secs: -1,
@@ -197,6 +205,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
     let snap = Snapshot::begin(
         &mut ex.ks, purpose, dest, header, compress, checksum, access,
     )?;
+    snap.set_key_delay(ex.config.stored_i64("rdb-key-save-delay"));
     ex.persist.snap = Some(snap);
     Ok(())
 }
@@ -550,9 +559,16 @@ pub fn load_image(
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
-    let (info, used) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
+    let check = super::load_check(ex);
+    let (info, used) = rdb::read_file_checked(bytes, &lim, check, |k| loaded.push(k))?;
     if info.checksum_disabled {
         crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
+    }
+    for name in &info.empty_key_names {
+        crate::log::notice(&format!(
+            "rdbLoadObject skipping empty key: {}",
+            String::from_utf8_lossy(name)
+        ));
     }
     if let Some(k) = loaded.iter().find(|k| k.db >= ndbs) {
         return Err(rdb::Error::Corrupt(format!(
@@ -634,10 +650,17 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
                     .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
                     .unwrap_or_default()
             ));
-            crate::log::notice(&format!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                ex.persist.last_load_keys, ex.persist.last_load_expired
-            ));
+            if info.empty_keys > 0 {
+                crate::log::notice(&format!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+                    ex.persist.last_load_keys, ex.persist.last_load_expired, info.empty_keys
+                ));
+            } else {
+                crate::log::notice(&format!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                    ex.persist.last_load_keys, ex.persist.last_load_expired
+                ));
+            }
             crate::log::notice(&format!(
                 "DB loaded from disk: {:.3} seconds",
                 start.elapsed().as_secs_f64()
@@ -652,7 +675,18 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
         }
         Err(e) => {
             // Nothing was inserted: the file is decoded and verified before any key
-            // is handed over.
+            // is handed over. The reason is logged as Redis logs it, then once more
+            // as its file check reports it.
+            if matches!(e, rdb::Error::Corrupt(_) | rdb::Error::Truncated) {
+                crate::log::warning(&format!("Internal error in RDB reading -> {}", e.reason()));
+                crate::log::warning("--- RDB ERROR DETECTED ---");
+                crate::log::warning(&format!(
+                    "[additional info] {}: {}",
+                    path.display(),
+                    e.reason()
+                ));
+                crate::log::warning("Terminating server after rdb file reading failure.");
+            }
             Err(format!(
                 "Fatal error loading the DB ({}): {e}. Exiting.",
                 path.display()
