@@ -1260,11 +1260,23 @@ pub fn read_file_checked(
     buf: &[u8],
     lim: &Limits,
     check: Check,
+    sink: impl FnMut(LoadedKey),
+) -> Result<(FileInfo, usize), Error> {
+    read_file_progress(buf, lim, check, &mut |_| {}, sink)
+}
+
+/// `read_file_checked`, calling `progress` with the bytes read so far after each
+/// key is decoded (the loader sleeps `key-load-delay` and serves clients there).
+pub fn read_file_progress(
+    buf: &[u8],
+    lim: &Limits,
+    check: Check,
+    progress: &mut dyn FnMut(usize),
     mut sink: impl FnMut(LoadedKey),
 ) -> Result<(FileInfo, usize), Error> {
     // First pass: structure, values and checksum; keys are kept until the end.
     let mut keys = Vec::new();
-    let (info, used) = parse_file(buf, lim, check, &mut keys)?;
+    let (info, used) = parse_file(buf, lim, check, progress, &mut keys)?;
     for k in keys {
         sink(k);
     }
@@ -1275,6 +1287,7 @@ fn parse_file(
     buf: &[u8],
     lim: &Limits,
     check: Check,
+    progress: &mut dyn FnMut(usize),
     keys: &mut Vec<LoadedKey>,
 ) -> Result<(FileInfo, usize), Error> {
     let mut r = Reader::new(buf);
@@ -1375,6 +1388,7 @@ fn parse_file(
                 expire = None;
                 idle = None;
                 freq = None;
+                progress(r.pos);
             }
         }
     }

@@ -54,6 +54,9 @@ pub struct Persist {
     /// SHUTDOWN already did the final save: the loop must not redo it.
     pub shutdown_prepared: bool,
     pub loading: bool,
+    /// The loader is serving clients between keys: commands without the `loading`
+    /// flag get -LOADING.
+    pub serving_while_loading: bool,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
     /// The keys the last load skipped as expired, kept only when asked for (a
@@ -84,6 +87,7 @@ impl Default for Persist {
             aof_last_rewrite_secs: -1,
             shutdown_prepared: false,
             loading: false,
+            serving_while_loading: false,
             last_load_keys: 0,
             last_load_expired: 0,
             expired_on_load: None,
@@ -560,7 +564,34 @@ pub fn load_image(
     let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
     let check = super::load_check(ex);
-    let (info, used) = rdb::read_file_checked(bytes, &lim, check, |k| loaded.push(k))?;
+    // Redis's test hook `key-load-delay` (microseconds per key, negative: one every
+    // -n keys on average), and at startup clients served every
+    // `loading-process-events-interval-bytes` (they get -LOADING).
+    let delay = ex.config.stored_i64("key-load-delay");
+    let interval = ex
+        .config
+        .stored_i64("loading-process-events-interval-bytes")
+        .max(1024) as usize;
+    let mut next_serve = interval;
+    let mut keys_seen = 0u64;
+    let mut progress = |pos: usize| {
+        keys_seen += 1;
+        match delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(std::time::Duration::from_micros(d as u64)),
+            d => {
+                if keys_seen % d.unsigned_abs() == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(1));
+                }
+            }
+        }
+        if pos >= next_serve {
+            next_serve = pos + interval;
+            ex.serve_while_loading();
+        }
+    };
+    let (info, used) =
+        rdb::read_file_progress(bytes, &lim, check, &mut progress, |k| loaded.push(k))?;
     if info.checksum_disabled {
         crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
     }
