@@ -85,6 +85,8 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Output a hex signature of the values of all the specified keys.",
                 "COMMAND-PANIC",
                 "    Panic inside this command, to test that only the command fails.",
+                "LOG <message>",
+                "    Write <message> to the server log.",
                 "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
                 "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             ],
@@ -239,6 +241,10 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 crate::config::strerror(&e)
             )),
         };
+    }
+    if is(sub, "log") && args.len() == 3 {
+        crate::log::warning(&format!("DEBUG LOG: {}", String::from_utf8_lossy(args[2])));
+        return Reply::ok();
     }
     if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
         // atoi: anything not a number is 0.

@@ -708,14 +708,18 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
             // Nothing was inserted: the file is decoded and verified before any key
             // is handed over. The reason is logged as Redis logs it, then once more
             // as its file check reports it.
-            if matches!(e, rdb::Error::Corrupt(_) | rdb::Error::Truncated) {
-                crate::log::warning(&format!("Internal error in RDB reading -> {}", e.reason()));
+            let reason = match &e {
+                rdb::Error::Checksum { .. } => {
+                    crate::log::warning(&e.to_string());
+                    Some("RDB CRC error".to_string())
+                }
+                rdb::Error::Corrupt(_) | rdb::Error::Truncated => Some(e.reason()),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                crate::log::warning(&format!("Internal error in RDB reading -> {reason}"));
                 crate::log::warning("--- RDB ERROR DETECTED ---");
-                crate::log::warning(&format!(
-                    "[additional info] {}: {}",
-                    path.display(),
-                    e.reason()
-                ));
+                crate::log::warning(&format!("[additional info] {}: {reason}", path.display()));
                 crate::log::warning("Terminating server after rdb file reading failure.");
             }
             Err(format!(
