@@ -580,7 +580,7 @@ pub fn load_image(
             0 => {}
             d if d > 0 => std::thread::sleep(std::time::Duration::from_micros(d as u64)),
             d => {
-                if keys_seen % d.unsigned_abs() == 0 {
+                if keys_seen.is_multiple_of(d.unsigned_abs()) {
                     std::thread::sleep(std::time::Duration::from_micros(1));
                 }
             }
