@@ -651,3 +651,30 @@ fn bgrewriteaof_with_the_aof_off_writes_a_base_debug_loadaof_reads() {
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files.contains(&"appendonly.aof.manifest".to_string()));
 }
+
+#[test]
+fn timestamp_annotations_are_skipped_on_load() {
+    let dir = temp_dir("aof-annotations");
+    let aofdir = dir.join("appendonlydir");
+    std::fs::create_dir_all(&aofdir).unwrap();
+    let set = |k: &str| format!("*3\r\n$3\r\nset\r\n${}\r\n{k}\r\n$1\r\nv\r\n", k.len());
+    let body = format!(
+        "#TS:1628217470\r\n{}#TS:1628217471\r\n#TS:1628217472\r\n{}#TS:1628217473\r\n",
+        set("foo1"),
+        set("foo2")
+    );
+    std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
+    std::fs::write(
+        aofdir.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["MGET", "foo1", "foo2"]),
+        "*2\r\n$1\r\nv\r\n$1\r\nv\r\n"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
