@@ -160,7 +160,11 @@ impl Executor {
         }
         // While the dataset loads, only commands flagged `loading` run (the loader
         // serves clients between keys: persistence/snapshot.rs).
-        if self.persist.serving_while_loading && cmd.flags & flags::LOADING == 0 {
+        // (Also while a script replayed from the AOF is busy: Redis checks loading
+        // before busy.)
+        let loading =
+            self.persist.serving_while_loading || (self.persist.loading && self.busy.is_some());
+        if loading && cmd.flags & flags::LOADING == 0 {
             if cmd.name == "exec" {
                 self.discard_transaction(slot);
                 let abort = format!(
