@@ -651,3 +651,68 @@ fn bgrewriteaof_with_the_aof_off_writes_a_base_debug_loadaof_reads() {
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files.contains(&"appendonly.aof.manifest".to_string()));
 }
+
+#[test]
+fn timestamp_annotations_are_skipped_on_load() {
+    let dir = temp_dir("aof-annotations");
+    let aofdir = dir.join("appendonlydir");
+    std::fs::create_dir_all(&aofdir).unwrap();
+    let set = |k: &str| format!("*3\r\n$3\r\nset\r\n${}\r\n{k}\r\n$1\r\nv\r\n", k.len());
+    let body = format!(
+        "#TS:1628217470\r\n{}#TS:1628217471\r\n#TS:1628217472\r\n{}#TS:1628217473\r\n",
+        set("foo1"),
+        set("foo2")
+    );
+    std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
+    std::fs::write(
+        aofdir.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["MGET", "foo1", "foo2"]),
+        "*2\r\n$1\r\nv\r\n$1\r\nv\r\n"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn clients_get_loading_while_a_replayed_script_is_busy() {
+    let dir = temp_dir("aof-busy-load");
+    let aofdir = dir.join("appendonlydir");
+    std::fs::create_dir_all(&aofdir).unwrap();
+    let script =
+        "redis.call('set',KEYS[1],'y'); for i=1,3000000 do redis.call('ping') end return 'ok'";
+    let cmd = ["eval", script, "1", "x"];
+    let mut body = format!("*{}\r\n", cmd.len());
+    for a in cmd {
+        body.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    std::fs::write(aofdir.join("appendonly.aof.1.incr.aof"), body).unwrap();
+    std::fs::write(
+        aofdir.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    let s = TestServer::start_in(
+        &dir,
+        &["--appendonly", "yes", "--busy-reply-threshold", "1"],
+    );
+    let mut c = s.raw(2);
+    // DEBUG LOADAOF replays the slow script; meanwhile other clients are answered.
+    c.send(&["DEBUG", "LOADAOF"]);
+    let mut other = s.raw(2);
+    let mut seen = String::new();
+    wait_until(|| {
+        seen = other.cmd(&["PING"]);
+        seen != "+PONG\r\n"
+    });
+    assert_eq!(seen, "-LOADING Redis is loading the dataset in memory\r\n");
+    assert_eq!(c.read_reply(), "+OK\r\n");
+    assert_eq!(other.cmd(&["GET", "x"]), "$1\r\ny\r\n");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

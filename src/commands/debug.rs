@@ -97,6 +97,10 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    With 1, a packet dropped by the filter also closes its cluster link.",
                 "CLUSTERLINK KILL <to|from|all> <node-id>",
                 "    Kills the link based on the direction to/from (both) with the provided node.",
+                "LOG <message>",
+                "    Write <message> to the server log.",
+                "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+                "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             ],
         );
     }
@@ -261,6 +265,15 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 crate::config::strerror(&e)
             )),
         };
+    }
+    if is(sub, "log") && args.len() == 3 {
+        crate::log::warning(&format!("DEBUG LOG: {}", String::from_utf8_lossy(args[2])));
+        return Reply::ok();
+    }
+    if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
+        // atoi: anything not a number is 0.
+        ctx.ex.persist.skip_checksum = leading_int(args[2]) != 0;
+        return Reply::ok();
     }
     if is(sub, "jmap") {
         return Reply::ok();

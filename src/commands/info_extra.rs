@@ -155,7 +155,14 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "total_active_defrag_time:0",
                 "current_active_defrag_time:0",
                 "unexpected_error_replies:0",
-                "dump_payload_sanitizations:0",
+            ] {
+                f(k.into());
+            }
+            f(format!(
+                "dump_payload_sanitizations:{}",
+                ex.persist.dump_payload_sanitizations
+            ));
+            for k in [
                 "io_threaded_reads_processed:0",
                 "io_threaded_writes_processed:0",
                 "reply_buffer_shrinks:0",

@@ -152,11 +152,17 @@ pub(crate) fn restore(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Err(e) => return e,
     };
     let lim = rdb::Limits::from_config(&ctx.ex.config);
-    let value = match rdb::restore_payload(args[3], &lim) {
+    let check = crate::persistence::restore_check(ctx.ex, ctx.client);
+    let value = match rdb::restore_payload_checked(args[3], &lim, check) {
         Err(rdb::Error::Checksum { .. }) | Err(rdb::Error::Version(_)) => {
             return Reply::err("ERR DUMP payload version or checksum are wrong")
         }
-        Err(_) | Ok(None) => return Reply::err("ERR Bad data format"),
+        Err(e) => {
+            // Redis logs the loader's reason at verbose level and replies only this.
+            crate::log::verbose(&format!("Internal error in RDB reading -> {}", e.reason()));
+            return Reply::err("ERR Bad data format");
+        }
+        Ok(None) => return Reply::err("ERR Bad data format"),
         Ok(Some(v)) => v,
     };
     let deleted = replace && ctx.delete(key);

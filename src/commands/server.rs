@@ -584,6 +584,10 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         if d.flags & config::IMMUTABLE != 0 {
             return fail("can't set immutable config");
         }
+        // Redis's DENY_LOADING_CONFIG directives.
+        if ctx.ex.persist.loading && matches!(d.name, "dir" | "appendonly" | "repl-diskless-load") {
+            return Reply::err(crate::exec::LOADING_ERR);
+        }
         if d.flags & config::PROTECTED != 0
             && !ctx
                 .ex
@@ -1060,6 +1064,10 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         let pos = b.stream_pos;
         ctx.ex.stream.truncate_to(pos);
+    }
+    if ctx.ex.persist.serving_while_loading {
+        // The dataset is incomplete: nothing is saved (Redis forces NOSAVE).
+        save = Some(false);
     }
     crate::log::warning("User requested shutdown...");
     if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) && !force {

@@ -434,7 +434,8 @@ pub static STORED: &[Directive] = &[
         Kind::Enum(&["no", "yes", "relative", "absolute"]),
         "no"
     ),
-    // No effect here: RESTORE payloads are always fully validated.
+    // Whether RESTORE (and loading, under `yes`) adds Redis's deep checks
+    // (persistence::restore_check); what values are rebuilt from is always checked.
     stored!(
         "sanitize-dump-payload",
         &[],
@@ -691,9 +692,11 @@ pub static STORED: &[Directive] = &[
     stored!("tls-ciphersuites", &[], 0, Kind::Str, ""),
     stored!("oom-score-adj-values", &[], 0, Kind::OomValues, "0 200 800"),
     // Hidden (CONFIG GET shows them only by exact name). No effect here: Redis's
-    // test hooks (save/load delays, the watchdog, exit on panic, AOF GC, cluster pings).
+    // test hooks for the watchdog, exit on panic, AOF GC, cluster pings.
     stored!("use-exit-on-panic", &[], HIDDEN, Kind::Bool, "no"),
     stored!("aof-disable-auto-gc", &[], HIDDEN, Kind::Bool, "no"),
+    // Test hooks in effect: microseconds slept per key by the snapshot writer
+    // (persistence/cow.rs) and by the loader (persistence/snapshot.rs).
     stored!(
         "rdb-key-save-delay",
         &[],
@@ -716,6 +719,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, i64::MAX as i128),
         "0"
     ),
+    // How often the startup loader serves clients (persistence/snapshot.rs).
     stored!(
         "loading-process-events-interval-bytes",
         &[],

@@ -73,6 +73,9 @@ impl BusyScript {
 pub trait ServeWhileBusy {
     /// One non-blocking round of network work with only busy-allowed commands run.
     fn serve(&self, ex: &mut Executor);
+    /// One non-blocking round while the dataset loads (commands without the
+    /// `loading` flag get -LOADING).
+    fn serve_loading(&self, ex: &mut Executor);
 }
 
 impl Executor {
@@ -80,6 +83,16 @@ impl Executor {
     pub fn serve_while_busy(&mut self) {
         if let Some(server) = self.busy_server.clone() {
             server.serve(self);
+        }
+    }
+
+    /// Called by the loader between keys: serves clients once, refusing what needs the
+    /// dataset. Nothing happens without a network layer (the embedded API).
+    pub fn serve_while_loading(&mut self) {
+        if let Some(server) = self.loading_server.clone() {
+            self.persist.serving_while_loading = true;
+            server.serve_loading(self);
+            self.persist.serving_while_loading = false;
         }
     }
 

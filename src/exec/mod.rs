@@ -8,6 +8,9 @@
 
 pub mod blocking;
 pub mod busy;
+
+/// The reply to commands refused while the dataset loads (Redis's `loadingerr`).
+pub const LOADING_ERR: &str = "LOADING Redis is loading the dataset in memory";
 pub mod client;
 mod evict;
 pub mod latency;
@@ -209,6 +212,8 @@ pub struct Executor {
     /// read for it and NOLOOP compares against it.
     pub current_client: Option<usize>,
     pub busy_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
+    /// The same network layer, lent to the RDB loader at startup (`-LOADING`).
+    pub loading_server: Option<std::rc::Rc<dyn busy::ServeWhileBusy>>,
     /// Replication state, master and replica side (src/replication).
     pub repl: crate::replication::Repl,
     /// The latency monitor's events (latency.rs).
@@ -280,6 +285,7 @@ impl Executor {
             time_snapshot_us: 0,
             current_client: None,
             busy_server: None,
+            loading_server: None,
             repl: Default::default(),
             latency: Default::default(),
             eviction_pool: Default::default(),

@@ -158,6 +158,24 @@ impl Executor {
                 cmd.name
             )));
         }
+        // While the dataset loads, only commands flagged `loading` run (the loader
+        // serves clients between keys: persistence/snapshot.rs).
+        // (Also while a script replayed from the AOF is busy: Redis checks loading
+        // before busy.)
+        let loading =
+            self.persist.serving_while_loading || (self.persist.loading && self.busy.is_some());
+        if loading && cmd.flags & flags::LOADING == 0 {
+            if cmd.name == "exec" {
+                self.discard_transaction(slot);
+                let abort = format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    super::LOADING_ERR
+                );
+                return Some(self.reject(Some(cmd), Reply::error(abort)));
+            }
+            self.flag_transaction(slot);
+            return Some(self.reject(Some(cmd), Reply::err(super::LOADING_ERR)));
+        }
         // A timed-out script lets only allow-busy commands through (busy.rs).
         if let Some(b) = &self.busy {
             if cmd.flags & flags::ALLOW_BUSY == 0 {

@@ -36,6 +36,14 @@ impl ServeWhileBusy for BusyServer {
         };
         net.serve_busy(ex);
     }
+
+    fn serve_loading(&self, ex: &mut Executor) {
+        let Some(net) = self.0.upgrade() else { return };
+        let Ok(mut net) = net.try_borrow_mut() else {
+            return;
+        };
+        net.serve_loading(ex);
+    }
 }
 
 impl Net {
@@ -106,6 +114,50 @@ impl Net {
         self.flush_pending_except_absent(ex);
         if ex.shutdown.is_some() && ex.persist.shutdown_prepared {
             // SHUTDOWN NOSAVE: the script never returns.
+            if !ex.config.pidfile.is_empty() {
+                let _ = std::fs::remove_file(&ex.config.pidfile);
+            }
+            crate::log::warning("Cinnabar is now ready to exit, bye bye...");
+            std::process::exit(0);
+        }
+    }
+
+    /// One round while the dataset loads: accept, read and answer (commands that need
+    /// the dataset get -LOADING from the executor), write. Timers and blocked clients
+    /// wait for the end of the load.
+    fn serve_loading(&mut self, ex: &mut Executor) {
+        let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+            for ev in events.iter() {
+                match ev.token() {
+                    SIGNAL_TOKEN => self.on_signal(ex),
+                    Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
+                    Token(slot) => {
+                        if !matches!(self.conns.get(slot), Some(Some(_))) {
+                            continue;
+                        }
+                        if ev.is_read_closed() || ev.is_error() {
+                            self.mark_peer_closed(slot);
+                        }
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.busy_read(ex, slot);
+                        }
+                        if ev.is_writable() && matches!(self.conns.get(slot), Some(Some(_))) {
+                            ex.mark_pending_write(slot);
+                        }
+                    }
+                }
+            }
+        }
+        self.busy_events = events;
+        for slot in std::mem::take(&mut self.pending_reads) {
+            if matches!(self.conns.get(slot), Some(Some(_))) {
+                self.busy_read(ex, slot);
+            }
+        }
+        self.flush_pending_except_absent(ex);
+        if ex.shutdown.is_some() {
+            // A shutdown during loading never saves: the dataset is incomplete.
             if !ex.config.pidfile.is_empty() {
                 let _ = std::fs::remove_file(&ex.config.pidfile);
             }

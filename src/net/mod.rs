@@ -177,7 +177,11 @@ impl Server {
             crate::cluster::init(ex, registry).map_err(io::Error::other)?;
         }
         crate::acl::load_at_startup(ex).map_err(io::Error::other)?;
-        crate::persistence::aof::load_at_startup(ex).map_err(io::Error::other)?;
+        // The RDB loader serves clients between keys (they get -LOADING).
+        ex.loading_server = Some(Rc::new(BusyServer(Rc::downgrade(&self.net))));
+        let loaded = crate::persistence::aof::load_at_startup(ex);
+        ex.loading_server = None;
+        loaded.map_err(io::Error::other)?;
         // Only once loaded: a slow script replayed from the AOF serves no clients.
         ex.set_busy_server(Rc::new(BusyServer(Rc::downgrade(&self.net))));
         ex.repl.registry = Some(self.net.borrow().poll.registry().try_clone()?);

@@ -369,6 +369,12 @@ fn replay(ex: &mut Executor, slot: usize, buf: &[u8], name: &str) -> Result<Opti
     let mut pos = 0;
     let mut multi_at: Option<usize> = None;
     while pos < buf.len() {
+        if buf[pos] == b'#' {
+            // An annotation line (`#TS:<unix time>` from aof-timestamp-enabled):
+            // skipped, as Redis does.
+            pos = memchr::memchr(b'\n', &buf[pos..]).map_or(buf.len(), |n| pos + n + 1);
+            continue;
+        }
         match parse_command(buf, pos) {
             Parsed::Incomplete => return Ok(Some(multi_at.unwrap_or(pos))),
             Parsed::Bad(m) => {

@@ -30,7 +30,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -133,10 +133,13 @@ struct Shared {
     keys: AtomicU64,
     discard: AtomicBool,
     needs_v12: AtomicBool,
+    /// `rdb-key-save-delay` as the snapshot began: microseconds the writer sleeps
+    /// per key (negative: one microsecond every -n keys on average), a test hook.
+    key_delay: AtomicI64,
 }
 
 enum Msg {
-    Chunk { db: usize, data: Vec<u8> },
+    Chunk { db: usize, data: Vec<u8>, keys: u64 },
     Finish,
     Abort,
 }
@@ -150,6 +153,8 @@ struct TableSink {
     shared: Arc<Shared>,
     tx: Sender<Msg>,
     buf: Deferred,
+    /// Keys in `buf`.
+    keys: u64,
 }
 
 impl CowSink for TableSink {
@@ -188,6 +193,7 @@ impl CowSink for TableSink {
             self.shared.cow_bytes.fetch_add(n, Ordering::Relaxed);
         }
         self.shared.keys.fetch_add(1, Ordering::Relaxed);
+        self.keys += 1;
         if self.buf.bytes.len() >= CHUNK {
             self.flush();
         }
@@ -198,6 +204,7 @@ impl CowSink for TableSink {
             return;
         }
         let data = self.buf.take();
+        let keys = std::mem::take(&mut self.keys);
         if self.shared.discard.load(Ordering::Relaxed) {
             return;
         }
@@ -205,7 +212,15 @@ impl CowSink for TableSink {
             .inflight
             .fetch_add(data.len(), Ordering::Relaxed);
         let n = data.len();
-        if self.tx.send(Msg::Chunk { db: self.db, data }).is_err() {
+        if self
+            .tx
+            .send(Msg::Chunk {
+                db: self.db,
+                data,
+                keys,
+            })
+            .is_err()
+        {
             // The writer stopped (an I/O error): the driver cancels the snapshot.
             self.shared.inflight.fetch_sub(n, Ordering::Relaxed);
         }
@@ -270,7 +285,7 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
             .recv()
             .map_err(|_| std::io::Error::other("snapshot abandoned"))?;
         match msg {
-            Msg::Chunk { db, data } => {
+            Msg::Chunk { db, data, keys } => {
                 if shared.discard.load(Ordering::Relaxed) {
                     shared.inflight.fetch_sub(data.len(), Ordering::Relaxed);
                     continue;
@@ -291,6 +306,7 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
                 let r = emit(&mut file, &out);
                 shared.inflight.fetch_sub(data.len(), Ordering::Relaxed);
                 r?;
+                key_delay(shared, keys);
             }
             Msg::Abort => {
                 return Err(std::io::Error::new(
@@ -335,6 +351,28 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
     };
     File::open(dir)?.sync_all()?;
     Ok(total)
+}
+
+/// Sleeps `rdb-key-save-delay` for `keys` keys, in short naps that end as soon as
+/// the snapshot is cancelled (SHUTDOWN, FLUSHALL, a killed save must not wait).
+fn key_delay(shared: &Shared, keys: u64) {
+    let per_key = shared.key_delay.load(Ordering::Relaxed);
+    let total_us = match per_key {
+        0 => return,
+        d if d > 0 => (d as u64).saturating_mul(keys),
+        d => keys / d.unsigned_abs(),
+    };
+    let deadline = Instant::now() + Duration::from_micros(total_us);
+    loop {
+        if shared.discard.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
+    }
 }
 
 /// What a snapshot is for.
@@ -426,6 +464,7 @@ impl Snapshot {
                 shared: shared.clone(),
                 tx: tx.clone(),
                 buf: Deferred::default(),
+                keys: 0,
             }));
         }
         Ok(Snapshot {
@@ -442,6 +481,11 @@ impl Snapshot {
             cancelled: false,
             error: None,
         })
+    }
+
+    /// Sets `rdb-key-save-delay` for this snapshot's writer (before any key is walked).
+    pub fn set_key_delay(&self, us: i64) {
+        self.shared.key_delay.store(us, Ordering::Relaxed);
     }
 
     /// Whether the snapshot was cancelled (its walk may still be realigning marks).

@@ -53,3 +53,41 @@ pub fn register_field_ttls(ks: &mut Keyspace, db: usize, key: &[u8], value: &Val
         }
     }
 }
+
+/// How a RESTORE payload from client `slot` is checked: `sanitize-dump-payload` as
+/// Redis reads it (`clients`: deep except for the master link and users flagged
+/// `skip-sanitize-payload`), and DEBUG SET-SKIP-CHECKSUM-VALIDATION. A deep check is
+/// counted for INFO.
+pub fn restore_check(ex: &mut Executor, slot: usize) -> rdb::Check {
+    let deep = match ex.config.stored_str("sanitize-dump-payload").as_str() {
+        "yes" => true,
+        "clients" => {
+            let c = ex.client(slot);
+            let skip = ex.persist.loading
+                || c.repl_role == Some('M')
+                || ex
+                    .acl
+                    .user(&c.user)
+                    .is_some_and(|u| u.sanitize == Some(false));
+            !skip
+        }
+        _ => false,
+    };
+    if deep {
+        ex.persist.dump_payload_sanitizations += 1;
+    }
+    rdb::Check {
+        checksum: !ex.persist.skip_checksum,
+        deep,
+    }
+}
+
+/// How an RDB image being loaded (a file, an AOF preamble, a master's full sync)
+/// is checked: deep only under `sanitize-dump-payload yes`, as Redis (loading is
+/// never a client's doing).
+pub fn load_check(ex: &Executor) -> rdb::Check {
+    rdb::Check {
+        checksum: !ex.persist.skip_checksum,
+        deep: ex.config.stored_str("sanitize-dump-payload") == "yes",
+    }
+}

@@ -133,8 +133,26 @@ impl fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// The reason alone, in Redis's words where Redis has them (what RESTORE logs
+    /// after "Internal error in RDB reading ...").
+    pub fn reason(&self) -> String {
+        match self {
+            Error::Truncated => "Unexpected EOF reading RDB file".into(),
+            Error::Corrupt(m) | Error::Unsupported(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 fn corrupt<T>(m: impl Into<String>) -> Result<T, Error> {
     Err(Error::Corrupt(m.into()))
+}
+
+/// Replaces any error of a blob's validation by the type's own report (Redis names
+/// the encoding that failed, whatever the detail was).
+fn as_corrupt(m: &'static str) -> impl Fn(Error) -> Error {
+    move |_| Error::Corrupt(m.into())
 }
 
 /// The encoding thresholds in force when values are rebuilt.
@@ -422,9 +440,36 @@ pub fn dump_payload(v: ValueRef<'_>) -> Vec<u8> {
     out
 }
 
+/// How a DUMP payload is checked.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
+    /// Verify the CRC64 footer (off only under DEBUG SET-SKIP-CHECKSUM-VALIDATION).
+    pub checksum: bool,
+    /// Redis's deep sanitization (`sanitize-dump-payload`), see `Reader::deep`.
+    pub deep: bool,
+}
+
+impl Default for Check {
+    fn default() -> Self {
+        Check {
+            checksum: true,
+            deep: true,
+        }
+    }
+}
+
 /// Checks a DUMP payload's footer and decodes its value. `Ok(None)` for an empty
 /// collection (which Redis never produces).
 pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
+    restore_payload_checked(p, lim, Check::default())
+}
+
+/// `restore_payload` with the checks chosen by the caller.
+pub fn restore_payload_checked(
+    p: &[u8],
+    lim: &Limits,
+    check: Check,
+) -> Result<Option<Value>, Error> {
     if p.len() < 10 {
         // No room for the footer: Redis reports this as a bad version/checksum.
         return Err(Error::Checksum {
@@ -437,12 +482,15 @@ pub fn restore_payload(p: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
     if ver > MAX_LOAD_VERSION {
         return Err(Error::Version(ver));
     }
-    let expected = u64::from_le_bytes(footer[2..10].try_into().unwrap_or([0; 8]));
-    let actual = crc64(&p[..p.len() - 8]);
-    if expected != actual {
-        return Err(Error::Checksum { expected, actual });
+    if check.checksum {
+        let expected = u64::from_le_bytes(footer[2..10].try_into().unwrap_or([0; 8]));
+        let actual = crc64(&p[..p.len() - 8]);
+        if expected != actual {
+            return Err(Error::Checksum { expected, actual });
+        }
     }
     let mut r = Reader::new(body);
+    r.deep = check.deep;
     let t = r.u8()?;
     let v = r.read_object(t, lim)?;
     if r.pos != body.len() {
@@ -618,11 +666,19 @@ impl FileWriter {
 pub struct Reader<'a> {
     buf: &'a [u8],
     pub pos: usize,
+    /// Redis's deep sanitization: also check what the rebuilt value never relies on
+    /// (listpack back-lengths and entry counts, intset order). Everything a value is
+    /// rebuilt from is checked either way.
+    pub deep: bool,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            deep: true,
+        }
     }
 
     pub fn remaining(&self) -> usize {
@@ -708,9 +764,10 @@ impl<'a> Reader<'a> {
                     return Err(Error::Truncated);
                 }
                 let data = self.take(clen as usize)?;
-                // LZF expands at most ~ 8x per control byte run; refuse absurd claims
-                // before allocating.
-                if len == 0 || len > (clen.saturating_mul(1 << 12)) || len > 1 << 32 {
+                // An LZF back-reference of 3 bytes yields at most 264 bytes (88x) and
+                // literals never expand: a longer claim is corrupt, refused before
+                // allocating.
+                if len == 0 || len > clen.saturating_mul(88) || len > 1 << 32 {
                     return corrupt("Invalid LZF compressed string");
                 }
                 return match lzf::decompress(data, len as usize) {
@@ -822,25 +879,33 @@ impl<'a> Reader<'a> {
                     } else {
                         2
                     };
+                    if container != 1 && container != 2 {
+                        return corrupt("Quicklist integrity check failed.");
+                    }
                     let blob = self.string()?;
                     if blob.is_empty() {
-                        return corrupt("empty quicklist node");
+                        return corrupt("Quicklist integrity check failed.");
                     }
+                    let before = items.len();
+                    let push = |e: Cow<'_, [u8]>| {
+                        items.push(e.into_owned());
+                        Ok(())
+                    };
+                    // Empty nodes are skipped (an all-empty list is an empty key).
                     match container {
                         1 => items.push(blob.into_owned()),
-                        2 if t == TYPE_LIST_QUICKLIST_2 => {
-                            for_each_listpack(&blob, |e| {
-                                items.push(e.into_owned());
-                                Ok(())
-                            })?;
+                        _ if t == TYPE_LIST_QUICKLIST_2 => {
+                            for_each_listpack(&blob, self.deep, push)
+                                .map_err(as_corrupt("Listpack integrity check failed."))?;
+                            if !self.deep && listpack_header_count(&blob) == 0 {
+                                // As for other listpacks (`blob_items`): an empty node.
+                                items.truncate(before);
+                            }
                         }
-                        2 => {
-                            for_each_ziplist(&blob, |e| {
-                                items.push(e.into_owned());
-                                Ok(())
-                            })?;
+                        _ => {
+                            for_each_ziplist(&blob, push)
+                                .map_err(as_corrupt("Ziplist integrity check failed."))?;
                         }
-                        _ => return corrupt("Quicklist integrity check failed."),
                     }
                 }
                 return Ok(build_list(items.iter().map(|v| v.as_slice()), lim));
@@ -859,7 +924,7 @@ impl<'a> Reader<'a> {
                     self.i64_le()?; // the earliest expiry, informational
                 }
                 let blob = self.string()?;
-                return read_blob(t, &blob, lim);
+                return read_blob(t, &blob, lim, self.deep);
             }
             TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
                 // An empty stream is a real value (XADD then XDEL keeps the key).
@@ -1008,68 +1073,85 @@ impl HashBuilder {
     }
 }
 
-/// Decodes the single-blob encodings (ziplist, listpack, intset, zipmap).
-fn read_blob(t: u8, blob: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
+/// Collects a listpack's or ziplist's items.
+fn blob_items<'b>(blob: &'b [u8], ziplist: bool, deep: bool) -> Result<Vec<Cow<'b, [u8]>>, Error> {
+    let mut items = Vec::new();
+    let push = |e| {
+        items.push(e);
+        Ok(())
+    };
+    if ziplist {
+        for_each_ziplist(blob, push)?;
+    } else {
+        for_each_listpack(blob, deep, push)?;
+        if !deep && listpack_header_count(blob) == 0 {
+            // Unsanitized, Redis takes a collection's size from this header: a
+            // listpack that says it is empty is an empty value whatever follows.
+            items.clear();
+        }
+    }
+    Ok(items)
+}
+
+/// A listpack's header element count (bytes 4..6), 0xFFFF when unknown.
+fn listpack_header_count(blob: &[u8]) -> u16 {
+    match blob.get(4..6) {
+        Some(c) => u16::from_le_bytes([c[0], c[1]]),
+        None => 0xFFFF,
+    }
+}
+
+/// Decodes the single-blob encodings (ziplist, listpack, intset, zipmap). Any
+/// failure is reported as Redis reports it: the encoding's integrity check.
+fn read_blob(t: u8, blob: &[u8], lim: &Limits, deep: bool) -> Result<Option<Value>, Error> {
     match t {
         TYPE_SET_INTSET => {
-            let mut b = SetBuilder::new(0, lim.set);
             let mut items = Vec::new();
-            for_each_intset(blob, |n| {
+            for_each_intset(blob, deep, |n| {
                 items.push(n);
                 Ok(())
             })?;
-            b.hint = items.len();
+            let mut b = SetBuilder::new(items.len(), lim.set);
             let mut buf = Vec::with_capacity(20);
             for n in items {
                 buf.clear();
                 format_i64(n, &mut buf);
-                b.add(&buf)?;
+                b.add(&buf)
+                    .map_err(as_corrupt("Intset integrity check failed."))?;
             }
             Ok(b.finish())
         }
         TYPE_SET_LISTPACK => {
-            let mut items = Vec::new();
-            for_each_listpack(blob, |e| {
-                items.push(e);
-                Ok(())
-            })?;
+            let bad = as_corrupt("Set listpack integrity check failed.");
+            let items = blob_items(blob, false, deep).map_err(&bad)?;
             let mut b = SetBuilder::new(items.len(), lim.set);
             for it in &items {
-                b.add(it)?;
+                b.add(it).map_err(&bad)?;
             }
             Ok(b.finish())
         }
         TYPE_LIST_ZIPLIST => {
-            let mut items = Vec::new();
-            for_each_ziplist(blob, |e| {
-                items.push(e);
-                Ok(())
-            })?;
+            let items = blob_items(blob, true, deep)
+                .map_err(as_corrupt("List ziplist integrity check failed."))?;
             Ok(build_list(items.iter().map(|c| c.as_ref()), lim))
         }
         TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
-            let mut items = Vec::new();
-            if t == TYPE_ZSET_ZIPLIST {
-                for_each_ziplist(blob, |e| {
-                    items.push(e);
-                    Ok(())
-                })?;
+            let bad = as_corrupt(if t == TYPE_ZSET_ZIPLIST {
+                "Zset ziplist integrity check failed."
             } else {
-                for_each_listpack(blob, |e| {
-                    items.push(e);
-                    Ok(())
-                })?;
-            }
+                "Zset listpack integrity check failed."
+            });
+            let items = blob_items(blob, t == TYPE_ZSET_ZIPLIST, deep).map_err(&bad)?;
             if items.len() % 2 != 0 {
-                return corrupt("Zset ziplist integrity check failed.");
+                return Err(bad(Error::Truncated));
             }
             let mut b = ZSetBuilder::new(items.len() / 2, lim.zset);
             for pair in items.chunks(2) {
-                let s = parse_score(&pair[1])?;
+                let s = parse_score(&pair[1]).map_err(&bad)?;
                 if s.is_nan() {
                     return corrupt("Zset with NAN score detected");
                 }
-                b.add(&pair[0], s)?;
+                b.add(&pair[0], s).map_err(&bad)?;
             }
             Ok(b.finish())
         }
@@ -1077,245 +1159,59 @@ fn read_blob(t: u8, blob: &[u8], lim: &Limits) -> Result<Option<Value>, Error> {
         | TYPE_HASH_LISTPACK
         | TYPE_HASH_LISTPACK_EX
         | TYPE_HASH_LISTPACK_EX_PRE_GA => {
-            let mut items = Vec::new();
-            if t == TYPE_HASH_ZIPLIST {
-                for_each_ziplist(blob, |e| {
-                    items.push(e);
-                    Ok(())
-                })?;
+            let bad = as_corrupt(if t == TYPE_HASH_ZIPLIST {
+                "Hash ziplist integrity check failed."
             } else {
-                for_each_listpack(blob, |e| {
-                    items.push(e);
-                    Ok(())
-                })?;
-            }
+                "Hash listpack integrity check failed."
+            });
+            let items = blob_items(blob, t == TYPE_HASH_ZIPLIST, deep).map_err(&bad)?;
             let step = if t == TYPE_HASH_LISTPACK_EX || t == TYPE_HASH_LISTPACK_EX_PRE_GA {
                 3
             } else {
                 2
             };
             if items.len() % step != 0 {
-                return corrupt("Hash listpack integrity check failed.");
+                return Err(bad(Error::Truncated));
             }
             let mut b = HashBuilder::new(lim.hash);
+            // Fields with a TTL come first, in ascending TTL order, then the fields
+            // without one (Redis's listpackex layout).
+            let mut last_ttl: Option<i64> = None;
             for g in items.chunks(step) {
                 let at = if step == 3 {
-                    match parse_i64(&g[2]) {
-                        Some(0) => None,
-                        Some(x) if x > 0 => Some(checked_ms(x as u64)?),
-                        _ => return corrupt("invalid hash field TTL"),
+                    let at = match parse_i64(&g[2]) {
+                        Some(x) if (0..1 << 48).contains(&x) => x,
+                        _ => return Err(bad(Error::Truncated)),
+                    };
+                    if at != 0 && (last_ttl == Some(0) || last_ttl.is_some_and(|l| at < l)) {
+                        return Err(bad(Error::Truncated));
                     }
+                    last_ttl = Some(at);
+                    (at != 0).then_some(at)
                 } else {
                     None
                 };
-                b.add(&g[0], &g[1], at)?;
+                b.add(&g[0], &g[1], at).map_err(&bad)?;
             }
             Ok(b.finish())
         }
         TYPE_HASH_ZIPMAP => {
             let mut b = HashBuilder::new(lim.hash);
-            let mut err = None;
+            let mut dup: Option<usize> = None;
             for_each_zipmap(blob, |f, v| {
-                if let Err(e) = b.add(f, v, None) {
-                    err = Some(e);
+                if dup.is_none() && b.add(f, v, None).is_err() {
+                    dup = Some(f.len());
                 }
             })?;
-            if let Some(e) = err {
-                return Err(e);
+            if let Some(flen) = dup {
+                return corrupt(format!(
+                    "Hash zipmap with dup elements, or big length ({flen})"
+                ));
             }
             Ok(b.finish())
         }
         _ => corrupt(format!("Unknown RDB encoding type {t}")),
     }
-}
-
-fn int_bytes(n: i64) -> Cow<'static, [u8]> {
-    let mut v = Vec::with_capacity(20);
-    format_i64(n, &mut v);
-    Cow::Owned(v)
-}
-
-/// Walks an intset blob: encoding width (u32 LE: 2, 4 or 8), count (u32 LE), sorted
-/// little-endian integers.
-pub fn for_each_intset(b: &[u8], mut f: impl FnMut(i64) -> Result<(), Error>) -> Result<(), Error> {
-    let mut r = Reader::new(b);
-    let width = r.u32_le()? as usize;
-    let n = r.u32_le()? as usize;
-    if !matches!(width, 2 | 4 | 8)
-        || r.remaining() != n.checked_mul(width).ok_or(Error::Truncated)?
-    {
-        return corrupt("Intset integrity check failed.");
-    }
-    let mut prev: Option<i64> = None;
-    for _ in 0..n {
-        let d = r.take(width)?;
-        let v = match width {
-            2 => i16::from_le_bytes([d[0], d[1]]) as i64,
-            4 => i32::from_le_bytes([d[0], d[1], d[2], d[3]]) as i64,
-            _ => i64::from_le_bytes(d.try_into().unwrap_or([0; 8])),
-        };
-        if prev.is_some_and(|p| p >= v) {
-            return corrupt("Intset integrity check failed.");
-        }
-        prev = Some(v);
-        f(v)?;
-    }
-    Ok(())
-}
-
-/// Walks a listpack blob (Redis's listpack.c format): total bytes (u32 LE), count
-/// (u16 LE), entries each followed by a back-length, then 0xFF.
-pub fn for_each_listpack<'b>(
-    b: &'b [u8],
-    mut f: impl FnMut(Cow<'b, [u8]>) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let mut r = Reader::new(b);
-    let total = r.u32_le()? as usize;
-    let count = u16::from_le_bytes(r.arr()?) as usize;
-    if total != b.len() || total < 7 || b[total - 1] != 0xFF {
-        return corrupt("Listpack integrity check failed.");
-    }
-    let body_end = total - 1;
-    let mut seen = 0usize;
-    while r.pos < body_end {
-        let start = r.pos;
-        let e = r.u8()?;
-        let item: Cow<'b, [u8]> = if e & 0x80 == 0 {
-            int_bytes((e & 0x7F) as i64)
-        } else if e & 0xC0 == 0x80 {
-            Cow::Borrowed(r.take((e & 0x3F) as usize)?)
-        } else if e & 0xE0 == 0xC0 {
-            let v = (((e & 0x1F) as u16) << 8 | r.u8()? as u16) as i64;
-            // 13-bit two's complement.
-            int_bytes(if v >= 1 << 12 { v - (1 << 13) } else { v })
-        } else if e & 0xF0 == 0xE0 {
-            let n = ((e & 0x0F) as usize) << 8 | r.u8()? as usize;
-            Cow::Borrowed(r.take(n)?)
-        } else {
-            match e {
-                0xF0 => {
-                    let n = r.u32_le()? as usize;
-                    Cow::Borrowed(r.take(n)?)
-                }
-                0xF1 => int_bytes(i16::from_le_bytes(r.arr()?) as i64),
-                0xF2 => {
-                    let d: [u8; 3] = r.arr()?;
-                    let v = (d[0] as i32) | (d[1] as i32) << 8 | (d[2] as i32) << 16;
-                    int_bytes(((v << 8) >> 8) as i64)
-                }
-                0xF3 => int_bytes(i32::from_le_bytes(r.arr()?) as i64),
-                0xF4 => int_bytes(i64::from_le_bytes(r.arr()?)),
-                _ => return corrupt("Listpack integrity check failed."),
-            }
-        };
-        // The back-length encodes the entry's size (header + data) in 7-bit groups.
-        let entry_len = r.pos - start;
-        // Redis's lpEncodeBacklen boundaries (16383 already takes three bytes).
-        let back = match entry_len {
-            0..=127 => 1,
-            128..=16382 => 2,
-            16383..=2097150 => 3,
-            2097151..=268435454 => 4,
-            _ => 5,
-        };
-        r.take(back)?;
-        if r.pos > body_end {
-            return corrupt("Listpack integrity check failed.");
-        }
-        seen += 1;
-        f(item)?;
-    }
-    if count != 0xFFFF && count != seen {
-        return corrupt("Listpack integrity check failed.");
-    }
-    Ok(())
-}
-
-/// Walks a ziplist blob: zlbytes (u32 LE), zltail (u32 LE), zllen (u16 LE), entries
-/// (prevlen, encoding, data), then 0xFF.
-pub fn for_each_ziplist<'b>(
-    b: &'b [u8],
-    mut f: impl FnMut(Cow<'b, [u8]>) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let mut r = Reader::new(b);
-    let total = r.u32_le()? as usize;
-    let _tail = r.u32_le()?;
-    let count = u16::from_le_bytes(r.arr()?) as usize;
-    if total != b.len() || total < 11 || b[total - 1] != 0xFF {
-        return corrupt("Ziplist integrity check failed.");
-    }
-    let body_end = total - 1;
-    let mut seen = 0usize;
-    while r.pos < body_end {
-        let p = r.u8()?;
-        if p == 0xFE {
-            r.u32_le()?;
-        } else if p == 0xFF {
-            return corrupt("Ziplist integrity check failed.");
-        }
-        let e = r.u8()?;
-        let item: Cow<'b, [u8]> = match e >> 6 {
-            0 => Cow::Borrowed(r.take((e & 0x3F) as usize)?),
-            1 => {
-                let n = ((e & 0x3F) as usize) << 8 | r.u8()? as usize;
-                Cow::Borrowed(r.take(n)?)
-            }
-            2 => {
-                let n = u32::from_be_bytes(r.arr()?) as usize;
-                Cow::Borrowed(r.take(n)?)
-            }
-            _ => match e {
-                0xC0 => int_bytes(i16::from_le_bytes(r.arr()?) as i64),
-                0xD0 => int_bytes(i32::from_le_bytes(r.arr()?) as i64),
-                0xE0 => int_bytes(i64::from_le_bytes(r.arr()?)),
-                0xF0 => {
-                    let d: [u8; 3] = r.arr()?;
-                    let v = (d[0] as i32) | (d[1] as i32) << 8 | (d[2] as i32) << 16;
-                    int_bytes(((v << 8) >> 8) as i64)
-                }
-                0xFE => int_bytes(r.u8()? as i8 as i64),
-                0xF1..=0xFD => int_bytes((e & 0x0F) as i64 - 1),
-                _ => return corrupt("Ziplist integrity check failed."),
-            },
-        };
-        if r.pos > body_end {
-            return corrupt("Ziplist integrity check failed.");
-        }
-        seen += 1;
-        f(item)?;
-    }
-    if count != 0xFFFF && count != seen {
-        return corrupt("Ziplist integrity check failed.");
-    }
-    Ok(())
-}
-
-/// Walks a zipmap blob (Redis 2.4 hashes): count byte, then (len, field, len, free,
-/// value, free bytes) entries, then 0xFF.
-fn for_each_zipmap(b: &[u8], mut f: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
-    let mut r = Reader::new(b);
-    r.u8()?;
-    fn zlen(r: &mut Reader<'_>) -> Result<Option<usize>, Error> {
-        match r.u8()? {
-            0xFF => Ok(None),
-            254 => Ok(Some(r.u32_le()? as usize)),
-            n => Ok(Some(n as usize)),
-        }
-    }
-    while let Some(fl) = zlen(&mut r)? {
-        let field = r.take(fl)?;
-        let Some(vl) = zlen(&mut r)? else {
-            return corrupt("Zipmap integrity check failed.");
-        };
-        let free = r.u8()? as usize;
-        let value = r.take(vl)?;
-        r.take(free)?;
-        f(field, value);
-    }
-    if r.remaining() != 0 {
-        return corrupt("Zipmap integrity check failed.");
-    }
-    Ok(())
 }
 
 // ----- whole files -------------------------------------------------------------------
@@ -1330,6 +1226,10 @@ pub struct FileInfo {
     /// The file's checksum is 0: it was saved with rdbchecksum off, and nothing was
     /// verified (the loader says so, as Redis does).
     pub checksum_disabled: bool,
+    /// Keys whose value was an empty collection, skipped as Redis does (an old bug
+    /// could save them): how many, and the first ten names for the log.
+    pub empty_keys: u64,
+    pub empty_key_names: Vec<Vec<u8>>,
 }
 
 /// A key read from a file, with the metadata that precedes it.
@@ -1349,11 +1249,34 @@ pub struct LoadedKey {
 pub fn read_file(
     buf: &[u8],
     lim: &Limits,
+    sink: impl FnMut(LoadedKey),
+) -> Result<(FileInfo, usize), Error> {
+    read_file_checked(buf, lim, Check::default(), sink)
+}
+
+/// `read_file` with the checks chosen by the caller (`checksum` off: the footer is
+/// not compared, as under Redis's DEBUG SET-SKIP-CHECKSUM-VALIDATION).
+pub fn read_file_checked(
+    buf: &[u8],
+    lim: &Limits,
+    check: Check,
+    sink: impl FnMut(LoadedKey),
+) -> Result<(FileInfo, usize), Error> {
+    read_file_progress(buf, lim, check, &mut |_| {}, sink)
+}
+
+/// `read_file_checked`, calling `progress` with the bytes read so far after each
+/// key is decoded (the loader sleeps `key-load-delay` and serves clients there).
+pub fn read_file_progress(
+    buf: &[u8],
+    lim: &Limits,
+    check: Check,
+    progress: &mut dyn FnMut(usize),
     mut sink: impl FnMut(LoadedKey),
 ) -> Result<(FileInfo, usize), Error> {
     // First pass: structure, values and checksum; keys are kept until the end.
     let mut keys = Vec::new();
-    let (info, used) = parse_file(buf, lim, &mut keys)?;
+    let (info, used) = parse_file(buf, lim, check, progress, &mut keys)?;
     for k in keys {
         sink(k);
     }
@@ -1363,9 +1286,12 @@ pub fn read_file(
 fn parse_file(
     buf: &[u8],
     lim: &Limits,
+    check: Check,
+    progress: &mut dyn FnMut(usize),
     keys: &mut Vec<LoadedKey>,
 ) -> Result<(FileInfo, usize), Error> {
     let mut r = Reader::new(buf);
+    r.deep = check.deep;
     let magic = r.take(9)?;
     if &magic[..5] != b"REDIS" {
         return corrupt("Wrong signature trying to load DB from file");
@@ -1432,7 +1358,7 @@ fn parse_file(
                     let expected = r.i64_le()? as u64;
                     if expected == 0 {
                         info.checksum_disabled = true;
-                    } else {
+                    } else if check.checksum {
                         let actual = crc64(&buf[..end]);
                         if expected != actual {
                             return Err(Error::Checksum { expected, actual });
@@ -1443,26 +1369,36 @@ fn parse_file(
             }
             _ => {
                 let key = r.string()?.into_owned();
-                let value = r.read_object(t, lim)?;
-                if let Some(value) = value {
-                    keys.push(LoadedKey {
+                match r.read_object(t, lim)? {
+                    Some(value) => keys.push(LoadedKey {
                         db,
                         key,
                         value,
                         expire_ms: expire,
                         idle_secs: idle,
                         freq,
-                    });
+                    }),
+                    None => {
+                        info.empty_keys += 1;
+                        if info.empty_key_names.len() < 10 {
+                            info.empty_key_names.push(key);
+                        }
+                    }
                 }
                 expire = None;
                 idle = None;
                 freq = None;
+                progress(r.pos);
             }
         }
     }
 }
 
+mod blobs;
 mod stream;
+
+use blobs::for_each_zipmap;
+pub use blobs::{for_each_intset, for_each_listpack, for_each_ziplist};
 
 #[cfg(test)]
 mod tests;

@@ -40,6 +40,12 @@ pub struct Persist {
     pending_bgsave: bool,
     /// DEBUG SNAPSHOT-MANUAL: the walker only moves on DEBUG SNAPSHOT-STEP (tests).
     pub manual: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads and loaded files are
+    /// not checked against their CRC64 (tests that forge payloads).
+    pub skip_checksum: bool,
+    /// Payloads deeply sanitized (`sanitize-dump-payload`), INFO's
+    /// dump_payload_sanitizations.
+    pub dump_payload_sanitizations: u64,
     /// Bytes copied on write by the last BGSAVE / AOF rewrite (INFO).
     pub last_cow_size: u64,
     pub aof_last_cow_size: u64,
@@ -48,6 +54,9 @@ pub struct Persist {
     /// SHUTDOWN already did the final save: the loop must not redo it.
     pub shutdown_prepared: bool,
     pub loading: bool,
+    /// The loader is serving clients between keys: commands without the `loading`
+    /// flag get -LOADING.
+    pub serving_while_loading: bool,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
     /// The keys the last load skipped as expired, kept only when asked for (a
@@ -71,11 +80,14 @@ impl Default for Persist {
             snap: None,
             pending_bgsave: false,
             manual: false,
+            skip_checksum: false,
+            dump_payload_sanitizations: 0,
             last_cow_size: 0,
             aof_last_cow_size: 0,
             aof_last_rewrite_secs: -1,
             shutdown_prepared: false,
             loading: false,
+            serving_while_loading: false,
             last_load_keys: 0,
             last_load_expired: 0,
             expired_on_load: None,
@@ -197,6 +209,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
     let snap = Snapshot::begin(
         &mut ex.ks, purpose, dest, header, compress, checksum, access,
     )?;
+    snap.set_key_delay(ex.config.stored_i64("rdb-key-save-delay"));
     ex.persist.snap = Some(snap);
     Ok(())
 }
@@ -550,9 +563,43 @@ pub fn load_image(
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
-    let (info, used) = rdb::read_file(bytes, &lim, |k| loaded.push(k))?;
+    let check = super::load_check(ex);
+    // Redis's test hook `key-load-delay` (microseconds per key, negative: one every
+    // -n keys on average), and at startup clients served every
+    // `loading-process-events-interval-bytes` (they get -LOADING).
+    let delay = ex.config.stored_i64("key-load-delay");
+    let interval = ex
+        .config
+        .stored_i64("loading-process-events-interval-bytes")
+        .max(1024) as usize;
+    let mut next_serve = interval;
+    let mut keys_seen = 0u64;
+    let mut progress = |pos: usize| {
+        keys_seen += 1;
+        match delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(std::time::Duration::from_micros(d as u64)),
+            d => {
+                if keys_seen.is_multiple_of(d.unsigned_abs()) {
+                    std::thread::sleep(std::time::Duration::from_micros(1));
+                }
+            }
+        }
+        if pos >= next_serve {
+            next_serve = pos + interval;
+            ex.serve_while_loading();
+        }
+    };
+    let (info, used) =
+        rdb::read_file_progress(bytes, &lim, check, &mut progress, |k| loaded.push(k))?;
     if info.checksum_disabled {
         crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
+    }
+    for name in &info.empty_key_names {
+        crate::log::notice(&format!(
+            "rdbLoadObject skipping empty key: {}",
+            String::from_utf8_lossy(name)
+        ));
     }
     if let Some(k) = loaded.iter().find(|k| k.db >= ndbs) {
         return Err(rdb::Error::Corrupt(format!(
@@ -634,10 +681,17 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
                     .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
                     .unwrap_or_default()
             ));
-            crate::log::notice(&format!(
-                "Done loading RDB, keys loaded: {}, keys expired: {}.",
-                ex.persist.last_load_keys, ex.persist.last_load_expired
-            ));
+            if info.empty_keys > 0 {
+                crate::log::notice(&format!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+                    ex.persist.last_load_keys, ex.persist.last_load_expired, info.empty_keys
+                ));
+            } else {
+                crate::log::notice(&format!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {}.",
+                    ex.persist.last_load_keys, ex.persist.last_load_expired
+                ));
+            }
             crate::log::notice(&format!(
                 "DB loaded from disk: {:.3} seconds",
                 start.elapsed().as_secs_f64()
@@ -652,7 +706,22 @@ pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
         }
         Err(e) => {
             // Nothing was inserted: the file is decoded and verified before any key
-            // is handed over.
+            // is handed over. The reason is logged as Redis logs it, then once more
+            // as its file check reports it.
+            let reason = match &e {
+                rdb::Error::Checksum { .. } => {
+                    crate::log::warning(&e.to_string());
+                    Some("RDB CRC error".to_string())
+                }
+                rdb::Error::Corrupt(_) | rdb::Error::Truncated => Some(e.reason()),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                crate::log::warning(&format!("Internal error in RDB reading -> {reason}"));
+                crate::log::warning("--- RDB ERROR DETECTED ---");
+                crate::log::warning(&format!("[additional info] {}: {reason}", path.display()));
+                crate::log::warning("Terminating server after rdb file reading failure.");
+            }
             Err(format!(
                 "Fatal error loading the DB ({}): {e}. Exiting.",
                 path.display()

@@ -344,7 +344,7 @@ pub fn read_stream(r: &mut Reader<'_>, t: u8) -> Result<Stream, Error> {
         let master = read_raw_id(&mut kr)?;
         let lp = r.string()?;
         let mut items = Vec::new();
-        for_each_listpack(&lp, |e| {
+        for_each_listpack(&lp, r.deep, |e| {
             items.push(e);
             Ok(())
         })
@@ -508,7 +508,7 @@ mod tests {
         }
         let blob = lp.finish();
         let mut got = Vec::new();
-        for_each_listpack(&blob, |e| {
+        for_each_listpack(&blob, true, |e| {
             got.push(e.into_owned());
             Ok(())
         })

@@ -394,8 +394,10 @@ fn empty_stream_round_trips() {
 fn ziplist(entries: &[&[u8]]) -> Vec<u8> {
     let mut body = Vec::new();
     let mut prev = 0usize;
+    let mut tail = 0usize;
     for e in entries {
         let start = body.len();
+        tail = 10 + start;
         if prev < 254 {
             body.push(prev as u8);
         } else {
@@ -446,7 +448,7 @@ fn ziplist(entries: &[&[u8]]) -> Vec<u8> {
     }
     let mut out = Vec::new();
     out.extend_from_slice(&((body.len() + 11) as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(tail as u32).to_le_bytes());
     out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
     out.extend_from_slice(&body);
     out.push(0xFF);
