@@ -13,7 +13,7 @@ mod evict;
 pub mod latency;
 pub mod monitor;
 pub mod multi;
-mod pause;
+pub mod pause;
 pub mod propagate;
 pub mod pubsub;
 pub mod signals;
@@ -23,6 +23,7 @@ use crate::util::FastMap;
 use std::time::{Duration, Instant};
 
 pub use client::{Client, ReplyMode};
+pub use pause::PausePurpose;
 
 use crate::commands::{self, flags, Command, Ctx};
 use crate::config::Config;
@@ -114,7 +115,7 @@ pub struct ShutdownRequest {
     pub force: bool,
 }
 
-/// CLIENT PAUSE state.
+/// One purpose's pause (CLIENT PAUSE, a failover): until when, and of what.
 #[derive(Debug, Clone, Copy)]
 pub struct Pause {
     pub until: Instant,
@@ -145,7 +146,8 @@ pub struct Executor {
     pub tcp_addrs: Vec<std::net::SocketAddr>,
     pub start_time: Instant,
     pub run_id: String,
-    pub pause: Option<Pause>,
+    /// The pause each purpose holds (pause.rs); the strictest one applies.
+    pub(crate) pauses: [Option<Pause>; PausePurpose::COUNT],
     /// Clients whose next command waits for the pause to end (pause.rs).
     pub postponed: std::collections::BTreeSet<usize>,
     pub slowlog: std::collections::VecDeque<SlowlogEntry>,
@@ -252,7 +254,7 @@ impl Executor {
             cron_paused: false,
             expire_budget: Duration::ZERO,
             close_pending: false,
-            pause: None,
+            pauses: [None; PausePurpose::COUNT],
             postponed: Default::default(),
             slowlog: std::collections::VecDeque::new(),
             slowlog_next_id: 0,

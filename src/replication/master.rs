@@ -32,12 +32,21 @@ use crate::persistence::snapshot::ImageParts;
 use crate::protocol::Reply;
 
 /// PSYNC replid offset, or SYNC (`psync` is None).
-pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
+/// `failover`: PSYNC's FAILOVER argument, our master handing its role to us.
+pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Reply {
     let slot = ctx.client;
     let ex = &mut *ctx.ex;
     if ex.repl.peers.iter().any(|p| p.slot == slot) {
         // Already a replica: ignored, as Redis.
         return Reply::NoReply;
+    }
+    if let (Some((replid, _)), true) = (psync, failover) {
+        if let Some(err) = super::failover::psync_request(ex, slot, replid) {
+            return err;
+        }
+    }
+    if ex.repl.failover.state != super::failover::State::None {
+        return Reply::err("NOMASTERLINK Can't SYNC while failing over");
     }
     if let Some(l) = &ex.repl.link {
         if !l.is_up() {

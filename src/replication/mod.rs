@@ -23,6 +23,7 @@
 
 pub mod backlog;
 pub mod fack;
+pub mod failover;
 pub mod master;
 pub mod replica;
 
@@ -141,6 +142,8 @@ pub struct Repl {
     no_replicas_since: Option<Instant>,
     /// The master's commands are running (the link is out of `link` meanwhile).
     pub(crate) applying_master: bool,
+    /// FAILOVER under way (failover.rs).
+    pub failover: failover::Failover,
 }
 
 impl Default for Repl {
@@ -167,6 +170,7 @@ impl Default for Repl {
             restored_db: None,
             no_replicas_since: None,
             applying_master: false,
+            failover: Default::default(),
         }
     }
 }
@@ -540,6 +544,7 @@ pub fn noreplicas_error(
 /// Once per event-loop turn: WAIT deadlines and wake-ups, GETACK, pings to replicas,
 /// and the replica side's timers.
 pub fn tick(ex: &mut Executor) {
+    failover::tick(ex);
     replica::tick(ex);
     if ex.repl.getack_pending {
         ex.repl.getack_pending = false;
@@ -557,7 +562,11 @@ pub fn tick(ex: &mut Executor) {
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
     if ex.repl.last_ping.elapsed() >= period {
         ex.repl.last_ping = Instant::now();
-        if !ex.repl.peers.is_empty() && !ex.repl.is_replica() {
+        // Not while a failover with a deadline (or a cluster manual failover) holds
+        // writes: the PING would move the offset the replica must reach, as Redis.
+        let failover_pause = ex.pause_of(crate::exec::PausePurpose::Failover).is_some()
+            && (ex.cluster.is_some() || ex.repl.failover.end.is_some());
+        if !ex.repl.peers.is_empty() && !ex.repl.is_replica() && !failover_pause {
             feed_raw(ex, b"*1\r\n$4\r\nPING\r\n");
         }
     }
@@ -672,7 +681,7 @@ pub fn info(ex: &Executor, s: &mut String) {
             p.ack_time.elapsed().as_secs()
         ));
     }
-    field("master_failover_state:no-failover".into());
+    field(format!("master_failover_state:{}", r.failover.state.name()));
     field(format!("master_replid:{}", r.replid));
     field(format!("master_replid2:{}", r.replid2));
     field(format!("master_repl_offset:{}", r.offset));

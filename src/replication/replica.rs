@@ -224,8 +224,16 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
 /// REPLICAOF NO ONE: become a master, keeping the data and the history (the old
 /// replid becomes replid2, so our replicas can continue with PSYNC).
 pub fn stop(ex: &mut Executor) {
+    if unset_master(ex) {
+        crate::log::notice("MASTER MODE enabled (user request from 'id=0')");
+    }
+}
+
+/// Turns this replica into a master (Redis's `replicationUnsetMaster`): the link goes,
+/// the history stays as replid2. False when we were a master already.
+pub fn unset_master(ex: &mut Executor) -> bool {
     let Some(link) = ex.repl.link.take() else {
-        return;
+        return false;
     };
     drop_link(ex, link);
     crate::log::set_role(false);
@@ -234,7 +242,7 @@ pub fn stop(ex: &mut Executor) {
     r.second_offset = r.offset as i64 + 1;
     r.fed_upto = ex.stream.position();
     ex.ks.expire_mode = ExpireMode::Delete;
-    crate::log::notice("MASTER MODE enabled (user request from 'id=0')");
+    true
 }
 
 fn disconnect_peers(ex: &mut Executor) {
@@ -514,6 +522,8 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
     let auth = ex.config.masterauth.clone();
     let user = ex.config.masteruser.clone();
     let (replid, offset) = (ex.repl.replid.clone(), ex.repl.offset);
+    // A master failing over to this one asks it to take over (FAILOVER).
+    let failover = super::failover::in_progress(ex);
     let link = ex.repl.link.as_mut().expect("link");
     match step {
         Step::Pong => {
@@ -567,10 +577,18 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                     crate::log::notice(&format!(
                         "Trying a partial resynchronization (request {replid}:{off})."
                     ));
-                    link.send(&[b"PSYNC", replid.as_bytes(), off.as_bytes()]);
+                    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), off.as_bytes()];
+                    if failover {
+                        psync.push(b"FAILOVER");
+                    }
+                    link.send(&psync);
                 } else {
                     crate::log::notice("Partial resynchronization not possible (no cached master)");
-                    link.send(&[b"PSYNC", b"?", b"-1"]);
+                    let mut psync: Vec<&[u8]> = vec![b"PSYNC", b"?", b"-1"];
+                    if failover {
+                        psync.push(b"FAILOVER");
+                    }
+                    link.send(&psync);
                 }
                 link.state = State::Handshake(Step::Psync);
             }
@@ -595,8 +613,14 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         data: Vec::new(),
                     });
                     link.state = State::Transfer;
+                    if failover {
+                        super::failover::clear(ex);
+                    }
                 }
                 Some("+CONTINUE") => {
+                    if failover {
+                        super::failover::clear(ex);
+                    }
                     crate::log::notice("Successful partial resynchronization with master.");
                     if let Some(id) = words.next().filter(|id| id.len() == 40) {
                         let r = &mut ex.repl;
@@ -610,6 +634,10 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         }
                     }
                     connected(ex);
+                }
+                _ if failover => {
+                    super::failover::abort(ex, "Failover target rejected psync request");
+                    return false;
                 }
                 _ => {
                     fail(
