@@ -275,9 +275,22 @@ impl Executor {
                             .append(db, &[b"SET", key, value, b"PXAT", at.as_bytes()]);
                     }
                     None if relative => self.stream.append(db, &[b"DEL", key]),
+                    // As Redis's setGenericCommand: GET is dropped when no expiry
+                    // rewrote the command (a PXAT one keeps it).
+                    _ if cmd.name == "set" && !args[3..].iter().any(|a| is_expiry_option(a)) => {
+                        let kept: Vec<&[u8]> = args
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+                            .map(|(_, a)| *a)
+                            .collect();
+                        self.stream.append(db, &kept);
+                    }
                     _ => self.stream.append(db, args),
                 }
             }
+            // Redis 6.2+ replicates GETSET as the SET it amounts to.
+            "getset" => self.stream.append(db, &[b"SET", key, args[2]]),
             "getex" => match expire_of(self, key) {
                 Some(Some(at)) => {
                     let at = at.to_string();
@@ -351,4 +364,11 @@ impl Executor {
             _ => self.stream.append(db, args),
         }
     }
+}
+
+/// SET's expiry options (KEEPTTL is not one: it sets none).
+fn is_expiry_option(a: &[u8]) -> bool {
+    [&b"ex"[..], b"px", b"exat", b"pxat"]
+        .iter()
+        .any(|o| a.eq_ignore_ascii_case(o))
 }

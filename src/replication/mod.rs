@@ -57,11 +57,25 @@ pub struct Peer {
     pub image: Option<ImageFeed>,
     /// Asked for the image only (`REPLCONF rdb-only 1`): closed once it is sent.
     pub rdb_only: bool,
+    /// A full resynchronization not started yet (`WaitStart`).
+    pub pending: Option<PendingFull>,
+}
+
+/// A full resynchronization delayed by `repl-diskless-sync-delay`, so that replicas
+/// arriving meanwhile share its snapshot.
+pub struct PendingFull {
+    pub conf: PeerConf,
+    /// PSYNC (answered `+FULLRESYNC` when it starts) rather than SYNC.
+    pub psync: bool,
+    pub since: Instant,
 }
 
 /// A replica's synchronization state (INFO's `state=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerState {
+    /// Its full resynchronization waits to start (`repl-diskless-sync-delay`): not
+    /// answered yet, nothing held for it.
+    WaitStart,
     /// Waiting for the snapshot of its full resynchronization.
     WaitBgsave,
     /// Receiving the image.
@@ -73,7 +87,7 @@ pub enum PeerState {
 impl PeerState {
     pub fn name(self) -> &'static str {
         match self {
-            PeerState::WaitBgsave => "wait_bgsave",
+            PeerState::WaitStart | PeerState::WaitBgsave => "wait_bgsave",
             PeerState::SendBulk => "send_bulk",
             PeerState::Online => "online",
         }
@@ -278,6 +292,8 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     for p in ex.repl.peers.iter_mut() {
         match p.state {
             PeerState::Online => online.push(p.slot),
+            // Its image, when it starts, will be of a later instant.
+            PeerState::WaitStart => {}
             _ => {
                 p.held.extend_from_slice(data);
                 syncing.push(p.slot);
@@ -552,6 +568,7 @@ pub fn tick(ex: &mut Executor) {
             feed_raw(ex, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
         }
     }
+    master::start_pending(ex);
     master::pump_images(ex);
     if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
         ex.repl.last_keepalive = Instant::now();
