@@ -945,6 +945,13 @@ impl Executor {
             );
             self.after_command();
         }
+        // A writable replica expires the keys its own clients gave a TTL.
+        if self.ks.expire_mode == crate::keyspace::ExpireMode::Hide
+            && !self.ks.expire_paused
+            && self.ks.expire_replica_keys(unix_ms()) > 0
+        {
+            self.after_command();
+        }
         self.sample_ops();
         self.close_idle_clients();
         self.tracking_limit_keys(None);
@@ -1098,6 +1105,7 @@ impl Executor {
     pub fn sync_access_policy(&mut self) {
         // Not an access policy, but kept in step at the same moments.
         self.ks.lazy_server_del = self.config.lazyfree_lazy_server_del;
+        self.ks.replica_read_only = self.config.replica_read_only;
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.ks.lfu_params = crate::keyspace::LfuParams {
             log_factor: self.config.lfu_log_factor.clamp(0, u32::MAX as i64) as u32,

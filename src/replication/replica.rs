@@ -242,6 +242,8 @@ pub fn unset_master(ex: &mut Executor) -> bool {
     r.second_offset = r.offset as i64 + 1;
     r.fed_upto = ex.stream.position();
     ex.ks.expire_mode = ExpireMode::Delete;
+    // A master's own expiry covers every key now.
+    ex.ks.replica_local_expires.clear();
     true
 }
 
@@ -741,7 +743,12 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     crate::scripting::functions::flush_libraries(ex);
     crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
     ex.persist.loading = true;
+    // The master's keys: their TTLs are the master's to enforce (Keep, so none is
+    // taken for a key of our own clients').
+    ex.ks.replica_local_expires.clear();
+    ex.ks.expire_mode = ExpireMode::Keep;
     let r = crate::persistence::snapshot::load_bytes(ex, &t.data, false);
+    ex.ks.expire_mode = ExpireMode::Hide;
     ex.persist.loading = false;
     if let Err(e) = r {
         fail(
