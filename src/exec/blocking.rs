@@ -425,6 +425,30 @@ pub fn unblock_with(ex: &mut Executor, slot: usize, reply: &Reply) {
     }
 }
 
+/// The server turns replica (Redis's disconnectAllBlockedClients): every blocked
+/// client is answered — a blocking flush `+OK`, any other command an `UNBLOCKED` error
+/// — and closed after the reply. Clients postponed by a pause are not blocked here:
+/// they run (or are refused) once it ends.
+pub fn disconnect_all_blocked(ex: &mut Executor) {
+    let slots: Vec<usize> = ex.blocking.clients.keys().copied().collect();
+    for slot in slots {
+        let flush = ex.blocking.lazyfree_tickets.remove(&slot).is_some();
+        let Some(b) = ex.blocking.remove(slot) else {
+            continue;
+        };
+        let reply = if flush {
+            Reply::ok()
+        } else {
+            Reply::err(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+            )
+        };
+        count_unblocked(ex, b.cmd, &reply);
+        deliver(ex, slot, &reply);
+        ex.client_mut(slot).close_after_reply = true;
+    }
+}
+
 /// CLIENT UNBLOCK: unblocks the client with `id` as by a timeout, or with an
 /// `UNBLOCKED` error. Returns whether a blocked client was found.
 pub fn unblock_by_id(ex: &mut Executor, id: u64, error: bool) -> bool {

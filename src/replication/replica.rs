@@ -213,6 +213,9 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     // Our history is what the new master may continue from (Redis's
     // replicationCacheMasterUsingMyself).
     let cached = ex.repl.backlog.is_some();
+    // Clients blocked on a master are answered now: the keys they wait for will
+    // change by our new master's stream only.
+    crate::exec::blocking::disconnect_all_blocked(ex);
     crate::log::set_role(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
