@@ -201,3 +201,30 @@ fn replica_keeps_a_key_whose_replicated_expiry_passed_before_it_applied_it() {
     wait_until(|| info(&mut r, "replication", "slave_repl_offset") == off);
     r.check(&[(&["DBSIZE"], ":1\r\n"), (&["EXISTS", "k"], ":0\r\n")]);
 }
+
+#[test]
+fn master_commands_failing_on_the_replica_are_logged_and_counted() {
+    let master = TestServer::start();
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_until(|| link_up(replica.port));
+    let mut m = master.raw(2);
+    let mut r = replica.raw(2);
+    // DEBUG REPLICATE reaches the replicas only.
+    assert_eq!(m.cmd(&["DEBUG", "REPLICATE", "fake-command-1"]), "+OK\r\n");
+    assert_eq!(m.cmd(&["SET", "foo", "bar"]), "+OK\r\n");
+    assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(m.cmd(&["EXISTS", "fake-command-1"]), ":0\r\n");
+    assert_eq!(info(&mut r, "stats", "unexpected_error_replies"), "1");
+    // A writable replica's own key the master's command cannot apply to.
+    r.check(&[
+        (&["CONFIG", "SET", "replica-read-only", "no"], "+OK\r\n"),
+        (&["SET", "number2", "foo"], "+OK\r\n"),
+        (&["SET", "own", "v", "EX", "100"], "+OK\r\n"),
+    ]);
+    assert_eq!(m.cmd(&["INCRBY", "number2", "1"]), ":1\r\n");
+    assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
+    assert_eq!(r.cmd(&["GET", "number2"]), "$3\r\nfoo\r\n");
+    assert_eq!(info(&mut r, "stats", "unexpected_error_replies"), "2");
+    assert_eq!(info(&mut r, "stats", "slave_expires_tracked_keys"), "1");
+}

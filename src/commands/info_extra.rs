@@ -139,16 +139,26 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             let total = (st.eviction_exceeded_total.as_micros() as u64) / 1000 + current;
             f(format!("total_eviction_exceeded_time:{total}"));
             f(format!("current_eviction_exceeded_time:{current}"));
+            f("migrate_cached_sockets:0".into());
+            f(format!(
+                "slave_expires_tracked_keys:{}",
+                ex.ks.replica_local_expires.len()
+            ));
             for k in [
-                "migrate_cached_sockets:0",
-                "slave_expires_tracked_keys:0",
                 "active_defrag_hits:0",
                 "active_defrag_misses:0",
                 "active_defrag_key_hits:0",
                 "active_defrag_key_misses:0",
                 "total_active_defrag_time:0",
                 "current_active_defrag_time:0",
-                "unexpected_error_replies:0",
+            ] {
+                f(k.into());
+            }
+            f(format!(
+                "unexpected_error_replies:{}",
+                st.unexpected_error_replies
+            ));
+            for k in [
                 "dump_payload_sanitizations:0",
                 "io_threaded_reads_processed:0",
                 "io_threaded_writes_processed:0",

@@ -72,6 +72,8 @@ pub struct Stats {
     pub total_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,
     pub client_outbuf_limit_disconnections: u64,
+    /// Errors our master's commands got here (INFO `unexpected_error_replies`).
+    pub unexpected_error_replies: u64,
     /// Samples of (time, commands processed) for instantaneous_ops_per_sec.
     pub ops_samples: Vec<(Instant, u64)>,
     pub instantaneous_ops_per_sec: u64,

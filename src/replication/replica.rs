@@ -905,6 +905,15 @@ fn run(ex: &mut Executor, slot: usize, args: &[&[u8]]) -> bool {
     {
         return true;
     }
-    let _ = ex.execute(slot, args);
+    if let crate::protocol::Reply::Error(e) = ex.execute(slot, args) {
+        // Our dataset may now differ from the master's: logged as Redis's
+        // afterErrorReply does (`propagation-error-behavior` panics are not done).
+        let name = crate::commands::lookup(args[0]).map_or("<unknown>", |c| c.name);
+        let e: String = e.chars().take(4096).collect();
+        crate::log::warning(&format!(
+            "== CRITICAL == This replica is sending an error to its master: '{e}' after processing the command '{name}'"
+        ));
+        ex.stats.unexpected_error_replies += 1;
+    }
     false
 }
