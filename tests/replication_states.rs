@@ -228,3 +228,19 @@ fn master_commands_failing_on_the_replica_are_logged_and_counted() {
     assert_eq!(info(&mut r, "stats", "unexpected_error_replies"), "2");
     assert_eq!(info(&mut r, "stats", "slave_expires_tracked_keys"), "1");
 }
+
+#[test]
+fn wait_timeout_range() {
+    let master = TestServer::start();
+    master.raw(2).check(&[
+        (
+            &["WAIT", "2", "9223372036854775808"],
+            "-ERR timeout is not an integer or out of range\r\n",
+        ),
+        (
+            &["WAIT", "2", "9223372036854775807"],
+            "-ERR timeout is out of range\r\n",
+        ),
+        (&["WAIT", "2", "-1"], "-ERR timeout is negative\r\n"),
+    ]);
+}

@@ -654,6 +654,11 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if ms < 0 {
         return Reply::err("ERR timeout is negative");
     }
+    // As Redis's getTimeoutFromObjectOrReply: the deadline (now + timeout, in unix
+    // milliseconds) must fit.
+    if ms > 0 && ms > i64::MAX - crate::keyspace::unix_ms() {
+        return Reply::err("ERR timeout is out of range");
+    }
     let slot = ctx.client;
     feed(ctx.ex);
     let target = ctx.ex.client(slot).woff;
@@ -661,7 +666,10 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if acked >= num || ctx.ex.blocking.deny_blocking || ctx.ex.client(slot).in_exec {
         return Reply::Int(acked);
     }
-    let deadline = (ms > 0).then(|| Instant::now() + std::time::Duration::from_millis(ms as u64));
+    // A deadline past what Instant holds is no deadline in practice.
+    let deadline = (ms > 0)
+        .then(|| Instant::now().checked_add(std::time::Duration::from_millis(ms as u64)))
+        .flatten();
     let reply = crate::exec::blocking::block(ctx, args, &[], "none", None, Reply::Int(acked));
     let id = ctx.ex.client(slot).id;
     ctx.ex.repl.waiters.push(Waiter {
