@@ -11,7 +11,8 @@
 //!   become PEXPIREAT (or DEL when the key is gone), SET/SETEX/GETEX get a trailing
 //!   PEXPIREAT, HEXPIRE/HPEXPIRE become HPEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
 //!   blocking pops their non-blocking form, the MPOP family single-key pops with a
-//!   count, GETDEL a DEL.
+//!   count, GETDEL a DEL, GETSET a SET, SET ... GET (without an expiry) a SET without
+//!   its GET.
 //! - Commands that run other commands (EXEC, scripts) are not appended themselves:
 //!   the commands they ran are, wrapped in MULTI/EXEC when there is more than one.
 //! - Keys deleted by expiry become DEL, before the command that noticed them.
