@@ -218,6 +218,8 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     crate::exec::blocking::disconnect_all_blocked(ex);
     crate::log::set_role(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    // CONFIG REWRITE records the master we follow now (Redis writes masterhost).
+    ex.config.replicaof = Some((host.clone(), port));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
     // Our replicas must resync with the new history.
@@ -245,6 +247,7 @@ pub fn unset_master(ex: &mut Executor) -> bool {
     r.second_offset = r.offset as i64 + 1;
     r.fed_upto = ex.stream.position();
     ex.ks.expire_mode = ExpireMode::Delete;
+    ex.config.replicaof = None;
     // A master's own expiry covers every key now.
     ex.ks.replica_local_expires.clear();
     true
