@@ -178,6 +178,9 @@ pub fn start_pending(ex: &mut Executor) {
     if !start {
         return;
     }
+    // The stream so far goes out first: the snapshot's offset must cover exactly the
+    // writes it holds (as sync() feeds before it starts one).
+    feed(ex);
     for (slot, _) in waiting {
         let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) else {
             continue;
