@@ -99,6 +99,13 @@ pub fn rewrite_text_with(old: &str, cfg: &Config, force_all: bool) -> String {
         let force = force_all || d.name == "dir" || value != (d.get)(&defaults);
         let new_line = line_for(d.name, &value);
         match slots.iter().find(|(n, _)| *n == d.name) {
+            // A master writes no replicaof line (Redis's rewriteConfigReplicaOfOption).
+            Some((_, idx)) if d.name == "replicaof" && value.is_empty() => {
+                for &i in idx.iter() {
+                    dropped[i] = true;
+                }
+            }
+            None if d.name == "replicaof" && value.is_empty() => {}
             Some((_, idx)) => {
                 lines[idx[0]] = new_line;
                 for &i in &idx[1..] {

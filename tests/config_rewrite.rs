@@ -158,3 +158,25 @@ fn rewrites_in_place_and_restarts_the_same() {
     stop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn rewrite_records_the_master_followed_now() {
+    let dir = temp_dir("config-rewrite-replicaof");
+    let conf = dir.join("cinnabar.conf");
+    std::fs::write(&conf, "save \"\"\n").unwrap();
+    let (child, port) = start_with_conf(&conf, &dir);
+    let mut c = RawConn::connect(port, 2);
+    c.check(&[
+        (&["REPLICAOF", "127.0.0.1", "1"], "+OK\r\n"),
+        (&["CONFIG", "REWRITE"], "+OK\r\n"),
+    ]);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.contains("\nreplicaof 127.0.0.1 1\n"), "{text}");
+    c.check(&[
+        (&["REPLICAOF", "NO", "ONE"], "+OK\r\n"),
+        (&["CONFIG", "REWRITE"], "+OK\r\n"),
+    ]);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(!text.contains("\nreplicaof "), "{text}");
+    stop(child);
+}

@@ -47,7 +47,7 @@ pub fn my_offset(ex: &Executor) -> u64 {
 
 pub fn reset_manual(cl: &mut Cluster, ex: &mut Executor) {
     if cl.failover.mf_paused {
-        ex.pause = None;
+        ex.unpause(crate::exec::PausePurpose::Failover);
     }
     let f = &mut cl.failover;
     f.mf_end = 0;
@@ -91,11 +91,14 @@ pub fn mfstart_received(cl: &mut Cluster, ex: &mut Executor, replica: NodeId) {
     cl.failover.mf_end = now + MF_TIMEOUT;
     cl.failover.mf_replica = Some(replica);
     cl.failover.mf_paused = true;
-    ex.pause = Some(crate::exec::Pause {
-        until: std::time::Instant::now()
-            + std::time::Duration::from_millis((MF_TIMEOUT * MF_PAUSE_MULT) as u64),
-        write_only: true,
-    });
+    ex.set_pause(
+        crate::exec::PausePurpose::Failover,
+        crate::exec::Pause {
+            until: std::time::Instant::now()
+                + std::time::Duration::from_millis((MF_TIMEOUT * MF_PAUSE_MULT) as u64),
+            write_only: true,
+        },
+    );
     crate::log::notice(&format!(
         "Manual failover requested by replica {}.",
         cl.node(replica).name_str()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use crate::commands::flags::*;
 use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
-use crate::exec::{Client, Pause, ReplyMode};
+use crate::exec::{Client, Pause, PausePurpose, ReplyMode};
 use crate::protocol::Reply;
 use crate::{command, container};
 
@@ -746,21 +746,23 @@ fn client_pause(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::SYNTAX;
     }
     let until = Instant::now() + Duration::from_millis(ms);
-    // As Redis's pauseActions: the new mode replaces the pending one's, the later end
-    // time is kept.
-    let pause = match ctx.ex.current_pause() {
-        Some(p) => Pause {
-            until: p.until.max(until),
-            write_only,
-        },
-        None => Pause { until, write_only },
+    // As Redis's pauseClientsByClient: a pending pause of everything stays one (the
+    // more restrictive wins); set_pause keeps the later end time.
+    ctx.ex.current_pause();
+    let all_pending = ctx
+        .ex
+        .pause_of(PausePurpose::Client)
+        .is_some_and(|p| !p.write_only);
+    let pause = Pause {
+        until,
+        write_only: write_only && !all_pending,
     };
-    ctx.ex.set_pause(pause);
+    ctx.ex.set_pause(PausePurpose::Client, pause);
     Reply::ok()
 }
 
 fn client_unpause(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    ctx.ex.unpause();
+    ctx.ex.unpause(PausePurpose::Client);
     Reply::ok()
 }
 

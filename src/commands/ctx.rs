@@ -191,6 +191,14 @@ impl<'a> Ctx<'a> {
         self.ex.persist.loading || self.client_ref().repl_role == Some('M')
     }
 
+    /// Whether an expiry time set now means deleting the key at once (Redis's
+    /// checkAlreadyExpired): never on a replica, whose master's DEL decides (its
+    /// stream's absolute times may have passed by the time it applies them), nor
+    /// while loading.
+    pub fn already_expired(&self, when_ms: i64) -> bool {
+        when_ms <= self.now_ms && !self.ex.persist.loading && !self.ex.repl.is_replica()
+    }
+
     /// The active `proto-max-bulk-len`.
     pub fn max_bulk_len(&self) -> usize {
         self.ex.config.proto_max_bulk_len as usize

@@ -104,6 +104,15 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ],
         );
     }
+    if is(sub, "replicate") && args.len() >= 3 {
+        // Sent to replicas only (not the AOF), with no SELECT, as Redis's.
+        let mut bytes = format!("*{}\r\n", args.len() - 2).into_bytes();
+        for a in &args[2..] {
+            crate::protocol::reply::encode_bulk(a, &mut bytes);
+        }
+        crate::replication::feed_raw(ctx.ex, &bytes);
+        return Reply::ok();
+    }
     if is(sub, "sleep") && args.len() == 3 {
         let Some(secs) = crate::util::numeric::parse_f64(args[2]) else {
             return errors::NOT_FLOAT;

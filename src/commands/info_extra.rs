@@ -146,18 +146,24 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "migrate_cached_sockets:{}",
                 ex.migrate.cached_sockets()
             ));
+            f(format!(
+                "slave_expires_tracked_keys:{}",
+                ex.ks.replica_local_expires.len()
+            ));
             for k in [
-                "slave_expires_tracked_keys:0",
                 "active_defrag_hits:0",
                 "active_defrag_misses:0",
                 "active_defrag_key_hits:0",
                 "active_defrag_key_misses:0",
                 "total_active_defrag_time:0",
                 "current_active_defrag_time:0",
-                "unexpected_error_replies:0",
             ] {
                 f(k.into());
             }
+            f(format!(
+                "unexpected_error_replies:{}",
+                st.unexpected_error_replies
+            ));
             f(format!(
                 "dump_payload_sanitizations:{}",
                 ex.persist.dump_payload_sanitizations

@@ -458,7 +458,7 @@ fn expire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: bool
     if !allowed {
         return Reply::Int(0);
     }
-    if when <= ctx.now_ms {
+    if ctx.already_expired(when) {
         ctx.delete(key);
         ctx.notify(notify::GENERIC, "del", key);
     } else {

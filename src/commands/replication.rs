@@ -6,7 +6,7 @@ use crate::command;
 use crate::commands::flags::*;
 use crate::commands::{Command, Ctx};
 use crate::protocol::Reply;
-use crate::replication::{master, replica};
+use crate::replication::{failover, master, replica};
 
 pub static COMMANDS: &[Command] = &[
     command!("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "An internal command used in replication.", "", sync),
@@ -15,15 +15,23 @@ pub static COMMANDS: &[Command] = &[
     command!("wait", 3, BLOCKING, (0, 0, 0), &["slow", "connection"], "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "O(1)", wait),
     command!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), &["admin", "fast", "dangerous"], "server", "2.8.12", "Returns the replication role.", "O(1)", role),
     command!("replicaof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", "O(1)", replicaof),
+    command!("failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "6.2.0", "Starts a coordinated failover from a server to one of its replicas.", "O(1)", failover),
     command!("slaveof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", "O(1)", replicaof),
 ];
 
 fn sync(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
-    master::sync(ctx, None)
+    master::sync(ctx, None, false)
 }
 
 fn psync(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    master::sync(ctx, Some((args[1], args[2])))
+    let failover = args
+        .get(3)
+        .is_some_and(|a| a.eq_ignore_ascii_case(b"failover"));
+    master::sync(ctx, Some((args[1], args[2])), failover)
+}
+
+fn failover(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    failover::command(ctx, args)
 }
 
 fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -67,6 +75,9 @@ fn replicaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     // Cluster replicas follow their master through CLUSTER REPLICATE.
     if ctx.ex.cluster.is_some() {
         return Reply::err("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if ctx.ex.repl.failover.state != failover::State::None {
+        return Reply::err("ERR REPLICAOF not allowed while failing over.");
     }
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
         replica::stop(ctx.ex);

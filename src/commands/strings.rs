@@ -200,8 +200,9 @@ fn set_generic(
     ctx.notify(notify::STRING, "set", key);
     if let Some(t) = expire {
         ctx.notify(notify::GENERIC, "expire", key);
-        // An absolute time already in the past deletes the key at once.
-        if t <= ctx.now_ms {
+        // An absolute time already in the past deletes the key at once (on a
+        // master: see Ctx::already_expired).
+        if ctx.already_expired(t) {
             ctx.delete(key);
             ctx.notify(notify::GENERIC, "del", key);
         }

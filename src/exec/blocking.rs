@@ -496,6 +496,10 @@ pub fn disconnect_all_blocked(ex: &mut Executor) {
     let mut slots: Vec<usize> = ex.blocking.clients.keys().copied().collect();
     slots.sort_unstable();
     for slot in slots {
+        // A MIGRATE in flight is not blocked in Redis's sense (it runs inline there).
+        if crate::commands::migrate::is_migrating_client(ex, slot) {
+            continue;
+        }
         let reply = if ex.blocking.lazyfree_tickets.contains_key(&slot) {
             Reply::ok()
         } else {

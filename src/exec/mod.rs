@@ -16,7 +16,7 @@ mod evict;
 pub mod latency;
 pub mod monitor;
 pub mod multi;
-mod pause;
+pub mod pause;
 pub mod propagate;
 pub mod pubsub;
 pub mod signals;
@@ -26,6 +26,7 @@ use crate::util::FastMap;
 use std::time::{Duration, Instant};
 
 pub use client::{Client, ReplyMode};
+pub use pause::PausePurpose;
 
 use crate::commands::{self, flags, Command, Ctx};
 use crate::config::Config;
@@ -74,6 +75,8 @@ pub struct Stats {
     pub total_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,
     pub client_outbuf_limit_disconnections: u64,
+    /// Errors our master's commands got here (INFO `unexpected_error_replies`).
+    pub unexpected_error_replies: u64,
     /// Samples of (time, commands processed) for instantaneous_ops_per_sec.
     pub ops_samples: Vec<(Instant, u64)>,
     pub instantaneous_ops_per_sec: u64,
@@ -117,7 +120,7 @@ pub struct ShutdownRequest {
     pub force: bool,
 }
 
-/// CLIENT PAUSE state.
+/// One purpose's pause (CLIENT PAUSE, a failover): until when, and of what.
 #[derive(Debug, Clone, Copy)]
 pub struct Pause {
     pub until: Instant,
@@ -150,7 +153,8 @@ pub struct Executor {
     pub tcp_addrs: Vec<std::net::SocketAddr>,
     pub start_time: Instant,
     pub run_id: String,
-    pub pause: Option<Pause>,
+    /// The pause each purpose holds (pause.rs); the strictest one applies.
+    pub(crate) pauses: [Option<Pause>; PausePurpose::COUNT],
     /// Clients whose next command waits for the pause to end (pause.rs).
     pub postponed: std::collections::BTreeSet<usize>,
     pub slowlog: std::collections::VecDeque<SlowlogEntry>,
@@ -259,7 +263,7 @@ impl Executor {
             cron_paused: false,
             expire_budget: Duration::ZERO,
             close_pending: false,
-            pause: None,
+            pauses: [None; PausePurpose::COUNT],
             migrate: Default::default(),
             postponed: Default::default(),
             slowlog: std::collections::VecDeque::new(),
@@ -954,6 +958,13 @@ impl Executor {
             );
             self.after_command();
         }
+        // A writable replica expires the keys its own clients gave a TTL.
+        if self.ks.expire_mode == crate::keyspace::ExpireMode::Hide
+            && !self.ks.expire_paused
+            && self.ks.expire_replica_keys(unix_ms()) > 0
+        {
+            self.after_command();
+        }
         self.sample_ops();
         self.close_idle_clients();
         self.tracking_limit_keys(None);
@@ -1112,6 +1123,7 @@ impl Executor {
     pub fn sync_access_policy(&mut self) {
         // Not an access policy, but kept in step at the same moments.
         self.ks.lazy_server_del = self.config.lazyfree_lazy_server_del;
+        self.ks.replica_read_only = self.config.replica_read_only;
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.ks.lfu_params = crate::keyspace::LfuParams {
             log_factor: self.config.lfu_log_factor.clamp(0, u32::MAX as i64) as u32,

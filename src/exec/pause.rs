@@ -8,6 +8,13 @@
 //! INFO `blocked_clients` and shows `b` in CLIENT LIST. While a pause lasts, expired
 //! keys read as missing but are not deleted (lazily or actively) and eviction waits,
 //! so the dataset and the replication stream stay still.
+//!
+//! Pauses are kept per purpose, as Redis's `pauseActions`: CLIENT PAUSE (the
+//! client's), a failover (the FAILOVER command's while it waits for a replica to
+//! catch up, or a cluster manual failover's on the master). Each ends on its own
+//! (its time passes, CLIENT UNPAUSE lifts only the client's, the end of a failover
+//! only the failover's), and what is held back is the strictest of those in force:
+//! everything if one pauses everything, writes otherwise.
 
 use std::time::Instant;
 
@@ -15,28 +22,72 @@ use crate::commands::{self, flags, Command};
 
 use super::{Executor, Pause};
 
+/// Who asked for a pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PausePurpose {
+    /// CLIENT PAUSE.
+    Client = 0,
+    /// FAILOVER waiting for its target, or a cluster manual failover (MFSTART).
+    Failover = 1,
+}
+
+impl PausePurpose {
+    pub const COUNT: usize = 2;
+}
+
 impl Executor {
-    /// The pause in force, lifting one whose time has passed.
+    /// The pause in force, the strictest of the purposes' (the latest end, and
+    /// everything paused if one pauses everything); purposes whose time has passed
+    /// are lifted first.
     pub fn current_pause(&mut self) -> Option<Pause> {
-        let p = self.pause?;
-        if Instant::now() < p.until {
-            return Some(p);
+        let before = strictest(&self.pauses);
+        let now = Instant::now();
+        for p in self.pauses.iter_mut() {
+            if p.is_some_and(|q| q.until <= now) {
+                *p = None;
+            }
         }
-        self.unpause();
-        None
+        let after = strictest(&self.pauses);
+        self.pause_changed(before, after);
+        after
     }
 
-    /// Starts (or extends) a pause.
-    pub fn set_pause(&mut self, p: Pause) {
-        self.pause = Some(p);
-        self.ks.expire_paused = true;
+    /// The pause `purpose` holds, if any (its time may have passed).
+    pub fn pause_of(&self, purpose: PausePurpose) -> Option<Pause> {
+        self.pauses[purpose as usize]
     }
 
-    /// Ends the pause: postponed clients run again, expiry and eviction resume.
-    pub fn unpause(&mut self) {
-        self.pause = None;
-        self.ks.expire_paused = false;
-        self.postponed.clear();
+    /// Starts (or replaces) `purpose`'s pause. As Redis's `pauseActions`, the later of
+    /// the old and new end times is kept; what is paused is the new pause's.
+    pub fn set_pause(&mut self, purpose: PausePurpose, p: Pause) {
+        let before = strictest(&self.pauses);
+        let slot = &mut self.pauses[purpose as usize];
+        let until = match *slot {
+            Some(old) if old.until > p.until => old.until,
+            _ => p.until,
+        };
+        *slot = Some(Pause { until, ..p });
+        let after = strictest(&self.pauses);
+        self.pause_changed(before, after);
+    }
+
+    /// Lifts `purpose`'s pause; the others stay.
+    pub fn unpause(&mut self, purpose: PausePurpose) {
+        let before = strictest(&self.pauses);
+        self.pauses[purpose as usize] = None;
+        let after = strictest(&self.pauses);
+        self.pause_changed(before, after);
+    }
+
+    /// After the purposes changed: expiry and eviction wait while any pause lasts;
+    /// when the pause became less strict, postponed clients are looked at again (as
+    /// Redis's `updatePausedActions`: they run, or wait again).
+    fn pause_changed(&mut self, before: Option<Pause>, after: Option<Pause>) {
+        self.ks.expire_paused = after.is_some();
+        let strictness = |p: Option<Pause>| p.map_or(0, |p| if p.write_only { 1 } else { 2 });
+        if strictness(after) < strictness(before) {
+            self.postponed.clear();
+        }
     }
 
     /// Whether the client in `slot` waits for a pause to end before running `args`.
@@ -89,6 +140,20 @@ impl Executor {
                 })
             })
     }
+}
+
+/// The pause in force among `pauses` (their times not looked at): the latest end,
+/// everything paused if one pauses everything.
+fn strictest(pauses: &[Option<Pause>]) -> Option<Pause> {
+    pauses.iter().flatten().fold(None, |acc: Option<Pause>, q| {
+        Some(match acc {
+            None => *q,
+            Some(e) => Pause {
+                until: e.until.max(q.until),
+                write_only: e.write_only && q.write_only,
+            },
+        })
+    })
 }
 
 /// The command (or subcommand) `args` would run, if it exists and the arity fits.

@@ -11,7 +11,8 @@
 //!   become PEXPIREAT (or DEL when the key is gone), SET/SETEX/GETEX get a trailing
 //!   PEXPIREAT, INCRBYFLOAT becomes SET KEEPTTL,
 //!   blocking pops their non-blocking form, the MPOP family single-key pops with a
-//!   count, GETDEL a DEL.
+//!   count, GETDEL a DEL, GETSET a SET, SET ... GET (without an expiry) a SET without
+//!   its GET.
 //! - Commands that run other commands (EXEC, scripts) are not appended themselves:
 //!   the commands they ran are, wrapped in MULTI/EXEC when there is more than one.
 //! - Keys deleted by expiry become DEL, before the command that noticed them.
@@ -408,9 +409,22 @@ impl Executor {
                             .append(db, &[b"SET", key, value, b"PXAT", at.as_bytes()]);
                     }
                     None if relative => self.stream.append(db, &[b"DEL", key]),
+                    // As Redis's setGenericCommand: GET is dropped when no expiry
+                    // rewrote the command (a PXAT one keeps it).
+                    _ if cmd.name == "set" && !args[3..].iter().any(|a| is_expiry_option(a)) => {
+                        let kept: Vec<&[u8]> = args
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+                            .map(|(_, a)| *a)
+                            .collect();
+                        self.stream.append(db, &kept);
+                    }
                     _ => self.stream.append(db, args),
                 }
             }
+            // Redis 6.2+ replicates GETSET as the SET it amounts to.
+            "getset" => self.stream.append(db, &[b"SET", key, args[2]]),
             "getex" => match expire_of(self, key) {
                 Some(Some(at)) => {
                     let at = at.to_string();
@@ -472,6 +486,13 @@ impl Executor {
             _ => self.stream.append(db, args),
         }
     }
+}
+
+/// SET's expiry options (KEEPTTL is not one: it sets none).
+fn is_expiry_option(a: &[u8]) -> bool {
+    [&b"ex"[..], b"px", b"exat", b"pxat"]
+        .iter()
+        .any(|o| a.eq_ignore_ascii_case(o))
 }
 
 #[cfg(test)]

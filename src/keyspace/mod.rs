@@ -81,6 +81,13 @@ pub struct Keyspace {
     /// CLIENT PAUSE holds expiry back: a master then treats expired keys as `Hide`
     /// does (read as missing, not deleted) until the pause ends.
     pub expire_paused: bool,
+    /// Keys given a TTL by a writable replica's own clients (while `expire_mode` is
+    /// `Hide`): the master never sends their DEL, so the replica expires them itself
+    /// (`expire_replica_keys`), as Redis's slaveKeysWithExpire.
+    pub replica_local_expires: std::collections::HashSet<(usize, Vec<u8>)>,
+    /// `replica-read-only`, kept in step by the executor: only a writable replica's
+    /// write lookups delete expired keys.
+    pub replica_read_only: bool,
 }
 
 /// Lazy expiry policy. A replica never deletes keys by itself: the master's DELs do.
@@ -248,6 +255,8 @@ impl Keyspace {
             expire_mode: ExpireMode::Delete,
             no_touch: false,
             expire_paused: false,
+            replica_local_expires: Default::default(),
+            replica_read_only: true,
         }
     }
 
@@ -331,6 +340,13 @@ impl Keyspace {
         if self.expire_if_needed(db, key, now_ms)
             && self.effective_expire_mode() == ExpireMode::Hide
         {
+            // A writable replica's client writes over an expired key: it goes first,
+            // so the write starts afresh (no stale TTL kept), as Redis's lookupKey
+            // with EXPIRE_FORCE_DELETE_EXPIRED. Not on a read-only replica (PFCOUNT
+            // looks up for writing there), nor during a pause on a master.
+            if self.expire_mode == ExpireMode::Hide && !self.replica_read_only {
+                self.delete_expired(db, key);
+            }
             return None;
         }
         let access = self.access_policy();
@@ -375,6 +391,9 @@ impl Keyspace {
         touch: bool,
     ) {
         let touch = touch && !self.no_touch;
+        if expire.is_some() {
+            self.note_local_expire(db, key);
+        }
         let d = &mut self.dbs[db];
         let expire = if keep_ttl {
             d.table.get(key).and_then(|e| e.expire()).or(expire)
@@ -455,6 +474,9 @@ impl Keyspace {
 
     /// Sets or clears a key's expiry. Returns false if the key does not exist.
     pub fn set_expire(&mut self, db: usize, key: &[u8], expire: Option<i64>) -> bool {
+        if expire.is_some() && self.dbs[db].table.contains(key) {
+            self.note_local_expire(db, key);
+        }
         let d = &mut self.dbs[db];
         let had = match d.table.get(key) {
             Some(e) => e.expire().is_some(),
@@ -467,6 +489,42 @@ impl Keyspace {
             _ => {}
         }
         true
+    }
+
+    /// Remembers a key given a TTL on a replica by one of its own clients (only a
+    /// writable replica's get that far).
+    fn note_local_expire(&mut self, db: usize, key: &[u8]) {
+        if self.expire_mode == ExpireMode::Hide {
+            self.replica_local_expires.insert((db, key.to_vec()));
+        }
+    }
+
+    /// A replica's own expiry, of the keys its clients gave a TTL: those whose time
+    /// passed are deleted (as a master deletes them), those without a TTL any more or
+    /// gone are forgotten. Returns how many were deleted.
+    pub fn expire_replica_keys(&mut self, now_ms: i64) -> usize {
+        if self.replica_local_expires.is_empty() {
+            return 0;
+        }
+        let tracked: Vec<(usize, Vec<u8>)> = self.replica_local_expires.iter().cloned().collect();
+        let mut deleted = 0;
+        for (db, key) in tracked {
+            let expire = self
+                .dbs
+                .get(db)
+                .and_then(|d| d.table.get(&key))
+                .and_then(|e| e.expire());
+            match expire {
+                Some(t) if t > now_ms => continue,
+                Some(_) => {
+                    self.delete_expired(db, &key);
+                    deleted += 1;
+                }
+                None => {}
+            }
+            self.replica_local_expires.remove(&(db, key));
+        }
+        deleted
     }
 
     /// Empties one database; `lazy` is an asynchronous flush in Redis's terms (its

@@ -25,19 +25,28 @@
 
 use std::time::Instant;
 
-use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, Waiter};
+use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, PendingFull, Waiter};
 use crate::commands::Ctx;
 use crate::exec::Executor;
 use crate::persistence::snapshot::ImageParts;
 use crate::protocol::Reply;
 
 /// PSYNC replid offset, or SYNC (`psync` is None).
-pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
+/// `failover`: PSYNC's FAILOVER argument, our master handing its role to us.
+pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Reply {
     let slot = ctx.client;
     let ex = &mut *ctx.ex;
     if ex.repl.peers.iter().any(|p| p.slot == slot) {
         // Already a replica: ignored, as Redis.
         return Reply::NoReply;
+    }
+    if let (Some((replid, _)), true) = (psync, failover) {
+        if let Some(err) = super::failover::psync_request(ex, slot, replid) {
+            return err;
+        }
+    }
+    if ex.repl.failover.state != super::failover::State::None {
+        return Reply::err("NOMASTERLINK Can't SYNC while failing over");
     }
     if let Some(l) = &ex.repl.link {
         if !l.is_up() {
@@ -103,7 +112,101 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
     ));
     ensure_backlog(ex);
     ex.repl.sync_full += 1;
-    if let Some(reply) = sync_with_snapshot(ex, slot, id, &ip, &conf, psync.is_some()) {
+    if delays_full_sync(ex, &conf) {
+        crate::log::notice("Delay next BGSAVE for diskless SYNC");
+        add_peer(
+            ex,
+            slot,
+            id,
+            ip,
+            &conf,
+            psync.is_none(),
+            PeerState::WaitStart,
+        );
+        if let Some(p) = ex.repl.peers.last_mut() {
+            p.pending = Some(PendingFull {
+                conf,
+                psync: psync.is_some(),
+                since: Instant::now(),
+            });
+        }
+        return Reply::NoReply;
+    }
+    start_full(ex, slot, id, ip, &conf, psync.is_some())
+}
+
+/// Whether a full resynchronization waits before starting, as Redis's with
+/// `repl-diskless-sync` and a `repl-diskless-sync-delay` (for replicas that read the
+/// EOF format): unless a replication snapshot already runs, which it joins.
+fn delays_full_sync(ex: &Executor, conf: &PeerConf) -> bool {
+    use crate::persistence::cow::Purpose;
+    let joinable = ex
+        .persist
+        .snap
+        .as_ref()
+        .is_some_and(|s| s.purpose == Purpose::Replication && !s.is_cancelled());
+    ex.config.stored_bool("repl-diskless-sync")
+        && conf.capa_eof
+        && ex.config.stored_i64("repl-diskless-sync-delay") > 0
+        && !joinable
+}
+
+/// Each loop turn: delayed full resynchronizations start once the longest waiting
+/// replica has waited `repl-diskless-sync-delay` seconds, or `repl-diskless-sync-max-
+/// replicas` of them wait (Redis's `shouldStartChildForReplication`); all of them
+/// share the snapshot. Not while another snapshot runs.
+pub fn start_pending(ex: &mut Executor) {
+    let waiting: Vec<(usize, u64)> = ex
+        .repl
+        .peers
+        .iter()
+        .filter_map(|p| {
+            p.pending
+                .as_ref()
+                .map(|w| (p.slot, w.since.elapsed().as_secs()))
+        })
+        .collect();
+    if waiting.is_empty() || ex.persist.busy() {
+        return;
+    }
+    let delay = ex.config.stored_i64("repl-diskless-sync-delay").max(0) as u64;
+    let max_replicas = ex.config.stored_i64("repl-diskless-sync-max-replicas");
+    let longest = waiting.iter().map(|w| w.1).max().unwrap_or(0);
+    let start = !ex.config.stored_bool("repl-diskless-sync")
+        || (max_replicas > 0 && waiting.len() as i64 >= max_replicas)
+        || longest >= delay;
+    if !start {
+        return;
+    }
+    // The stream so far goes out first: the snapshot's offset must cover exactly the
+    // writes it holds (as sync() feeds before it starts one).
+    feed(ex);
+    for (slot, _) in waiting {
+        let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) else {
+            continue;
+        };
+        let p = ex.repl.peers.remove(i);
+        let Some(pending) = p.pending else { continue };
+        let reply = start_full(ex, slot, p.id, p.ip, &pending.conf, pending.psync);
+        if let Reply::Error(e) = reply {
+            crate::log::warning(&format!("Full resynchronization failed to start: {e}"));
+            ex.client_mut(slot).close_asap = true;
+            ex.close_pending = true;
+        }
+    }
+}
+
+/// Starts a full resynchronization: the copy-on-write snapshot (or joins the one
+/// running), else a synchronous image.
+fn start_full(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: String,
+    conf: &PeerConf,
+    psync: bool,
+) -> Reply {
+    if let Some(reply) = sync_with_snapshot(ex, slot, id, &ip, conf, psync) {
         return reply;
     }
     let image = match crate::persistence::snapshot::serialize(ex) {
@@ -116,8 +219,8 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> Reply {
         slot,
         id,
         ip,
-        &conf,
-        psync.is_some().then_some(offset),
+        conf,
+        psync.then_some(offset),
         PeerState::SendBulk,
     );
     let head = format!("${}\r\n", image.len());
@@ -237,6 +340,7 @@ fn add_peer(
         held: Vec::new(),
         image: None,
         rdb_only: conf.rdb_only,
+        pending: None,
     });
 }
 
@@ -426,7 +530,8 @@ pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
 /// Every second: a newline to replicas waiting for their snapshot, so their link
 /// does not time out (Redis does the same; replicas skip empty lines there).
 pub fn keepalive_waiting(ex: &mut Executor) {
-    let waiting = peers_in(ex, PeerState::WaitBgsave);
+    let mut waiting = peers_in(ex, PeerState::WaitBgsave);
+    waiting.extend(peers_in(ex, PeerState::WaitStart));
     for slot in waiting {
         ex.client_mut(slot).out.push(b'\n');
         ex.mark_pending_write(slot);
@@ -552,8 +657,9 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if ms < 0 {
         return Reply::err("ERR timeout is negative");
     }
-    // As Redis's getTimeoutFromObjectOrReply: the deadline must fit in ms since 1970.
-    if ms > i64::MAX - ctx.now_ms {
+    // As Redis's getTimeoutFromObjectOrReply: the deadline (now + timeout, in unix
+    // milliseconds) must fit.
+    if ms > 0 && ms > i64::MAX - crate::keyspace::unix_ms() {
         return Reply::err("ERR timeout is out of range");
     }
     let slot = ctx.client;
@@ -563,7 +669,10 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if acked >= num || ctx.ex.blocking.deny_blocking || ctx.ex.client(slot).in_exec {
         return Reply::Int(acked);
     }
-    let deadline = (ms > 0).then(|| Instant::now() + std::time::Duration::from_millis(ms as u64));
+    // A deadline past what Instant holds is no deadline in practice.
+    let deadline = (ms > 0)
+        .then(|| Instant::now().checked_add(std::time::Duration::from_millis(ms as u64)))
+        .flatten();
     let reply = crate::exec::blocking::block(ctx, args, &[], "none", None, Reply::Int(acked));
     let id = ctx.ex.client(slot).id;
     ctx.ex.repl.waiters.push(Waiter {

@@ -23,6 +23,7 @@
 
 pub mod backlog;
 pub mod fack;
+pub mod failover;
 pub mod master;
 pub mod replica;
 
@@ -56,11 +57,25 @@ pub struct Peer {
     pub image: Option<ImageFeed>,
     /// Asked for the image only (`REPLCONF rdb-only 1`): closed once it is sent.
     pub rdb_only: bool,
+    /// A full resynchronization not started yet (`WaitStart`).
+    pub pending: Option<PendingFull>,
+}
+
+/// A full resynchronization delayed by `repl-diskless-sync-delay`, so that replicas
+/// arriving meanwhile share its snapshot.
+pub struct PendingFull {
+    pub conf: PeerConf,
+    /// PSYNC (answered `+FULLRESYNC` when it starts) rather than SYNC.
+    pub psync: bool,
+    pub since: Instant,
 }
 
 /// A replica's synchronization state (INFO's `state=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerState {
+    /// Its full resynchronization waits to start (`repl-diskless-sync-delay`): not
+    /// answered yet, nothing held for it.
+    WaitStart,
     /// Waiting for the snapshot of its full resynchronization.
     WaitBgsave,
     /// Receiving the image.
@@ -72,7 +87,7 @@ pub enum PeerState {
 impl PeerState {
     pub fn name(self) -> &'static str {
         match self {
-            PeerState::WaitBgsave => "wait_bgsave",
+            PeerState::WaitStart | PeerState::WaitBgsave => "wait_bgsave",
             PeerState::SendBulk => "send_bulk",
             PeerState::Online => "online",
         }
@@ -141,6 +156,8 @@ pub struct Repl {
     no_replicas_since: Option<Instant>,
     /// The master's commands are running (the link is out of `link` meanwhile).
     pub(crate) applying_master: bool,
+    /// FAILOVER under way (failover.rs).
+    pub failover: failover::Failover,
 }
 
 impl Default for Repl {
@@ -167,6 +184,7 @@ impl Default for Repl {
             restored_db: None,
             no_replicas_since: None,
             applying_master: false,
+            failover: Default::default(),
         }
     }
 }
@@ -274,6 +292,8 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     for p in ex.repl.peers.iter_mut() {
         match p.state {
             PeerState::Online => online.push(p.slot),
+            // Its image, when it starts, will be of a later instant.
+            PeerState::WaitStart => {}
             _ => {
                 p.held.extend_from_slice(data);
                 syncing.push(p.slot);
@@ -540,6 +560,7 @@ pub fn noreplicas_error(
 /// Once per event-loop turn: WAIT deadlines and wake-ups, GETACK, pings to replicas,
 /// and the replica side's timers.
 pub fn tick(ex: &mut Executor) {
+    failover::tick(ex);
     replica::tick(ex);
     if ex.repl.getack_pending {
         ex.repl.getack_pending = false;
@@ -547,6 +568,7 @@ pub fn tick(ex: &mut Executor) {
             feed_raw(ex, b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
         }
     }
+    master::start_pending(ex);
     master::pump_images(ex);
     if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
         ex.repl.last_keepalive = Instant::now();
@@ -557,7 +579,11 @@ pub fn tick(ex: &mut Executor) {
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
     if ex.repl.last_ping.elapsed() >= period {
         ex.repl.last_ping = Instant::now();
-        if !ex.repl.peers.is_empty() && !ex.repl.is_replica() {
+        // Not while a failover with a deadline (or a cluster manual failover) holds
+        // writes: the PING would move the offset the replica must reach, as Redis.
+        let failover_pause = ex.pause_of(crate::exec::PausePurpose::Failover).is_some()
+            && (ex.cluster.is_some() || ex.repl.failover.end.is_some());
+        if !ex.repl.peers.is_empty() && !ex.repl.is_replica() && !failover_pause {
             feed_raw(ex, b"*1\r\n$4\r\nPING\r\n");
         }
     }
@@ -672,7 +698,7 @@ pub fn info(ex: &Executor, s: &mut String) {
             p.ack_time.elapsed().as_secs()
         ));
     }
-    field("master_failover_state:no-failover".into());
+    field(format!("master_failover_state:{}", r.failover.state.name()));
     field(format!("master_replid:{}", r.replid));
     field(format!("master_replid2:{}", r.replid2));
     field(format!("master_repl_offset:{}", r.offset));

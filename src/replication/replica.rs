@@ -200,8 +200,6 @@ impl Link {
 
 /// REPLICAOF host port: follow a new master.
 pub fn start(ex: &mut Executor, host: String, port: u16) {
-    // Clients blocked on this node as a master will not be served as a replica.
-    crate::exec::blocking::disconnect_all_blocked(ex);
     // The stream's database where our history ends: the old master's, one an RDB
     // recorded, or our own stream's as a master.
     let stream_db = match ex.repl.link.take() {
@@ -215,8 +213,13 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     // Our history is what the new master may continue from (Redis's
     // replicationCacheMasterUsingMyself).
     let cached = ex.repl.backlog.is_some();
+    // Clients blocked on a master are answered now: the keys they wait for will
+    // change by our new master's stream only.
+    crate::exec::blocking::disconnect_all_blocked(ex);
     crate::log::set_role(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    // CONFIG REWRITE records the master we follow now (Redis writes masterhost).
+    ex.config.replicaof = Some((host.clone(), port));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
     // Our replicas must resync with the new history.
@@ -226,8 +229,16 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
 /// REPLICAOF NO ONE: become a master, keeping the data and the history (the old
 /// replid becomes replid2, so our replicas can continue with PSYNC).
 pub fn stop(ex: &mut Executor) {
+    if unset_master(ex) {
+        crate::log::notice("MASTER MODE enabled (user request from 'id=0')");
+    }
+}
+
+/// Turns this replica into a master (Redis's `replicationUnsetMaster`): the link goes,
+/// the history stays as replid2. False when we were a master already.
+pub fn unset_master(ex: &mut Executor) -> bool {
     let Some(link) = ex.repl.link.take() else {
-        return;
+        return false;
     };
     drop_link(ex, link);
     crate::log::set_role(false);
@@ -236,7 +247,10 @@ pub fn stop(ex: &mut Executor) {
     r.second_offset = r.offset as i64 + 1;
     r.fed_upto = ex.stream.position();
     ex.ks.expire_mode = ExpireMode::Delete;
-    crate::log::notice("MASTER MODE enabled (user request from 'id=0')");
+    ex.config.replicaof = None;
+    // A master's own expiry covers every key now.
+    ex.ks.replica_local_expires.clear();
+    true
 }
 
 fn disconnect_peers(ex: &mut Executor) {
@@ -516,6 +530,8 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
     let auth = ex.config.masterauth.clone();
     let user = ex.config.masteruser.clone();
     let (replid, offset) = (ex.repl.replid.clone(), ex.repl.offset);
+    // A master failing over to this one asks it to take over (FAILOVER).
+    let failover = super::failover::in_progress(ex);
     let link = ex.repl.link.as_mut().expect("link");
     match step {
         Step::Pong => {
@@ -569,10 +585,18 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                     crate::log::notice(&format!(
                         "Trying a partial resynchronization (request {replid}:{off})."
                     ));
-                    link.send(&[b"PSYNC", replid.as_bytes(), off.as_bytes()]);
+                    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), off.as_bytes()];
+                    if failover {
+                        psync.push(b"FAILOVER");
+                    }
+                    link.send(&psync);
                 } else {
                     crate::log::notice("Partial resynchronization not possible (no cached master)");
-                    link.send(&[b"PSYNC", b"?", b"-1"]);
+                    let mut psync: Vec<&[u8]> = vec![b"PSYNC", b"?", b"-1"];
+                    if failover {
+                        psync.push(b"FAILOVER");
+                    }
+                    link.send(&psync);
                 }
                 link.state = State::Handshake(Step::Psync);
             }
@@ -597,8 +621,14 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         data: Vec::new(),
                     });
                     link.state = State::Transfer;
+                    if failover {
+                        super::failover::clear(ex);
+                    }
                 }
                 Some("+CONTINUE") => {
+                    if failover {
+                        super::failover::clear(ex);
+                    }
                     crate::log::notice("Successful partial resynchronization with master.");
                     if let Some(id) = words.next().filter(|id| id.len() == 40) {
                         let r = &mut ex.repl;
@@ -612,6 +642,10 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         }
                     }
                     connected(ex);
+                }
+                _ if failover => {
+                    super::failover::abort(ex, "Failover target rejected psync request");
+                    return false;
                 }
                 _ => {
                     fail(
@@ -715,7 +749,12 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
     crate::scripting::functions::flush_libraries(ex);
     crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
     ex.persist.loading = true;
+    // The master's keys: their TTLs are the master's to enforce (Keep, so none is
+    // taken for a key of our own clients').
+    ex.ks.replica_local_expires.clear();
+    ex.ks.expire_mode = ExpireMode::Keep;
     let r = crate::persistence::snapshot::load_bytes(ex, &t.data, false);
+    ex.ks.expire_mode = ExpireMode::Hide;
     ex.persist.loading = false;
     if let Err(e) = r {
         fail(
@@ -869,6 +908,15 @@ fn run(ex: &mut Executor, slot: usize, args: &[&[u8]]) -> bool {
     {
         return true;
     }
-    let _ = ex.execute(slot, args);
+    if let crate::protocol::Reply::Error(e) = ex.execute(slot, args) {
+        // Our dataset may now differ from the master's: logged as Redis's
+        // afterErrorReply does (`propagation-error-behavior` panics are not done).
+        let name = crate::commands::lookup(args[0]).map_or("<unknown>", |c| c.name);
+        let e: String = e.chars().take(4096).collect();
+        crate::log::warning(&format!(
+            "== CRITICAL == This replica is sending an error to its master: '{e}' after processing the command '{name}'"
+        ));
+        ex.stats.unexpected_error_replies += 1;
+    }
     false
 }

@@ -126,6 +126,10 @@ impl TestServer {
                 "yes".into(),
                 "--enable-module-command".into(),
                 "yes".into(),
+                // Full resyncs start at once, as in Redis's default.conf (the
+                // server's default waits 5 seconds for more replicas).
+                "--repl-diskless-sync-delay".into(),
+                "0".into(),
                 "--loglevel".into(),
                 "warning".into(),
             ];
