@@ -73,6 +73,9 @@ impl BusyScript {
 pub trait ServeWhileBusy {
     /// One non-blocking round of network work with only busy-allowed commands run.
     fn serve(&self, ex: &mut Executor);
+    /// Closes a client's connection at once (client eviction); false when that
+    /// cannot be done now (the connection's command is running, or the loop is busy).
+    fn close_now(&self, ex: &mut Executor, slot: usize) -> bool;
 }
 
 impl Executor {
