@@ -43,8 +43,8 @@ const EVICTION_FLOOR: usize = 128 * 1024;
 /// Server-wide client-memory bookkeeping.
 pub struct ClientMemory {
     /// Sum of `mem_usage` over counted clients (normal and Pub/Sub, as Redis's
-    /// CLIENT_TYPE_NORMAL + CLIENT_TYPE_PUBSUB memory): INFO `mem_clients_normal`
-    /// and what maxmemory-clients limits.
+    /// CLIENT_TYPE_NORMAL + CLIENT_TYPE_PUBSUB memory): what maxmemory-clients
+    /// limits. Kept only while a limit is set.
     pub normal: usize,
     /// The effective maxmemory-clients in bytes; `usize::MAX` when off.
     pub limit: usize,
@@ -152,6 +152,15 @@ impl Executor {
         let Some(c) = self.clients.get_mut(slot).and_then(|c| c.as_deref_mut()) else {
             return;
         };
+        let used = c.out.len().min(c.reply_buf_size);
+        if used > c.reply_buf_peak {
+            c.reply_buf_peak = used;
+        }
+        // Without a limit nothing reads the sum (INFO and CLIENT LIST compute their
+        // figures), so requests pay nothing for it.
+        if self.client_mem.limit == usize::MAX {
+            return;
+        }
         if c.mem_in_total {
             self.client_mem.normal -= c.mem_usage;
         }
@@ -159,10 +168,6 @@ impl Executor {
         c.mem_in_total = c.mem_counted();
         if c.mem_in_total {
             self.client_mem.normal += c.mem_usage;
-        }
-        let used = c.out.len().min(c.reply_buf_size);
-        if used > c.reply_buf_peak {
-            c.reply_buf_peak = used;
         }
     }
 
@@ -202,11 +207,24 @@ impl Executor {
             Some(_) => 0,
             None => v.parse().unwrap_or(0),
         };
+        let was_off = self.client_mem.limit == usize::MAX;
         self.client_mem.limit = if bytes == 0 {
             usize::MAX
         } else {
             bytes.max(EVICTION_FLOOR)
         };
+        // The sum is kept only while a limit is set: it starts from a full count.
+        if was_off && self.client_mem.limit != usize::MAX {
+            let slots: Vec<usize> = self.clients().map(|(slot, _)| slot).collect();
+            for slot in slots {
+                self.update_client_mem(slot);
+            }
+        } else if self.client_mem.limit == usize::MAX {
+            self.client_mem.normal = 0;
+            for (_, c) in self.clients_mut() {
+                c.mem_in_total = false;
+            }
+        }
     }
 
     /// Redis's evictClients: closes the biggest evictable clients until the clients'
