@@ -59,11 +59,13 @@ fn an_announced_big_argument_gets_room_and_an_idle_client_gives_it_back() {
         .unwrap();
     wait_until(|| {
         let (qbuf, free, _) = qbuf_of(&mut admin, "fa");
-        qbuf == 30 && qbuf + free >= 1_000_000
+        // As Redis, the buffer holds the big argument alone: what preceded its
+        // data is no longer counted.
+        qbuf == 0 && free >= 1_000_000
     });
     wait_until(|| {
         let (qbuf, free, idle) = qbuf_of(&mut admin, "fa");
-        idle >= 3 && qbuf + free == 30
+        idle >= 3 && qbuf + free == 0
     });
     // The rest of the argument still completes the command.
     c.write_all(&vec![b'x'; 1_000_000]).unwrap();

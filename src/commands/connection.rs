@@ -497,10 +497,9 @@ fn client_getname(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
     }
 }
 
-/// One CLIENT LIST line, with Redis 7.4's fields.
-/// Redis's PROTO_REPLY_CHUNK_BYTES: the size of a client's fixed reply buffer.
-const REPLY_CHUNK_BYTES: usize = 16 * 1024;
-
+/// One CLIENT LIST line, with Redis 7.4's fields. The output buffer's first
+/// `rbs` bytes play the part of Redis's reply buffer (`obl`), the rest its reply
+/// list (`oll` in 16 KB blocks, `omem`); `tot-mem` is `Client::memory_usage`.
 pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
     let s = |b: &Option<Vec<u8>>| {
         b.as_deref()
@@ -508,14 +507,9 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
             .unwrap_or_default()
             .into_owned()
     };
-    // The first 16 KB of the output buffer play the part of Redis's fixed reply
-    // buffer (`rbs`, `obl`); `omem` counts what lies past it, as Redis counts its
-    // reply list.
-    let rbs = c.out.capacity().min(REPLY_CHUNK_BYTES);
-    let obl = c.pending_output().min(REPLY_CHUNK_BYTES);
-    let omem = c.out.capacity().saturating_sub(REPLY_CHUNK_BYTES);
+    let events = if c.pending_output() > 0 { "rw" } else { "r" };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -532,10 +526,15 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
         c.tx.watched.len(),
         c.qbuf,
         qbuf_free,
-        rbs,
-        obl,
-        omem,
-        c.out.capacity() + c.qbuf + qbuf_free + std::mem::size_of::<Client>(),
+        c.argv_mem,
+        c.multi_mem(),
+        c.reply_buf_size,
+        c.reply_buf_peak,
+        c.reply_buf_used(),
+        c.reply_list_blocks(),
+        c.reply_list_bytes(),
+        c.memory_usage(),
+        events,
         c.last_cmd,
         c.user,
         c.tracking.redirect_id(),

@@ -60,6 +60,12 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Like HTSTATS but for the hash table stored at <key>'s value.",
                 "DICT-RESIZING <0|1>",
                 "    Enable or disable the main dict and expire dict resizing.",
+                "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+                "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+                "    In case NEVER is provided the last observed peak will never be reset",
+                "    In case RESET is provided the peak reset time will be restored to the default value",
+                "REPLYBUFFER RESIZING <0|1>",
+                "    Enable or disable the reply buffer resize cron job",
                 "QUICKLIST-PACKED-THRESHOLD <size>",
                 "    Sets the threshold for elements to be inserted as plain vs packed nodes",
                 "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
@@ -213,6 +219,9 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         || (is(sub, "quicklist") && (args.len() == 3 || args.len() == 4))
     {
         return debug_structure(ctx, args);
+    }
+    if is(sub, "replybuffer") && args.len() == 4 {
+        return debug_replybuffer(ctx, args);
     }
     if is(sub, "pause-cron") && args.len() == 3 {
         // As Redis's atoi: a leading integer, anything else reads as 0.
@@ -403,6 +412,32 @@ fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 /// C's `atoi`: the optional sign and digits at the start, 0 when there are none.
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME <ms|NEVER|RESET> and RESIZING <0|1>: the
+/// adaptive reply buffer's knobs (exec/client_mem.rs).
+fn debug_replybuffer(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let m = &mut ctx.ex.client_mem;
+    if is(args[2], "peak-reset-time") {
+        if is(args[3], "never") {
+            m.peak_reset_ms = -1;
+        } else if is(args[3], "reset") {
+            m.peak_reset_ms = crate::exec::client_mem::DEFAULT_PEAK_RESET_MS;
+        } else {
+            match crate::util::numeric::parse_i64(args[3]) {
+                Some(ms) => m.peak_reset_ms = ms,
+                None => return Reply::err("ERR value is not an integer or out of range"),
+            }
+        }
+    } else if is(args[2], "resizing") {
+        m.resizing = leading_int(args[3]) != 0;
+    } else {
+        return Reply::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(args[1])
+        ));
+    }
+    Reply::ok()
+}
+
 fn leading_int(arg: &[u8]) -> i64 {
     let (neg, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),

@@ -29,6 +29,32 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
         s.push_str("\r\n");
     };
     match section {
+        "debug" => {
+            let st = &ex.stats;
+            let lua = ex
+                .scripting
+                .as_ref()
+                .map_or(0, |e| e.eval.lua.used_memory());
+            f("# Debug".into());
+            f(format!(
+                "eventloop_duration_aof_sum:{}",
+                st.eventloop_aof_ns / 1000
+            ));
+            f(format!(
+                "eventloop_duration_cron_sum:{}",
+                st.eventloop_cron_ns / 1000
+            ));
+            f(format!("eventloop_duration_max:{}", st.eventloop_max_usec));
+            f(format!(
+                "eventloop_cmd_per_cycle_max:{}",
+                st.eventloop_cmd_per_cycle_max
+            ));
+            // The Lua VM allocates through the process allocator: no separate arena.
+            f(format!("allocator_allocated_lua:{lua}"));
+            f(format!("allocator_active_lua:{lua}"));
+            f(format!("allocator_resident_lua:{lua}"));
+            f("allocator_frag_bytes_lua:0".into());
+        }
         "server" => {
             f("atomicvar_api:c11-builtin".into());
             f("gcc_version:0.0.0".into());
@@ -132,10 +158,10 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "instantaneous_output_repl_kbps:0.00",
                 "total_net_repl_input_bytes:0",
                 "total_net_repl_output_bytes:0",
-                "evicted_clients:0",
             ] {
                 f(k.into());
             }
+            f(format!("evicted_clients:{}", ex.client_mem.evicted));
             let current = st
                 .eviction_exceeded_since
                 .map_or(0, |t| t.elapsed().as_millis() as u64);

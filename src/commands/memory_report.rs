@@ -84,11 +84,7 @@ impl MemReport {
             if c.embedded {
                 continue;
             }
-            let bytes = std::mem::size_of::<crate::exec::Client>()
-                + c.out.capacity()
-                + c.deferred.capacity()
-                + c.qbuf
-                + c.qbuf_free;
+            let bytes = c.memory_usage();
             if ex.repl.peers.iter().any(|p| p.slot == slot) {
                 r.clients_slaves += bytes;
                 r.replicas += 1;

@@ -255,7 +255,13 @@ fn info(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if wanted.is_empty() {
         wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
     }
-    let order: Vec<&str> = DEFAULT_SECTIONS.iter().chain(ALL_EXTRA).copied().collect();
+    // `debug` only when asked for by name, as in Redis.
+    let order: Vec<&str> = DEFAULT_SECTIONS
+        .iter()
+        .chain(ALL_EXTRA)
+        .chain(&["debug"])
+        .copied()
+        .collect();
     let mut text = String::new();
     for section in order {
         if !wanted.iter().any(|w| w == section) {
@@ -341,17 +347,9 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             );
             field!("cluster_connections:{}", crate::cluster::connections(ex));
             field!("maxclients:{}", ex.config.maxclients);
-            field!(
-                "client_recent_max_input_buffer:{}",
-                ex.clients().map(|(_, c)| c.qbuf).max().unwrap_or(0)
-            );
-            field!(
-                "client_recent_max_output_buffer:{}",
-                ex.clients()
-                    .map(|(_, c)| c.pending_output())
-                    .max()
-                    .unwrap_or(0)
-            );
+            let (recent_in, recent_out) = ex.client_mem.recent_max();
+            field!("client_recent_max_input_buffer:{recent_in}");
+            field!("client_recent_max_output_buffer:{recent_out}");
             field!("blocked_clients:{}", ex.blocked_clients());
             field!(
                 "tracking_clients:{}",

@@ -616,7 +616,7 @@ pub static STORED: &[Directive] = &[
         Kind::Mem(1, i64::MAX as i128),
         "104857600"
     ),
-    // No effect here: clients are never evicted for their memory.
+    // Read by exec::client_mem (client eviction).
     stored!(
         "maxmemory-clients",
         &[],

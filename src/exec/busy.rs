@@ -76,6 +76,9 @@ pub trait ServeWhileBusy {
     /// One non-blocking round while the dataset loads (commands without the
     /// `loading` flag get -LOADING).
     fn serve_loading(&self, ex: &mut Executor);
+    /// Closes a client's connection at once (client eviction); false when that
+    /// cannot be done now (the connection's command is running, or the loop is busy).
+    fn close_now(&self, ex: &mut Executor, slot: usize) -> bool;
 }
 
 impl Executor {

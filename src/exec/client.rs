@@ -85,6 +85,20 @@ pub struct Client {
     pub woff: u64,
     /// `S` for a replica attached to us, `M` for our master's link (CLIENT LIST).
     pub repl_role: Option<char>,
+    /// The adaptive reply buffer's size and its peak use since `reply_peak_reset_at`
+    /// (unix ms): CLIENT LIST `rbs` and `rbp` (exec/client_mem.rs).
+    pub reply_buf_size: usize,
+    pub reply_buf_peak: usize,
+    pub reply_peak_reset_at: i64,
+    /// The running command's argument bytes (CLIENT LIST `argv-mem`).
+    pub argv_mem: usize,
+    /// Memory as last computed (`Executor::update_client_mem`), and whether it is in
+    /// the server-wide sum that maxmemory-clients limits.
+    pub mem_usage: usize,
+    pub mem_in_total: bool,
+    /// Evicted for maxmemory-clients while its own command ran: closed before the
+    /// next one.
+    pub evicted: bool,
 }
 
 impl Client {
@@ -131,6 +145,13 @@ impl Client {
             deferred: Vec::new(),
             woff: 0,
             repl_role: None,
+            reply_buf_size: super::client_mem::REPLY_CHUNK_BYTES,
+            reply_buf_peak: 0,
+            reply_peak_reset_at: crate::keyspace::unix_ms(),
+            argv_mem: 0,
+            mem_usage: 0,
+            mem_in_total: false,
+            evicted: false,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod busy;
 /// The reply to commands refused while the dataset loads (Redis's `loadingerr`).
 pub const LOADING_ERR: &str = "LOADING Redis is loading the dataset in memory";
 pub mod client;
+pub mod client_mem;
 mod evict;
 pub mod latency;
 pub mod monitor;
@@ -92,6 +93,10 @@ pub struct Stats {
     pub eventloop_max_usec: u64,
     pub eventloop_cmd_usec: u64,
     pub eventloop_cmd_per_cycle_max: u64,
+    /// Nanoseconds spent in the cron and in AOF flushes (INFO debug
+    /// eventloop_duration_cron_sum / eventloop_duration_aof_sum).
+    pub eventloop_cron_ns: u64,
+    pub eventloop_aof_ns: u64,
     /// Samples of (time, cycles, busy usec) for the instantaneous_eventloop_* rates.
     pub eventloop_samples: Vec<(Instant, u64, u64)>,
     pub instantaneous_eventloop_cycles_per_sec: u64,
@@ -226,6 +231,8 @@ pub struct Executor {
     /// pass ran out of time with memory still over the limit, and the database the
     /// random policies visit next.
     pub eviction_pool: evict::EvictionPool,
+    /// Client memory, maxmemory-clients and reply-buffer settings (client_mem.rs).
+    pub client_mem: client_mem::ClientMemory,
     pub eviction_running: bool,
     eviction_next_db: usize,
     /// Cluster mode's state (src/cluster); None with `cluster-enabled no`.
@@ -293,11 +300,13 @@ impl Executor {
             repl: Default::default(),
             latency: Default::default(),
             eviction_pool: Default::default(),
+            client_mem: Default::default(),
             eviction_running: false,
             eviction_next_db: 0,
             cluster: None,
         };
         ex.sync_access_policy();
+        ex.sync_client_eviction_limit();
         ex
     }
 
@@ -345,6 +354,7 @@ impl Executor {
             self.postponed.remove(&slot);
             crate::replication::disconnected(self, slot);
             self.clear_client_state(slot);
+            self.forget_client_mem(slot);
             let internal = self.client(slot).embedded;
             self.clients[slot] = None;
             self.free_slots.push(slot);
@@ -417,8 +427,10 @@ impl Executor {
         // Pushes to this client raised by its own command follow the reply (pubsub.rs);
         // `call` marks the client executing, so what happens before the command runs
         // (evictions, the tracking table's limit) reaches it first, as in Redis.
+        self.client_mut(slot).argv_mem = client_mem::argv_len(args);
         let reply = self.execute(slot, args);
         let c = self.client_mut(slot);
+        c.argv_mem = 0;
         // ASKING holds for the next command only (outside MULTI), as Redis's resetClient.
         if c.cluster_asking && c.tx.multi.is_none() && !args[0].eq_ignore_ascii_case(b"asking") {
             c.cluster_asking = false;
@@ -443,6 +455,8 @@ impl Executor {
             self.mark_pending_write(slot);
         }
         self.check_output_limits(slot);
+        // The command's output counts for maxmemory-clients before the next one runs.
+        self.update_client_mem(slot);
         // Keys made ready by this command (or MULTI/EXEC block, or script) wake
         // their waiters now that it has finished.
         // (Not while a script is busy: it is still in the middle of its work.)
@@ -929,6 +943,11 @@ impl Executor {
             .min(walk)
     }
 
+    /// When the last cron tick began.
+    pub fn cron_started(&self) -> Instant {
+        self.last_cron
+    }
+
     /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
     /// expiry budget for the tick. Returns whether a tick ran.
     pub fn cron(&mut self) -> bool {
@@ -1095,6 +1114,7 @@ impl Executor {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
         }
         self.sync_access_policy();
+        self.sync_client_eviction_limit();
         if self.config.maxmemory > 0 && crate::alloc::used_memory() > self.config.maxmemory as usize
         {
             // As Redis's startEvictionTimeProc: a lowered limit starts evicting at
@@ -1134,6 +1154,9 @@ impl Executor {
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&mut self) {
         self.stats = Stats::default();
+        self.client_mem.evicted = 0;
+        self.client_mem.shrinks = 0;
+        self.client_mem.expands = 0;
         self.ks.lazyfree.reset_freed();
         self.cmd_stats.clear();
         self.error_stats.clear();

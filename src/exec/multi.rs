@@ -36,6 +36,9 @@ impl std::fmt::Debug for Queued {
 #[derive(Debug, Default)]
 pub struct MultiState {
     pub queue: Vec<Queued>,
+    /// Bytes of the queued arguments plus a pointer each (CLIENT LIST `multi-mem`,
+    /// Redis's argv_len_sums).
+    pub argv_len_sums: usize,
     /// An error happened while queueing: EXEC answers EXECABORT.
     pub dirty_exec: bool,
 }
@@ -201,6 +204,7 @@ impl Executor {
         let m = self.client_mut(slot).tx.multi.as_mut().expect("in multi");
         // An aborted transaction keeps no memory for what it will never run.
         if !m.dirty_exec {
+            m.argv_len_sums += args.iter().map(|a| a.len() + 8).sum::<usize>();
             m.queue.push(Queued {
                 cmd,
                 args: args.iter().map(|a| a.to_vec()).collect(),

@@ -63,6 +63,11 @@ impl ClientSubs {
         self.channels.len() + self.patterns.len() + self.shard.len()
     }
 
+    /// Allocated subscription slots (client memory, `exec/client_mem.rs`).
+    pub fn slots(&self) -> usize {
+        self.channels.capacity() + self.patterns.capacity() + self.shard.capacity()
+    }
+
     fn set(&self, kind: Kind) -> &FastMap<Vec<u8>, u64> {
         match kind {
             Kind::Channel => &self.channels,

@@ -44,6 +44,20 @@ impl ServeWhileBusy for BusyServer {
         };
         net.serve_loading(ex);
     }
+
+    fn close_now(&self, ex: &mut Executor, slot: usize) -> bool {
+        let Some(net) = self.0.upgrade() else {
+            return false;
+        };
+        let Ok(mut net) = net.try_borrow_mut() else {
+            return false;
+        };
+        if !matches!(net.conns.get(slot), Some(Some(_))) {
+            return false;
+        }
+        net.close(ex, slot);
+        true
+    }
 }
 
 impl Net {

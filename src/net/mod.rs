@@ -37,7 +37,7 @@ const READ_BUDGET_PER_TURN: usize = 64 * 1024;
 /// Output buffers larger than this are released once drained.
 const OUT_KEEP: usize = 64 * 1024;
 /// A recently active client's own query buffer (Redis's PROTO_IOBUF_LEN): kept until
-/// the client has been idle for `QBUF_IDLE_SECS`, then freed by `resize_query_buffers`.
+/// the client has been idle for `QBUF_IDLE_SECS`, then freed by `clients_cron`.
 const QBUF_PRIVATE: usize = 16 * 1024;
 /// Announced bulks from this size on get room for the whole argument at once (Redis's
 /// PROTO_MBULK_BIG_ARG), up to `READ_CHUNK * 16`.
@@ -57,7 +57,7 @@ struct Conn {
     rbuf: Vec<u8>,
     /// `rbuf` is the shared buffer, borrowed for this read (see `settle_rbuf`).
     rbuf_borrowed: bool,
-    /// The most bytes pending since the last `resize_query_buffers` (Redis's
+    /// The most bytes pending since the last `clients_cron` (Redis's
     /// querybuf_peak).
     qbuf_peak: usize,
     start: usize,
@@ -303,15 +303,28 @@ impl Server {
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
             // before any reply announcing them is written.
-            crate::persistence::aof::flush(&mut self.ex);
+            if self.ex.aof.is_some() {
+                let aof_start = std::time::Instant::now();
+                crate::persistence::aof::flush(&mut self.ex);
+                self.ex.stats.eventloop_aof_ns += aof_start.elapsed().as_nanos() as u64;
+            } else {
+                crate::persistence::aof::flush(&mut self.ex);
+            }
             // WAITAOF clients whose writes the flush (or a finished fsync) made durable.
             if self.ex.blocking.has_ready() {
                 crate::exec::blocking::handle_ready(&mut self.ex);
             }
             self.net.borrow_mut().flush_pending(&mut self.ex);
+            // Output that other clients' commands queued counts now (Redis's
+            // beforeSleep eviction).
+            self.ex.evict_if_over();
             if self.ex.cron() {
                 self.ex.close_pending = true;
-                self.net.borrow_mut().resize_query_buffers(&mut self.ex);
+                self.net.borrow_mut().clients_cron(&mut self.ex);
+                self.ex.evict_if_over();
+                // The tick's start is when `cron` began it.
+                self.ex.stats.eventloop_cron_ns +=
+                    self.ex.cron_started().elapsed().as_nanos() as u64;
             }
             self.ex.expire_slice();
             self.ex.eviction_slice();
@@ -379,6 +392,13 @@ impl Server {
         if held {
             net.held.push(slot);
         }
+        drop(net);
+        // The query buffer as it is now counts for maxmemory-clients.
+        self.ex.update_client_mem(slot);
+        self.ex.evict_if_over();
+        if self.ex.has_client(slot) && self.ex.client(slot).evicted {
+            self.net.borrow_mut().close(&mut self.ex, slot);
+        }
     }
 }
 
@@ -419,6 +439,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     break;
                 }
                 conn.report_qbuf(ex.client_mut(slot));
+                if evicted_before_command(ex, slot) {
+                    break;
+                }
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
                 conn.parser.release_args();
@@ -433,6 +456,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     break;
                 }
                 conn.report_qbuf(ex.client_mut(slot));
+                if evicted_before_command(ex, slot) {
+                    break;
+                }
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
             }
@@ -453,18 +479,41 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
     held
 }
 
+/// Redis's evictClients at the start of processCommand: clients over
+/// maxmemory-clients go before the next command runs; true when that command's own
+/// client went (it must not run).
+fn evicted_before_command(ex: &mut Executor, slot: usize) -> bool {
+    if ex.client_mem_over_limit() {
+        ex.evict_clients();
+        return ex.client(slot).evicted;
+    }
+    false
+}
+
 impl Conn {
+    /// The query buffer's length as Redis shows it (CLIENT LIST `qbuf`, the
+    /// query-buffer limit): the unprocessed bytes, except that once a big argument
+    /// (32 KB or more) is announced, what precedes its data is no longer counted,
+    /// since Redis then trims its buffer to hold the argument alone.
+    fn query_len(&self) -> usize {
+        let pending = self.end - self.start;
+        match self.parser.pending_bulk_end() {
+            Some((end, len)) if len >= QBUF_BIG_ARG => pending.saturating_sub(end - len - 2),
+            _ => pending,
+        }
+    }
+
     /// CLIENT LIST's `qbuf`/`qbuf-free` while a command runs: the unprocessed bytes,
     /// the running command's included, as Redis's query buffer holds them then.
     fn report_qbuf(&self, c: &mut crate::exec::Client) {
-        c.qbuf = self.end - self.start;
+        c.qbuf = self.query_len();
         c.qbuf_free = self.rbuf.len() - self.end;
     }
 
     /// After a read's commands ran, as Redis 7.4's private query buffers: the client
     /// keeps a buffer of its own — the one it read into, or, after a read into the
     /// shared buffer (which goes back), a new one of 16 KB, larger for a pending
-    /// command's tail or an announced big argument — until `resize_query_buffers`
+    /// command's tail or an announced big argument — until `clients_cron`
     /// frees it once the client has been idle for two seconds. Idle clients own none.
     fn settle_rbuf(&mut self, spare: &mut Vec<u8>, c: &mut crate::exec::Client) {
         let pending = self.end - self.start;
@@ -491,10 +540,12 @@ impl Conn {
             self.rbuf.copy_within(self.start..self.end, 0);
             self.start = 0;
             self.end = pending;
+            self.rbuf
+                .reserve_exact(big_arg.saturating_sub(self.rbuf.len()));
             self.rbuf.resize(big_arg, 0);
         }
         self.rbuf_borrowed = false;
-        c.qbuf = pending;
+        c.qbuf = self.query_len();
         c.qbuf_free = self.rbuf.len() - self.end;
     }
 
@@ -507,7 +558,8 @@ impl Conn {
             return;
         }
         let pending = self.end - self.start;
-        let bulk = self.parser.bytes_wanted().unwrap_or(0);
+        // A pending bulk keeps room up to its end (its header and data included).
+        let bulk = self.parser.pending_bulk_end().map_or(0, |(end, _)| end);
         let size = self.rbuf.len();
         if size - pending > 4 * 1024 {
             let target = if c.last_interaction.elapsed().as_secs() > QBUF_IDLE_SECS {
@@ -530,7 +582,7 @@ impl Conn {
             }
         }
         self.qbuf_peak = pending.max(bulk);
-        c.qbuf = pending;
+        c.qbuf = self.query_len();
         c.qbuf_free = self.rbuf.len() - self.end;
     }
 }
@@ -691,7 +743,15 @@ impl Net {
             } else {
                 QBUF_PRIVATE.max(conn.rbuf.len() - conn.end)
             };
-            let room = chunk.max(want.saturating_sub(conn.end - conn.start));
+            let mut room = chunk.max(want.saturating_sub(conn.end - conn.start));
+            // While a big argument arrives, read up to its end only (Redis reads
+            // exactly what the argument lacks), so its buffer ends where it does.
+            if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
+                let left = (conn.start + bulk_end).saturating_sub(conn.end);
+                if len >= QBUF_BIG_ARG && left > 0 {
+                    room = room.min(left);
+                }
+            }
             if conn.rbuf.len() - conn.end < room {
                 // The parser's positions are relative to `start`, so the unconsumed
                 // tail can move even mid-command. Without this, a client streaming
@@ -703,7 +763,17 @@ impl Net {
                     conn.start = 0;
                 }
                 if conn.rbuf.len() - conn.end < room {
-                    let new_len = (conn.end + room).max(conn.rbuf.len() * 3 / 2);
+                    let mut new_len = (conn.end + room).max(conn.rbuf.len() * 3 / 2);
+                    // A big argument's buffer ends where the argument does, as
+                    // Redis sizes it, so equal commands cost equal memory.
+                    if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
+                        let bulk_end = conn.start + bulk_end;
+                        if len >= QBUF_BIG_ARG && bulk_end >= conn.end + room {
+                            new_len = new_len.min(bulk_end);
+                        }
+                    }
+                    conn.rbuf
+                        .reserve_exact(new_len.saturating_sub(conn.rbuf.len()));
                     conn.rbuf.resize(new_len, 0);
                 }
             }
@@ -721,7 +791,8 @@ impl Net {
                     ex.stats.total_reads_processed += 1;
                     // Idle time counts from the last read, as in Redis.
                     ex.client_mut(slot).last_interaction = std::time::Instant::now();
-                    if conn.end - conn.start > qbuf_limit {
+                    // Queued MULTI commands count too, as in Redis.
+                    if conn.query_len() + ex.client(slot).multi_mem() > qbuf_limit {
                         crate::log::warning("Closing client that reached max query buffer length");
                         ex.stats.client_qbuf_limit_disconnections += 1;
                         self.close(ex, slot);
@@ -739,15 +810,20 @@ impl Net {
         }
     }
 
-    /// Writes every client with new output once.
-    /// Query buffers of idle clients go, oversized ones shrink (`resize_query_buffer`).
-    fn resize_query_buffers(&mut self, ex: &mut Executor) {
+    /// Redis's clientsCron, each tick for every client: query buffers of idle
+    /// clients go, oversized ones shrink (`resize_query_buffer`); then the executor's
+    /// part (`Executor::client_cron`: soft output limits, reply buffer, memory).
+    fn clients_cron(&mut self, ex: &mut Executor) {
+        let now_ms = crate::keyspace::unix_ms();
         for (slot, conn) in self.conns.iter_mut().enumerate() {
             if let Some(conn) = conn.as_deref_mut() {
                 conn.resize_query_buffer(ex.client_mut(slot));
+                ex.client_cron(slot, now_ms);
             }
         }
     }
+
+    /// Writes every client with new output once.
 
     fn flush_pending(&mut self, ex: &mut Executor) {
         for slot in std::mem::take(&mut self.aof_held) {
@@ -826,8 +902,16 @@ impl Net {
             }
             if c.close_after_reply {
                 self.close(ex, slot);
+                return;
             }
+        } else if c.out_pos >= OUT_KEEP && c.out_pos >= c.out.len() / 2 {
+            // A reader that never catches up must not grow the buffer for ever: the
+            // written half goes (Redis frees written reply blocks).
+            let written = c.out_pos;
+            c.out.drain(..written);
+            c.out_pos = 0;
         }
+        ex.update_client_mem(slot);
     }
 
     /// Closes clients the executor marked (CLIENT KILL, idle timeout, buffer limits).
