@@ -824,7 +824,6 @@ impl Net {
     }
 
     /// Writes every client with new output once.
-
     fn flush_pending(&mut self, ex: &mut Executor) {
         for slot in std::mem::take(&mut self.aof_held) {
             if let Some(Some(_)) = self.conns.get(slot) {
