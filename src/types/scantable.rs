@@ -24,8 +24,9 @@
 //! more elements than buckets and halves below 1/8 full.
 //!
 //! Random members (SPOP, SRANDMEMBER, HRANDFIELD): a random bucket and a random slot
-//! of four in it, retried until the slot holds an element, so elements in buckets of
-//! up to four (all but a rare few at these load factors) are equally likely.
+//! in it below a bound no bucket exceeds (`longest`, kept on insert and reset when a
+//! resize completes), retried until the slot holds an element: every element is
+//! equally likely.
 //!
 //! This file holds the only `unsafe` of the collection types: the tagged words and
 //! their allocations. Each block states why it is sound; the tests exercise inline and
@@ -419,6 +420,9 @@ pub struct ScanTable<S> {
     t1: Box<[Slot]>,
     rehash: usize,
     len: usize,
+    /// At least the longest bucket of `t0` (it only grows until a resize completes),
+    /// and of `t1` while resizing: the bound fair random picks draw slots from.
+    longest: [u32; 2],
     _shape: PhantomData<fn() -> S>,
 }
 
@@ -463,7 +467,9 @@ impl<S: Shape> Clone for ScanTable<S> {
             let c = e.clone_elem();
             let h = hash(S::key(c.bytes()));
             let m = t.t0.len() - 1;
-            t.t0[h & m].bucket_push(c);
+            let b = &mut t.t0[h & m];
+            b.bucket_push(c);
+            t.longest[0] = t.longest[0].max(b.bucket().len() as u32);
         }
         t.len = self.len;
         t
@@ -477,6 +483,7 @@ impl<S: Shape> ScanTable<S> {
             t1: Box::new([]),
             rehash: 0,
             len: 0,
+            longest: [0; 2],
             _shape: PhantomData,
         }
     }
@@ -545,13 +552,16 @@ impl<S: Shape> ScanTable<S> {
         self.rehash_step();
         let e = Slot::new_elem(parts);
         let h = hash(S::key(e.bytes()));
-        let t = if self.resizing() {
+        let which = usize::from(self.resizing());
+        let t = if which == 1 {
             &mut self.t1
         } else {
             &mut self.t0
         };
         let m = t.len() - 1;
-        t[h & m].bucket_push(e);
+        let b = &mut t[h & m];
+        b.bucket_push(e);
+        self.longest[which] = self.longest[which].max(b.bucket().len() as u32);
         self.len += 1;
         if !self.resizing() && self.len > self.t0.len() {
             self.start_resize(self.t0.len() * 2);
@@ -591,6 +601,7 @@ impl<S: Shape> ScanTable<S> {
             return;
         }
         self.t1 = new_buckets(size);
+        self.longest[1] = 0;
         self.rehash = 0;
         self.rehash_step();
     }
@@ -604,11 +615,14 @@ impl<S: Shape> ScanTable<S> {
         let m1 = self.t1.len() - 1;
         while self.rehash < self.t0.len() && moved < REHASH_MOVES && visited < REHASH_VISITS {
             let t1 = &mut self.t1;
+            let longest = &mut self.longest[1];
             let b = &mut self.t0[self.rehash];
             if !b.is_empty() {
                 b.bucket_drain(|e| {
                     let h = hash(S::key(e.bytes()));
-                    t1[h & m1].bucket_push(e);
+                    let nb = &mut t1[h & m1];
+                    nb.bucket_push(e);
+                    *longest = (*longest).max(nb.bucket().len() as u32);
                 });
                 moved += 1;
             }
@@ -617,6 +631,7 @@ impl<S: Shape> ScanTable<S> {
         }
         if self.rehash == self.t0.len() {
             self.t0 = std::mem::replace(&mut self.t1, Box::new([]));
+            self.longest = [self.longest[1], 0];
             self.rehash = 0;
         }
     }
@@ -691,7 +706,7 @@ impl<S: Shape> ScanTable<S> {
 
     /// A random element (see the module comment for the distribution).
     pub fn random(&self) -> Option<&[u8]> {
-        const RANDOM_SLOTS: usize = 4;
+        let slots = self.longest[0].max(self.longest[1]).max(1) as usize;
         if self.len == 0 {
             return None;
         }
@@ -705,15 +720,10 @@ impl<S: Shape> ScanTable<S> {
             } else {
                 &self.t1[i - n0]
             };
-            // Fair: a slot j of the bucket is drawn from 0..RANDOM_SLOTS and only an
-            // occupied one is taken, so every element has the same chance whatever
-            // the length of its bucket (up to RANDOM_SLOTS, past which, a rare
-            // bucket at a load factor under 1, its elements are a little under-drawn).
-            let es = b.bucket();
-            if es.len() > RANDOM_SLOTS {
-                return Some(es[fastrand::usize(..es.len())].bytes());
-            }
-            if let Some(e) = es.get(fastrand::usize(..RANDOM_SLOTS)) {
+            // Fair: a slot of the bucket is drawn from 0..slots (no bucket is longer)
+            // and only an occupied one is taken, so every element has the same
+            // chance whatever the length of its bucket.
+            if let Some(e) = b.bucket().get(fastrand::usize(..slots)) {
                 return Some(e.bytes());
             }
         }
