@@ -75,6 +75,22 @@ fn replica_takes_over_a_killed_master_once() {
             .find(|k| c.cmd(&["SET", k, "v"]) == "+OK\r\n")
             .unwrap()
     };
+    // A keyed workload on the master's slots, each write acknowledged by `WAIT 1`:
+    // every acknowledged write must survive the failover (acknowledged writes lost: 0).
+    let mut acked = Vec::new();
+    {
+        let mut c = nodes[m].raw(2);
+        for i in 0..2000 {
+            let k = format!("w{i}");
+            if c.cmd(&["SET", &k, &i.to_string()]) != "+OK\r\n" {
+                continue; // Another master's slot.
+            }
+            if c.cmd(&["WAIT", "1", "5000"]) == ":1\r\n" {
+                acked.push((k, i));
+            }
+        }
+    }
+    assert!(acked.len() > 300, "{} writes acknowledged", acked.len());
     let mut rc = nodes[r].raw(2);
     assert!(rc.cmd(&["GET", &key]).starts_with("-MOVED"));
     assert_eq!(rc.cmd(&["READONLY"]), "+OK\r\n");
@@ -95,6 +111,12 @@ fn replica_takes_over_a_killed_master_once() {
     wait_ok(&others);
     let mut c = RawConn::connect(rport, 2);
     assert_eq!(c.cmd(&["GET", &key]), "$1\r\nv\r\n");
+    let lost: Vec<&String> = acked
+        .iter()
+        .filter(|(k, i)| c.cmd(&["GET", k]) != format!("${}\r\n{i}\r\n", i.to_string().len()))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert_eq!(c.cmd(&["SET", &key, "w"]), "+OK\r\n");
     let info = c.cmd(&["INFO", "replication"]);
     assert!(info.contains("role:master"), "{info}");
