@@ -6,7 +6,8 @@
 
 mod common;
 use common::cluster::{
-    cluster_create, cluster_info_field, myid, redis_cli_available, start_node, wait_for, wait_ok,
+    cluster_create, cluster_info_field, myid, redis_cli_available, start_node, start_node_on,
+    wait_for, wait_ok,
 };
 use common::{RawConn, TestServer};
 
@@ -126,8 +127,36 @@ fn replica_takes_over_a_killed_master_once() {
         .map(|&p| nodes_line(p, &rid).split(' ').nth(6).unwrap().to_string())
         .collect();
     assert!(epochs.windows(2).all(|w| w[0] == w[1]), "{epochs:?}");
-    let dead = nodes_line(others[0], &myid_of_dead(&nodes, m, &others));
+    let dead_id = myid_of_dead(&nodes, m, &others);
+    let dead = nodes_line(others[0], &dead_id);
     assert!(dead.contains("fail"), "{dead}");
+
+    // The old master restarts on its directory and ports: it learns its slots moved
+    // and comes back as a replica of the promoted node, with the data.
+    let cport: u16 = dead
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .split('@')
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let dir = nodes[m].dir.clone();
+    nodes[m] = start_node_on(&dir, Some(mport), cport, &[]);
+    wait_for("old master rejoins as a replica", 60, || {
+        let own = nodes_line(mport, &dead_id);
+        own.contains("slave") && own.split(' ').nth(3) == Some(rid.as_str())
+    });
+    let mut old = RawConn::connect(mport, 2);
+    assert_eq!(old.cmd(&["READONLY"]), "+OK\r\n");
+    wait_for("old master synced", 60, || {
+        old.cmd(&["GET", &key]) == "$1\r\nw\r\n"
+    });
+    assert!(old.cmd(&["SET", &key, "x"]).starts_with("-MOVED"));
 }
 
 /// The id of the killed node, read from a survivor's table (its process is gone).

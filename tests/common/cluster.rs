@@ -12,7 +12,18 @@ pub fn start_node(extra: &[&str]) -> TestServer {
 }
 
 pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
-    let cport = free_port().to_string();
+    start_node_on(dir, None, free_port(), extra)
+}
+
+/// Starts a node on `port` (a free one when None) with bus port `cport`: a node
+/// restarted on its directory comes back where its peers know it.
+pub fn start_node_on(
+    dir: &std::path::Path,
+    port: Option<u16>,
+    cport: u16,
+    extra: &[&str],
+) -> TestServer {
+    let cport = cport.to_string();
     let log = dir.join("node.log").display().to_string();
     let mut args = vec![
         "--cluster-enabled",
@@ -31,7 +42,10 @@ pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
         log.as_str(),
     ];
     args.extend_from_slice(extra);
-    TestServer::start_in(dir, &args)
+    match port {
+        Some(p) => TestServer::start_on(dir, p, &args),
+        None => TestServer::start_in(dir, &args),
+    }
 }
 
 pub fn redis_cli_available() -> bool {

@@ -108,9 +108,22 @@ impl TestServer {
     /// `start_in`, returning None if the server exits instead of serving (e.g. it
     /// refused its data files).
     pub fn try_start_in(dir: &std::path::Path, extra: &[&str]) -> Option<TestServer> {
+        Self::try_start_on(dir, None, extra)
+    }
+
+    /// `start_in` on a given port (a node restarted where its peers expect it).
+    pub fn start_on(dir: &std::path::Path, port: u16, extra: &[&str]) -> TestServer {
+        Self::try_start_on(dir, Some(port), extra).expect("cinnabar did not start")
+    }
+
+    fn try_start_on(
+        dir: &std::path::Path,
+        fixed_port: Option<u16>,
+        extra: &[&str],
+    ) -> Option<TestServer> {
         let dir = dir.to_path_buf();
         for _attempt in 0..5 {
-            let port = free_port();
+            let port = fixed_port.unwrap_or_else(free_port);
             let mut args: Vec<String> = vec![
                 "--port".into(),
                 port.to_string(),
