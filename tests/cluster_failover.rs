@@ -222,3 +222,73 @@ fn manual_failover_and_takeover() {
     wait_ok(&ports);
     assert_eq!(cluster_info_field(nodes[m].port, "cluster_state"), "ok");
 }
+
+/// Every node of a 3+3 cluster restarts from its nodes.conf (ports, ids, epochs and
+/// slots kept): the cluster comes back `ok` with the same ids, roles and slots.
+#[test]
+fn whole_cluster_restarts_from_nodes_conf() {
+    if !redis_cli_available() {
+        return;
+    }
+    let mut nodes = six_nodes();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    // Each node's view: (id, address, master-or-replica, master id, slots), sorted.
+    let view = |port: u16| -> Vec<String> {
+        let mut c = RawConn::connect(port, 2);
+        let text = c.cmd(&["CLUSTER", "NODES"]);
+        let mut rows: Vec<String> = text
+            .lines()
+            .filter(|l| l.len() > 40)
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                let role = if f[2].contains("master") {
+                    "master"
+                } else {
+                    "slave"
+                };
+                format!("{} {} {} {} {}", f[0], f[1], role, f[3], f[8..].join(" "))
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let before: Vec<Vec<String>> = ports.iter().map(|&p| view(p)).collect();
+    let cports: Vec<u16> = ports
+        .iter()
+        .map(|&p| {
+            let own = view(p);
+            let me = myid(p);
+            let row = own.iter().find(|r| r.starts_with(&me)).unwrap().clone();
+            row.split(' ')
+                .nth(1)
+                .unwrap()
+                .split('@')
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    // Every node stops (SIGTERM) and starts again on its directory and ports.
+    for n in nodes.iter_mut() {
+        n.terminate();
+    }
+    let dirs: Vec<std::path::PathBuf> = nodes.iter().map(|n| n.dir.clone()).collect();
+    drop(nodes);
+    let nodes: Vec<TestServer> = (0..6)
+        .map(|i| start_node_on(&dirs[i], Some(ports[i]), cports[i], &[]))
+        .collect();
+    wait_ok(&ports);
+    let after: Vec<Vec<String>> = ports.iter().map(|&p| view(p)).collect();
+    assert_eq!(before, after);
+    // The restarted cluster serves writes (nodes run without persistence here: the
+    // topology is what nodes.conf brings back).
+    let written = ports
+        .iter()
+        .any(|&p| RawConn::connect(p, 2).cmd(&["SET", "after-restart", "1"]) == "+OK\r\n");
+    assert!(written);
+    drop(nodes);
+}
