@@ -1,8 +1,9 @@
 //! A cluster mixing Cinnabar and redis-server 7.0 nodes (the bus is the same version
 //! 1 in Redis 7.0 and 7.4): they join through `redis-cli --cluster create`, agree on
 //! slots, replicate across kinds (a redis-server replica of a Cinnabar master and the
-//! reverse), and a redis-server replica wins the election when its Cinnabar master
-//! dies, with votes from both kinds of masters.
+//! reverse), a redis-server replica wins the election when its Cinnabar master dies
+//! and a Cinnabar replica when its redis-server master dies, with votes from both
+//! kinds of masters.
 
 mod common;
 use common::cluster::{
@@ -159,6 +160,25 @@ fn cinnabar_and_redis_server_in_one_cluster() {
     wait_ok(&alive);
     let mut c = RawConn::connect(red_replica.port, 2);
     assert_eq!(c.cmd(&["GET", &cin_slots_key]), "$3\r\ncin\r\n");
+
+    // The other way round: a redis-server master dies and its Cinnabar replica is
+    // elected, with votes from both kinds of masters.
+    let cin_replica_id = myid(cin_replica.port);
+    let mut red = red;
+    let red0_port = red[0].port;
+    let _ = red[0].child.kill();
+    let _ = red[0].child.wait();
+    let alive: Vec<u16> = alive.iter().copied().filter(|&p| p != red0_port).collect();
+    wait_for("cinnabar replica promoted", 60, || {
+        alive.iter().all(|&p| {
+            let l = line_of(p, &cin_replica_id);
+            l.contains("master") && l.split(' ').count() > 8
+        })
+    });
+    wait_ok(&alive);
+    let mut c = cin_replica.raw(2);
+    assert_eq!(c.cmd(&["GET", &red_slots_key]), "$3\r\nred\r\n");
+    assert_eq!(c.cmd(&["SET", &red_slots_key, "cin"]), "+OK\r\n");
 }
 
 /// redis-cli with a longer bound than `redis_cli` (moving thousands of slots).
