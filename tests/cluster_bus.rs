@@ -122,6 +122,42 @@ fn create_check_route_and_client() {
         let key = r.lines().nth(1).unwrap().to_string();
         assert!(!c.cmd(&["GET", &key]).starts_with("-MOVED"));
     }
+    // redis-cli --cluster info counts every key and slot.
+    let (ok, out) = redis_cli(&["--cluster", "info", &format!("127.0.0.1:{}", ports[0])]);
+    assert!(ok, "{out}");
+    assert!(out.contains("[OK] 301 keys in 3 masters."), "{out}");
+    // redis-py's RedisCluster, in RESP2 and RESP3, unchanged.
+    let py_ok = std::process::Command::new("python3")
+        .args(["-c", "import redis.cluster"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if py_ok {
+        let script = r#"
+import sys
+from redis.cluster import RedisCluster
+rc = RedisCluster(host="127.0.0.1", port=int(sys.argv[1]), protocol=int(sys.argv[2]))
+for i in range(200):
+    rc.set(f"py:{i}", i)
+assert [int(rc.get(f"py:{i}")) for i in range(200)] == list(range(200))
+assert rc.mget_nonatomic([f"py:{i}" for i in range(50)]) == [str(i).encode() for i in range(50)]
+rc.hset("{tag}h", mapping={"a": 1, "b": 2})
+assert rc.hgetall("{tag}h") == {b"a": b"1", b"b": b"2"}
+assert rc.delete(*[f"py:{i}" for i in range(200)]) == 200
+print("ok")
+"#;
+        for protocol in ["2", "3"] {
+            let out = std::process::Command::new("python3")
+                .args(["-c", script, &ports[1].to_string(), protocol])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && text.trim() == "ok",
+                "RESP{protocol}: {text}"
+            );
+        }
+    }
 }
 
 #[test]
