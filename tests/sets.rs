@@ -423,3 +423,46 @@ fn smove_onto_an_existing_member_leaves_the_destination_watch_alone() {
     assert_eq!(other.cmd(&["SMOVE", "src{t}", "dst{t}", "b"]), ":1\r\n");
     assert_eq!(c.cmd(&["EXEC"]), "*-1\r\n");
 }
+
+/// DEBUG HTSTATS / HTSTATS-KEY in Redis's text: empty database, a big set's table,
+/// and the error for values without a hash table.
+#[test]
+fn debug_htstats_reports_tables() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let empty = "[Dictionary HT]\nHash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n[Expires HT]\nHash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n";
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "0"]),
+        format!("${}\r\n{empty}\r\n", empty.len())
+    );
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS", "99"]),
+        "-ERR Out of range database\r\n"
+    );
+    c.cmd(&["SADD", "small", "a"]);
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS-KEY", "small"]),
+        "-ERR The value stored at the specified key is not represented using an hash table\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["DEBUG", "HTSTATS-KEY", "nokey"]),
+        "-ERR no such key\r\n"
+    );
+    let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+    let mut sadd = vec!["SADD", "big"];
+    sadd.extend(members.iter().map(|m| m.as_str()));
+    c.cmd(&sadd);
+    let stats = c.cmd(&["DEBUG", "HTSTATS-KEY", "big", "full"]);
+    assert!(
+        stats.contains("Hash table 0 stats (main hash table):\n table size: "),
+        "{stats}"
+    );
+    assert!(stats.contains(" different slots: "), "{stats}");
+    // Elements over both arrays while resizing, else all in the main one.
+    let counted: usize = stats
+        .lines()
+        .filter_map(|l| l.strip_prefix(" number of elements: "))
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(counted, 1000, "{stats}");
+}

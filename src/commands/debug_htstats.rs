@@ -108,7 +108,8 @@ pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 /// DEBUG HTSTATS-KEY <key> [full]
 pub fn htstats_key(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let full = args.len() >= 4 && is(args[3], "full");
-    let Some(e) = ctx.lookup_read(args[2]) else {
+    // As DEBUG OBJECT: the table as stored, no hit/miss counted, no LRU touched.
+    let Some(e) = ctx.ex.ks.dbs[ctx.db].table.get(args[2]) else {
         return errors::NO_SUCH_KEY;
     };
     let mut out = String::new();

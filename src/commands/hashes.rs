@@ -690,31 +690,33 @@ fn hexpire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: boo
     // Replicas and the AOF get an HDEL per field a past time deleted, and the
     // command as HPEXPIREAT with an absolute time, naming only the fields whose TTL
     // it set (nothing at all when it set none), as Redis 7.4's hexpireGenericCommand.
-    let db = ctx.db;
-    let mut set_fields: Vec<Vec<u8>> = vec![b"HPEXPIREAT".to_vec(), key.to_vec()];
-    set_fields.push(when.to_string().into_bytes());
-    set_fields.extend(args[3..fields_at].iter().map(|a| a.to_vec()));
-    set_fields.push(b"FIELDS".to_vec());
-    set_fields.push(
-        codes
-            .iter()
-            .filter(|&&c| c == 1)
-            .count()
-            .to_string()
-            .into_bytes(),
-    );
-    for (f, &c) in fields.iter().zip(&codes) {
-        match c {
-            1 => set_fields.push(f.clone()),
-            2 => ctx.ex.stream.hash_field_expired(db, key, f),
-            _ => {}
+    if ctx.ex.stream.enabled {
+        let db = ctx.db;
+        let mut set_fields: Vec<Vec<u8>> = vec![b"HPEXPIREAT".to_vec(), key.to_vec()];
+        set_fields.push(when.to_string().into_bytes());
+        set_fields.extend(args[3..fields_at].iter().map(|a| a.to_vec()));
+        set_fields.push(b"FIELDS".to_vec());
+        set_fields.push(
+            codes
+                .iter()
+                .filter(|&&c| c == 1)
+                .count()
+                .to_string()
+                .into_bytes(),
+        );
+        for (f, &c) in fields.iter().zip(&codes) {
+            match c {
+                1 => set_fields.push(f.clone()),
+                2 => ctx.ex.stream.hash_field_expired(db, key, f),
+                _ => {}
+            }
         }
+        ctx.propagate_as(if updated {
+            vec![set_fields]
+        } else {
+            Vec::new()
+        });
     }
-    ctx.propagate_as(if updated {
-        vec![set_fields]
-    } else {
-        Vec::new()
-    });
     if updated || deleted {
         ctx.modified(key);
         // One event, as Redis's hashTypeSetExDone: a TTL in the past deletes the

@@ -79,39 +79,7 @@ impl Net {
                 }
             }
         }
-        let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
-        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
-            for ev in events.iter() {
-                match ev.token() {
-                    SIGNAL_TOKEN => self.on_signal(ex),
-                    Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
-                    Token(slot) => {
-                        if !matches!(self.conns.get(slot), Some(Some(_))) {
-                            if slot == caller {
-                                if ev.is_read_closed() || ev.is_error() {
-                                    self.caller_peer_closed = true;
-                                }
-                                // The main loop reads and writes it after the script.
-                                self.pending_reads.push(slot);
-                                ex.mark_pending_write(slot);
-                            }
-                            continue;
-                        }
-                        if ev.is_read_closed() || ev.is_error() {
-                            self.mark_peer_closed(slot);
-                        }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.busy_read(ex, slot);
-                        }
-                        // (Unless reading found it closed.)
-                        if ev.is_writable() && matches!(self.conns.get(slot), Some(Some(_))) {
-                            ex.mark_pending_write(slot);
-                        }
-                    }
-                }
-            }
-        }
-        self.busy_events = events;
+        self.serve_events(ex, Some(caller));
         // Input left over from an earlier budget.
         for slot in std::mem::take(&mut self.pending_reads) {
             if matches!(self.conns.get(slot), Some(Some(_))) {
@@ -140,30 +108,7 @@ impl Net {
     /// the dataset get -LOADING from the executor), write. Timers and blocked clients
     /// wait for the end of the load.
     fn serve_loading(&mut self, ex: &mut Executor) {
-        let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
-        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
-            for ev in events.iter() {
-                match ev.token() {
-                    SIGNAL_TOKEN => self.on_signal(ex),
-                    Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
-                    Token(slot) => {
-                        if !matches!(self.conns.get(slot), Some(Some(_))) {
-                            continue;
-                        }
-                        if ev.is_read_closed() || ev.is_error() {
-                            self.mark_peer_closed(slot);
-                        }
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.busy_read(ex, slot);
-                        }
-                        if ev.is_writable() && matches!(self.conns.get(slot), Some(Some(_))) {
-                            ex.mark_pending_write(slot);
-                        }
-                    }
-                }
-            }
-        }
-        self.busy_events = events;
+        self.serve_events(ex, None);
         for slot in std::mem::take(&mut self.pending_reads) {
             if matches!(self.conns.get(slot), Some(Some(_))) {
                 self.busy_read(ex, slot);
@@ -178,6 +123,45 @@ impl Net {
             crate::log::warning("Cinnabar is now ready to exit, bye bye...");
             std::process::exit(0);
         }
+    }
+
+    /// One non-blocking poll: accepts, signals, and reads and runs each ready client's
+    /// commands. `caller` is the client whose command is running (a busy script): its
+    /// connection is out of the table, so its input waits for the main loop.
+    fn serve_events(&mut self, ex: &mut Executor, caller: Option<usize>) {
+        let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+            for ev in events.iter() {
+                match ev.token() {
+                    SIGNAL_TOKEN => self.on_signal(ex),
+                    Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
+                    Token(slot) => {
+                        if !matches!(self.conns.get(slot), Some(Some(_))) {
+                            if Some(slot) == caller {
+                                if ev.is_read_closed() || ev.is_error() {
+                                    self.caller_peer_closed = true;
+                                }
+                                // The main loop reads and writes it after the script.
+                                self.pending_reads.push(slot);
+                                ex.mark_pending_write(slot);
+                            }
+                            continue;
+                        }
+                        if ev.is_read_closed() || ev.is_error() {
+                            self.mark_peer_closed(slot);
+                        }
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.busy_read(ex, slot);
+                        }
+                        // (Unless reading found it closed.)
+                        if ev.is_writable() && matches!(self.conns.get(slot), Some(Some(_))) {
+                            ex.mark_pending_write(slot);
+                        }
+                    }
+                }
+            }
+        }
+        self.busy_events = events;
     }
 
     /// Reads and runs a client's commands within one turn's budget.
