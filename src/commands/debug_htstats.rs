@@ -11,67 +11,86 @@ use crate::protocol::Reply;
 /// Redis's DICT_STATS_VECTLEN: chain lengths from 0 to 49 (longer ones count as 49).
 const VECTLEN: usize = 50;
 
-/// One bucket array's statistics, formatted as Redis's dictGetStatsMsg.
-fn describe(out: &mut String, idx: usize, chains: &[usize], used: usize, full: bool) {
+/// One bucket array's statistics, gathered in one pass over its chain lengths (no
+/// copy of them: a big keyspace has millions of buckets).
+#[derive(Default)]
+struct Stats {
+    size: usize,
+    used: usize,
+    slots: usize,
+    max: usize,
+    vect: Vec<usize>,
+}
+
+impl Stats {
+    fn of(chains: impl Iterator<Item = usize>) -> Stats {
+        let mut st = Stats {
+            vect: vec![0; VECTLEN],
+            ..Stats::default()
+        };
+        for n in chains {
+            st.size += 1;
+            st.used += n;
+            st.vect[n.min(VECTLEN - 1)] += 1;
+            if n > 0 {
+                st.slots += 1;
+                st.max = st.max.max(n);
+            }
+        }
+        st
+    }
+}
+
+/// Formats one array's statistics as Redis's dictGetStatsMsg.
+fn describe(out: &mut String, idx: usize, st: &Stats, full: bool) {
     use std::fmt::Write as _;
     let name = if idx == 0 {
         "main hash table"
     } else {
         "rehashing target"
     };
-    if used == 0 {
+    if st.used == 0 {
         let _ = write!(
             out,
             "Hash table {idx} stats ({name}):\nNo stats available for empty dictionaries\n"
         );
         return;
     }
-    let size = chains.len();
     let _ = write!(
         out,
-        "Hash table {idx} stats ({name}):\n table size: {size}\n number of elements: {used}\n"
+        "Hash table {idx} stats ({name}):\n table size: {}\n number of elements: {}\n",
+        st.size, st.used
     );
     if !full {
         return;
     }
-    let mut vect = [0usize; VECTLEN];
-    let (mut slots, mut max, mut total) = (0usize, 0usize, 0usize);
-    for &n in chains {
-        vect[n.min(VECTLEN - 1)] += 1;
-        if n > 0 {
-            slots += 1;
-            max = max.max(n);
-            total += n;
-        }
-    }
+    // Every element is in exactly one chain: counted and computed averages agree.
+    let avg = st.used as f32 / st.slots as f32;
     let _ = write!(
         out,
-        " different slots: {slots}\n max chain length: {max}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
-        total as f32 / slots as f32,
-        used as f32 / slots as f32
+        " different slots: {}\n max chain length: {}\n avg chain length (counted): {avg:.2}\n avg chain length (computed): {avg:.2}\n Chain length distribution:\n",
+        st.slots, st.max
     );
-    for (n, &count) in vect.iter().enumerate().take(VECTLEN - 1) {
+    for (n, &count) in st.vect.iter().enumerate().take(VECTLEN - 1) {
         if count > 0 {
             let _ = writeln!(
                 out,
                 "   {n}: {count} ({:.2}%)",
-                count as f32 / size as f32 * 100.0
+                count as f32 / st.size as f32 * 100.0
             );
         }
     }
 }
 
 /// Both arrays of a table (the second only while resizing).
-fn describe_table(
+fn describe_table<I: Iterator<Item = usize>>(
     out: &mut String,
-    chains: impl Fn(bool) -> Option<Vec<usize>>,
-    count: impl Fn(&[usize]) -> usize,
+    chains: impl Fn(bool) -> Option<I>,
     full: bool,
 ) {
     for (idx, rehashing) in [(0, false), (1, true)] {
         if let Some(c) = chains(rehashing) {
-            let used = count(&c);
-            describe(out, idx, &c, used, full);
+            describe(out, idx, &Stats::of(c), full);
         }
     }
 }
@@ -88,20 +107,16 @@ pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let full = args.len() >= 4 && is(args[3], "full");
     let d = &ctx.ex.ks.dbs[db as usize];
     let mut out = String::from("[Dictionary HT]\n");
-    describe_table(
-        &mut out,
-        |r| d.table.chain_lengths(r),
-        |c| c.iter().sum(),
-        full,
-    );
+    describe_table(&mut out, |r| d.table.chain_lengths(r), full);
     out.push_str("[Expires HT]\n");
-    if d.volatile == 0 {
-        describe(&mut out, 0, &[], 0, full);
-    } else if let Some(c) = d.table.chain_lengths(false) {
-        // The keys with a TTL, over the keyspace's own buckets (no chain detail:
-        // they share chains with the other keys).
-        describe(&mut out, 0, &c, d.volatile, false);
-    }
+    // The keys with a TTL, over the keyspace's own buckets (no chain detail: they
+    // share chains with the other keys).
+    let expires = Stats {
+        size: d.table.buckets() - d.table.rehashing_buckets(),
+        used: d.volatile,
+        ..Stats::default()
+    };
+    describe(&mut out, 0, &expires, false);
     Reply::Verbatim("txt", out.into_bytes())
 }
 
@@ -113,15 +128,14 @@ pub fn htstats_key(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return errors::NO_SUCH_KEY;
     };
     let mut out = String::new();
-    let sum = |c: &[usize]| c.iter().sum();
     match e.value() {
         ValueRef::Obj(ObjRef::Set(s)) if s.table().is_some() => {
             let t = s.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), sum, full);
+            describe_table(&mut out, |r| t.chain_lengths(r), full);
         }
         ValueRef::Obj(ObjRef::Hash(h)) if h.table().is_some() => {
             let t = h.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), sum, full);
+            describe_table(&mut out, |r| t.chain_lengths(r), full);
         }
         _ => {
             return Reply::err(
@@ -139,13 +153,13 @@ mod tests {
     #[test]
     fn formats_as_redis() {
         let mut s = String::new();
-        describe(&mut s, 0, &[0, 2, 1, 0], 3, true);
+        describe(&mut s, 0, &Stats::of([0, 2, 1, 0].into_iter()), true);
         assert_eq!(
             s,
             "Hash table 0 stats (main hash table):\n table size: 4\n number of elements: 3\n different slots: 2\n max chain length: 2\n avg chain length (counted): 1.50\n avg chain length (computed): 1.50\n Chain length distribution:\n   0: 2 (50.00%)\n   1: 1 (25.00%)\n   2: 1 (25.00%)\n"
         );
         let mut s = String::new();
-        describe(&mut s, 1, &[], 0, false);
+        describe(&mut s, 1, &Stats::default(), false);
         assert_eq!(
             s,
             "Hash table 1 stats (rehashing target):\nNo stats available for empty dictionaries\n"

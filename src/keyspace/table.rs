@@ -279,26 +279,22 @@ impl KeyTable {
 
     /// The chain length of every bucket of the main array (`rehashing` false) or of
     /// the one a resize fills (true; None when not resizing): DEBUG HTSTATS.
-    pub fn chain_lengths(&self, rehashing: bool) -> Option<Vec<usize>> {
+    pub fn chain_lengths(&self, rehashing: bool) -> Option<impl Iterator<Item = usize> + '_> {
         if rehashing && self.rehash_idx.is_none() {
             return None;
         }
         let t = &self.tables[usize::from(rehashing)];
-        Some(
-            t.iter()
-                .map(|&head| {
-                    let mut n = 0;
-                    let mut p = head;
-                    while !p.is_null() {
-                        n += 1;
-                        // SAFETY: every non-null bucket head and `next` link points
-                        // to a live entry owned by this table.
-                        p = unsafe { EntryPtr::from_raw(p) }.next();
-                    }
-                    n
-                })
-                .collect(),
-        )
+        Some(t.iter().map(|&head| {
+            let mut n = 0;
+            let mut p = head;
+            while !p.is_null() {
+                n += 1;
+                // SAFETY: every non-null bucket head and `next` link points to a live
+                // entry owned by this table.
+                p = unsafe { EntryPtr::from_raw(p) }.next();
+            }
+            n
+        }))
     }
 
     pub fn is_rehashing(&self) -> bool {

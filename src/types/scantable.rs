@@ -692,7 +692,7 @@ impl<S: Shape> ScanTable<S> {
 
     /// The length of every bucket of the table (`rehashing` false) or of the one a
     /// resize fills (true; None when not resizing): DEBUG HTSTATS-KEY.
-    pub fn chain_lengths(&self, rehashing: bool) -> Option<Vec<usize>> {
+    pub fn chain_lengths(&self, rehashing: bool) -> Option<impl Iterator<Item = usize> + '_> {
         let t = if rehashing {
             if !self.resizing() {
                 return None;
@@ -701,7 +701,7 @@ impl<S: Shape> ScanTable<S> {
         } else {
             &self.t0
         };
-        Some(t.iter().map(|b| b.bucket().len()).collect())
+        Some(t.iter().map(|b| b.bucket().len()))
     }
 
     /// A random element (see the module comment for the distribution).
