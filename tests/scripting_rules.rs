@@ -65,6 +65,97 @@ fn global_metatable_is_readonly() {
     );
 }
 
+/// A script that could change the strings' shared metatable would run its code inside
+/// every later script, another user's included (CVE-2025-46818's shape).
+#[test]
+fn string_metatable_is_readonly() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for body in [
+        "getmetatable('').__index = function() return redis.call('get', 'secret') end",
+        "getmetatable('').__index.upper = function() return 'owned' end",
+        "rawset(getmetatable(''), '__index', {})",
+        "setmetatable(getmetatable(''), {})",
+    ] {
+        let r = eval(&mut c, body, &["0"]);
+        assert!(
+            r.contains("Attempt to modify a readonly table"),
+            "{body}: {r}"
+        );
+    }
+    assert_eq!(
+        eval(&mut c, "return ('abc'):upper()", &["0"]),
+        "$3\r\nABC\r\n"
+    );
+}
+
+/// Lua 5.1's unpack overflows a C int on a huge range and crashed the process
+/// (CVE-2025-46817's shape); now it is the error a too-long range always gave.
+#[test]
+fn unpack_with_a_huge_range_is_an_error() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for range in [
+        "-1, 2147483647",
+        "-2147483648, 2147483647",
+        "1, 1e9",
+        "0, 1/0",
+    ] {
+        let r = eval(&mut c, &format!("return unpack({{}}, {range})"), &["0"]);
+        assert!(
+            r.starts_with("-ERR user_script:1: too many results to unpack script: "),
+            "{range}: {r}"
+        );
+    }
+    assert_eq!(
+        eval(&mut c, "return {unpack({1, 2, 3}, '2')}", &["0"]),
+        "*2\r\n:2\r\n:3\r\n"
+    );
+    let r = eval(&mut c, "return unpack()", &["0"]);
+    assert!(
+        r.starts_with(
+            "-ERR user_script:1: bad argument #1 to 'unpack' (table expected, got no value)"
+        ),
+        "{r}"
+    );
+    assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+}
+
+/// Lua 5.1 matches patterns by unbounded C recursion: a pattern of 150,000 quantified
+/// items overflowed the stack and killed the process.
+#[test]
+fn deep_pattern_is_an_error() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for f in ["find", "match", "gsub"] {
+        let body =
+            format!("return string.{f}(string.rep('a', 150000), string.rep('a?', 150000), '')");
+        let r = eval(&mut c, &body, &["0"]);
+        assert!(
+            r.starts_with("-ERR user_script:1: pattern too complex script: "),
+            "{f}: {r}"
+        );
+    }
+    let r = eval(
+        &mut c,
+        "for w in string.gmatch('aaa', string.rep('a*', 150000)) do end",
+        &["0"],
+    );
+    assert!(
+        r.starts_with("-ERR user_script:1: pattern too complex script: "),
+        "{r}"
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "return string.find(string.rep('a', 5000), string.rep('a?', 5000))",
+            &["0"]
+        ),
+        ":1\r\n"
+    );
+    assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+}
+
 #[test]
 fn math_random_is_not_reseeded_per_script() {
     let s = TestServer::start();

@@ -18,6 +18,7 @@ pub mod busy;
 pub mod convert;
 pub mod functions;
 pub mod libs;
+pub mod patched;
 pub mod raw;
 pub mod vm;
 

@@ -127,8 +127,13 @@ local function run(f, h) return xpcall(f, h) end
 for _, name in ipairs({"string", "table", "math", "os", "coroutine", "redis", "cjson", "cmsgpack", "bit", "struct"}) do
   if real_g[name] then real_g[name] = protect(real_g[name]) end
 end
+-- Strings share one metatable: a script able to change it would run its own code inside
+-- other users' scripts (CVE-2025-46818's shape), so scripts get a readonly view of it.
 local sm = getmetatable("")
-if sm then sm.__index = real_g.string end
+if sm then
+  sm.__index = real_g.string
+  sm.__metatable = protect(sm)
+end
 local globals = protect_globals(real_g)
 real_g._G = globals
 guard_real_globals(real_g)

@@ -125,6 +125,7 @@ impl Vm {
             real_g.raw_set(name, Value::Nil)?;
         }
         let resp = Rc::new(Cell::new(2u8));
+        super::patched::install(&lua, &real_g)?;
         install_math_random(&lua, &real_g)?;
         real_g.raw_set("redis", redis_table(&lua)?)?;
         real_g.raw_set("cjson", libs::cjson::open(&lua)?)?;
