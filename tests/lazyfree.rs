@@ -148,3 +148,64 @@ fn a_huge_command_leaves_no_memory_behind_once_its_value_is_unlinked() {
     // released when it ran.
     wait_until(|| info(&mut c, "used_memory") < before + 500_000);
 }
+
+fn load_library(c: &mut RawConn, name: &str) {
+    let code =
+        format!("#!lua name={name}\nredis.register_function('{name}', function() return 1 end)");
+    assert_eq!(
+        c.cmd(&["FUNCTION", "LOAD", &code]),
+        format!("${}\r\n{name}\r\n", name.len())
+    );
+}
+
+/// FUNCTION FLUSH ASYNC frees a big functions VM in the background, counted as Redis
+/// counts it (its functions plus one for the engine); the new VM serves at once.
+#[test]
+fn function_flush_async_frees_the_vm_in_the_background() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for i in 0..100 {
+        load_library(&mut c, &format!("lib{i}"));
+    }
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH", "ASYNC"]), "+OK\r\n");
+    load_library(&mut c, "after");
+    assert_eq!(c.cmd(&["FCALL", "after", "0"]), ":1\r\n");
+    settle(&s);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 101);
+    // 64 functions or fewer are freed in place, uncounted; so is FLUSH SYNC.
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH", "ASYNC"]), "+OK\r\n");
+    for i in 0..100 {
+        load_library(&mut c, &format!("lib{i}"));
+    }
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH", "SYNC"]), "+OK\r\n");
+    // With no option, lazyfree-lazy-user-flush decides.
+    c.cmd(&["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"]);
+    for i in 0..65 {
+        load_library(&mut c, &format!("lib{i}"));
+    }
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), "+OK\r\n");
+    settle(&s);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 101 + 66);
+    assert_eq!(c.cmd(&["FUNCTION", "LIST"]), "*0\r\n");
+}
+
+/// SCRIPT FLUSH ASYNC does the same for the EVAL VM, counted per cached script.
+#[test]
+fn script_flush_async_frees_the_vm_in_the_background() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    for i in 0..100 {
+        let r = c.cmd(&["SCRIPT", "LOAD", &format!("return {i}")]);
+        assert!(r.starts_with("$40\r\n"), "{r}");
+    }
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(c.cmd(&["SCRIPT", "FLUSH", "ASYNC"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["EVAL", "return 7", "0"]), ":7\r\n");
+    settle(&s);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 100);
+    // A small cache is freed in place.
+    assert_eq!(c.cmd(&["SCRIPT", "FLUSH", "ASYNC"]), "+OK\r\n");
+    settle(&s);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 100);
+}

@@ -12,6 +12,7 @@ use crate::command;
 use crate::commands::flags::*;
 use crate::commands::scripting::{parse_numkeys, with_engine};
 use crate::commands::{Command, Ctx, KeySpec};
+use crate::keyspace::lazyfree::LAZYFREE_THRESHOLD;
 use crate::protocol::Reply;
 use crate::scripting::functions::Functions;
 use crate::scripting::{self, sflags, Engine, RunSpec};
@@ -270,7 +271,20 @@ fn function_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     {
         return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    scripting::functions::flush_libraries(ctx.ex);
+    let lazy = match args.get(2) {
+        Some(a) => a.eq_ignore_ascii_case(b"async"),
+        None => ctx.ex.config.lazyfree_lazy_user_flush,
+    };
+    if let Some((old, functions)) = ctx.ex.scripting.as_mut().and_then(|e| e.take_functions()) {
+        // As Redis: libraries with more than LAZYFREE_THRESHOLD functions go to the
+        // background, counted by their functions plus one for the engine.
+        if lazy && functions > LAZYFREE_THRESHOLD {
+            ctx.ex
+                .ks
+                .lazyfree
+                .free_other(Box::new(old), functions as u64 + 1);
+        }
+    }
     ctx.ex.ks.dirty += 1;
     Reply::ok()
 }

@@ -8,6 +8,7 @@
 use crate::command;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, Command, Ctx, KeySpec};
+use crate::keyspace::lazyfree::LAZYFREE_THRESHOLD;
 use crate::protocol::Reply;
 use crate::scripting::{self, sflags, Engine, RunSpec};
 
@@ -216,8 +217,17 @@ fn script_flush(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     {
         return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     }
+    let lazy = match args.get(2) {
+        Some(a) => a.eq_ignore_ascii_case(b"async"),
+        None => ctx.ex.config.lazyfree_lazy_user_flush,
+    };
     if let Some(e) = ctx.ex.scripting.as_mut() {
-        e.flush_scripts();
+        let (old, scripts) = e.flush_scripts();
+        // As Redis: only a cache of more than LAZYFREE_THRESHOLD scripts goes to the
+        // background, counted by its scripts.
+        if lazy && scripts > LAZYFREE_THRESHOLD {
+            ctx.ex.ks.lazyfree.free_other(Box::new(old), scripts as u64);
+        }
     }
     Reply::ok()
 }

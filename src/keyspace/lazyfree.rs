@@ -115,6 +115,12 @@ impl LazyFree {
         self.send(Box::new(t), n);
     }
 
+    /// Frees something other than keyspace values in the background (a flushed script
+    /// VM), counting `counted` objects as Redis does for it.
+    pub fn free_other(&mut self, garbage: Garbage, counted: u64) {
+        self.send(garbage, counted);
+    }
+
     fn send(&mut self, garbage: Garbage, counted: u64) {
         let Some(tx) = &self.tx else {
             return;

@@ -55,11 +55,15 @@ pub struct Functions {
     loads: u32,
 }
 
-/// Every this many loads, the VM's collector takes a step of this size (Redis's
-/// luaGC): a load leaves its compiled chunk behind as garbage, and without allocation
-/// pressure from scripts the incremental collector would fall behind a stream of
-/// loads.
+/// Every this many loads, the VM's collector takes a step (Redis's luaGC): a load
+/// leaves its compiled chunk behind as garbage, and without allocation pressure from
+/// scripts the incremental collector would fall behind a stream of loads.
 pub const GC_CYCLE_PERIOD: u32 = 50;
+
+/// The size of that step. Redis steps by the period itself (50); a load here leaves
+/// more garbage (mlua's call machinery), and at 50 a stream of 50,000 loads ended with
+/// 2.6 MB of garbage over 12.8 MB live; at 200 it ends with 0.7 MB.
+const LOAD_GC_STEP: i32 = 200;
 
 /// Redis's `functionsVerifyName`: letters, digits and underscores, not empty.
 fn valid_name(n: &str) -> bool {
@@ -289,7 +293,7 @@ impl Functions {
         self.loads += 1;
         if self.loads >= GC_CYCLE_PERIOD {
             self.loads = 0;
-            let _ = super::raw::gc_step(&self.vm.lua, GC_CYCLE_PERIOD as i32);
+            let _ = super::raw::gc_step(&self.vm.lua, LOAD_GC_STEP);
         }
         let defs = std::mem::take(&mut *self.pending.borrow_mut());
         if let Err(e) = run {
@@ -401,4 +405,24 @@ pub fn load_libraries(ex: &mut Executor, codes: &[Vec<u8>], replace: bool) -> Re
     }
     super::Engine::put_back(ex, engine);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream of loads leaves its garbage to the collector's periodic steps; they
+    /// must keep up (Redis's suite bounds the VM at 14.5 MB after these 50,000 loads).
+    #[test]
+    fn garbage_of_many_loads_is_collected() {
+        let mut f = Functions::new().unwrap();
+        for i in 0..50_000 {
+            let code = format!(
+                "#!lua name=test{i}\nredis.register_function('test{i}', function(KEYS, ARGV)\n --xxxxxxxxxx\nreturn {i:06} \nend)"
+            );
+            f.load(code.as_bytes(), false).unwrap();
+        }
+        let used = f.vm.lua.used_memory();
+        assert!(used < 14_500_000, "{used}");
+    }
 }

@@ -217,11 +217,45 @@ impl Engine {
     }
 
     /// SCRIPT FLUSH: forgets every script and starts a fresh VM.
-    pub fn flush_scripts(&mut self) {
-        self.scripts.clear();
-        self.eval = Vm::new().expect("Lua VM initialisation");
+    /// SCRIPT FLUSH: a fresh VM with no scripts. The old VM and its scripts come back
+    /// with how many scripts there were, for the caller to free here or in the
+    /// background.
+    pub fn flush_scripts(&mut self) -> (Detached<ScriptCache>, usize) {
+        let fresh = Vm::new().expect("Lua VM initialisation");
+        let scripts = std::mem::take(&mut self.scripts);
+        let n = scripts.len();
+        // Scripts first: their registry keys are dropped before the VM they point into.
+        (
+            Detached((scripts, std::mem::replace(&mut self.eval, fresh))),
+            n,
+        )
+    }
+
+    /// FUNCTION FLUSH: every library and the functions VM, with how many functions
+    /// there were, for the caller to free here or in the background.
+    pub fn take_functions(&mut self) -> Option<(Detached<Box<functions::Functions>>, usize)> {
+        let f = self.functions.take()?;
+        let n = f.index.len();
+        Some((Detached(f), n))
     }
 }
+
+/// The EVAL VM with its script cache.
+pub type ScriptCache = (HashMap<String, Script, foldhash::fast::RandomState>, Vm);
+
+/// A Lua VM, or what owns one, detached from the engine to be dropped, possibly on the
+/// lazy-free thread. Only this module makes one, from a VM it has just let go of.
+pub struct Detached<T>(T);
+
+// SAFETY: a VM is not `Send` because its handles (tables, functions, the `Rc`s its
+// callbacks capture) share non-atomic counters. A `Detached` value owns the VM and
+// every handle into it: the engine keeps none once it has swapped the VM out (the
+// only outside references, a running script's `CallCtx`, exist only during a run,
+// and FLUSH does not run inside one). So the thread that receives it is the only one
+// to touch any of it, and all it does is drop it.
+unsafe impl<T> Send for Detached<T> {}
+
+impl Engine {}
 
 impl Default for Engine {
     fn default() -> Self {
