@@ -567,10 +567,13 @@ fn object_idletime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn object_refcount(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let shared_ints = ctx.ex.config.maxmemory == 0;
+    // Redis shares the integers 0..9999 between keys unless an LRU or LFU policy
+    // under a maxmemory needs a clock per value.
+    let policy = &ctx.ex.config.maxmemory_policy;
+    let shared_ints = ctx.ex.config.maxmemory == 0
+        || !(policy.ends_with("-lru") || policy.ends_with("-lfu"));
     let (db, now) = (ctx.db, ctx.now_ms);
     match ctx.ex.ks.lookup(db, args[2], now, false) {
-        // Redis shares the integers 0..9999 between keys when no maxmemory is set.
         Some(e) => match e.value() {
             ValueRef::Int(n) if shared_ints && (0..10000).contains(&n) => {
                 Reply::Int(i32::MAX as i64)
