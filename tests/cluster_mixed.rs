@@ -196,7 +196,10 @@ fn redis_cli_long(args: &[&str]) -> (bool, String) {
 
 fn slots_of(port: u16) -> usize {
     let nodes = RawConn::connect(port, 2).cmd(&["CLUSTER", "NODES"]);
-    let line = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    let line = nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .unwrap_or_else(|| panic!("CLUSTER NODES on {port}: {nodes:?}"));
     line.split(' ')
         .skip(8)
         .map(|r| match r.split_once('-') {
@@ -321,4 +324,147 @@ fn redis_server_cluster_moves_to_cinnabar_nodes() {
         })
         .sum();
     assert_eq!(total, 3010);
+}
+
+/// A whole redis-server cluster moves onto Cinnabar one node at a time, as a
+/// deployment would: three Cinnabar nodes join, each redis-server master hands all its
+/// slots to one of them (redis-cli reshard: redis-server MIGRATEs into Cinnabar) while
+/// a cluster client keeps writing, then every redis-server node leaves with `del-node`.
+/// The cluster that remains is Cinnabar only, and no acknowledged write is lost.
+#[test]
+fn whole_redis_server_cluster_moves_onto_cinnabar() {
+    if !redis_cli_available() || !redis_server_available() {
+        return;
+    }
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let red: Vec<RedisNode> = (0..3).map(|_| RedisNode::start()).collect();
+    let rports: Vec<u16> = red.iter().map(|n| n.port).collect();
+    cluster_create(&rports, 0);
+    wait_ok(&rports);
+    let urls = |ports: &[u16]| -> Vec<String> {
+        ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}/"))
+            .collect()
+    };
+    let mut conn = redis::cluster::ClusterClient::new(urls(&rports))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 0..2000 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k:{i}"))
+            .arg(i)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let cin: Vec<_> = (0..3).map(|_| start_node(&[])).collect();
+    let entry = format!("127.0.0.1:{}", rports[0]);
+    for c in &cin {
+        let (ok, out) = redis_cli(&[
+            "--cluster",
+            "add-node",
+            &format!("127.0.0.1:{}", c.port),
+            &entry,
+        ]);
+        assert!(ok, "add-node: {out}");
+    }
+    let all: Vec<u16> = rports
+        .iter()
+        .copied()
+        .chain(cin.iter().map(|c| c.port))
+        .collect();
+    wait_for("six nodes known everywhere", 60, || {
+        all.iter()
+            .all(|&p| common::cluster::cluster_info_field(p, "cluster_known_nodes") == "6")
+    });
+    wait_ok(&all);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let seeds = urls(&all);
+        std::thread::spawn(move || {
+            let mut conn = redis::cluster::ClusterClient::new(seeds)
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let mut acked = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let r: redis::RedisResult<()> = redis::cmd("SET")
+                    .arg(format!("live:{acked}"))
+                    .arg(acked)
+                    .query(&mut conn);
+                if r.is_ok() {
+                    acked += 1;
+                }
+            }
+            acked
+        })
+    };
+    for (r, c) in rports.iter().zip(&cin) {
+        let n = slots_of(*r).to_string();
+        let (ok, out) = redis_cli_long(&[
+            "--cluster",
+            "reshard",
+            &entry,
+            "--cluster-from",
+            &myid(*r),
+            "--cluster-to",
+            &myid(c.port),
+            "--cluster-slots",
+            &n,
+            "--cluster-yes",
+            "--cluster-pipeline",
+            "50",
+        ]);
+        assert!(ok, "reshard: {out}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer.join().unwrap();
+    assert!(acked > 0);
+
+    let cports: Vec<u16> = cin.iter().map(|c| c.port).collect();
+    let centry = format!("127.0.0.1:{}", cports[0]);
+    for r in &rports {
+        assert_eq!(slots_of(*r), 0);
+        let (ok, out) = redis_cli(&["--cluster", "del-node", &centry, &myid(*r)]);
+        assert!(ok, "del-node: {out}");
+    }
+    wait_for("a cluster of the three Cinnabar nodes", 60, || {
+        let (ok, out) = redis_cli(&["--cluster", "check", &centry]);
+        ok && out.contains("[OK] All 16384 slots covered.")
+            && out.contains("[OK] All nodes agree about slots configuration.")
+            && !out.contains("[WARNING]")
+            && cports
+                .iter()
+                .all(|&p| common::cluster::cluster_info_field(p, "cluster_known_nodes") == "3")
+    });
+    let mut conn = redis::cluster::ClusterClient::new(urls(&cports))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 0..2000 {
+        let v: Option<i64> = redis::cmd("GET")
+            .arg(format!("k:{i}"))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(v, Some(i), "k:{i}");
+    }
+    for i in 0..acked {
+        let v: Option<u64> = redis::cmd("GET")
+            .arg(format!("live:{i}"))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(v, Some(i), "live:{i}");
+    }
+    let total: u64 = cports
+        .iter()
+        .map(|&p| {
+            let r = RawConn::connect(p, 2).cmd(&["DBSIZE"]);
+            r.trim_start_matches(':').trim().parse::<u64>().unwrap()
+        })
+        .sum();
+    assert!(total >= 2000 + acked, "{total} < 2000 + {acked}");
 }

@@ -570,8 +570,8 @@ fn object_refcount(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     // Redis shares the integers 0..9999 between keys unless an LRU or LFU policy
     // under a maxmemory needs a clock per value.
     let policy = &ctx.ex.config.maxmemory_policy;
-    let shared_ints = ctx.ex.config.maxmemory == 0
-        || !(policy.ends_with("-lru") || policy.ends_with("-lfu"));
+    let shared_ints =
+        ctx.ex.config.maxmemory == 0 || !(policy.ends_with("-lru") || policy.ends_with("-lfu"));
     let (db, now) = (ctx.db, ctx.now_ms);
     match ctx.ex.ks.lookup(db, args[2], now, false) {
         Some(e) => match e.value() {
