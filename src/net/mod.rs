@@ -345,6 +345,14 @@ impl Server {
             if self.ex.blocking.has_ready() {
                 crate::exec::blocking::handle_ready(&mut self.ex);
             }
+            // Listeners CONFIG SET port/bind/tls-port replaced are swapped before its
+            // reply goes out, so a client that read +OK finds the new ones.
+            if let Some(new) = self.ex.rebind.take() {
+                self.net.borrow_mut().replace_tcp_listeners(new, false);
+            }
+            if let Some(new) = self.ex.tls_rebind.take() {
+                self.net.borrow_mut().replace_tcp_listeners(new, true);
+            }
             self.net.borrow_mut().flush_pending(&mut self.ex);
             // Output that other clients' commands queued counts now (Redis's
             // beforeSleep eviction).
@@ -364,12 +372,6 @@ impl Server {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
             self.ex.record_eventloop_cycle(turn_start, commands_before);
-            if let Some(new) = self.ex.rebind.take() {
-                self.net.borrow_mut().replace_tcp_listeners(new, false);
-            }
-            if let Some(new) = self.ex.tls_rebind.take() {
-                self.net.borrow_mut().replace_tcp_listeners(new, true);
-            }
             if let Some(req) = self.ex.shutdown {
                 if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save)
                     && !req.force
