@@ -1001,3 +1001,120 @@ fn replication_over_tls_with_redis_server_both_ways() {
         "{info}"
     );
 }
+
+/// A cluster node with `tls-cluster yes`: its plain port (the harness's), TLS port
+/// and bus port.
+fn start_tls_node(certs: &Certs) -> (TestServer, u16, u16) {
+    let bus = free_port();
+    let bus_s = bus.to_string();
+    let (s, tls) = start_tls(
+        certs,
+        &[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            &bus_s,
+            "--tls-cluster",
+            "yes",
+            "--tls-replication",
+            "yes",
+            "--cluster-node-timeout",
+            "3000",
+        ],
+    );
+    (s, tls, bus)
+}
+
+#[test]
+fn cluster_bus_over_tls_announces_tls_ports() {
+    let Some(certs) = Certs::make() else { return };
+    let nodes: Vec<(TestServer, u16, u16)> = (0..4).map(|_| start_tls_node(&certs)).collect();
+    let config = client_config(&certs, "ca.crt", Some("client"), false);
+    let mut first = TlsConn::connect(nodes[0].1, config.clone());
+    let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
+    for (i, (lo, hi)) in ranges.iter().enumerate() {
+        let mut c = TlsConn::connect(nodes[i].1, config.clone());
+        assert_eq!(c.cmd(&["CLUSTER", "ADDSLOTSRANGE", lo, hi]), "+OK\r\n");
+    }
+    for (_, tls, bus) in &nodes[1..] {
+        let meet = first.cmd(&[
+            "CLUSTER",
+            "MEET",
+            "127.0.0.1",
+            &tls.to_string(),
+            &bus.to_string(),
+        ]);
+        assert_eq!(meet, "+OK\r\n");
+    }
+    let id0 = first.cmd(&["CLUSTER", "MYID"]);
+    let id0 = id0.lines().nth(1).unwrap().to_string();
+    wait_until(|| {
+        let mut r = nodes[3].0.raw(2);
+        r.cmd(&["CLUSTER", "NODES"]).contains(&id0)
+    });
+    let mut replica = TlsConn::connect(nodes[3].1, config.clone());
+    assert_eq!(replica.cmd(&["CLUSTER", "REPLICATE", &id0]), "+OK\r\n");
+    for (s, _, _) in &nodes {
+        let mut r = s.raw(2);
+        wait_until(|| r.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+    }
+    // The replica follows its master over TLS, at the master's TLS port.
+    let mut r = nodes[3].0.raw(2);
+    wait_until(|| {
+        r.cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+    });
+    let info = r.cmd(&["INFO", "replication"]);
+    assert!(
+        info.contains(&format!("master_port:{}\r\n", nodes[0].1)),
+        "{info}"
+    );
+
+    // TLS clients are shown TLS ports, plain clients plain ones; the bus port is the same.
+    let over_tls = first.cmd(&["CLUSTER", "NODES"]);
+    let over_tcp = nodes[0].0.raw(2).cmd(&["CLUSTER", "NODES"]);
+    for (s, tls, bus) in &nodes {
+        assert!(
+            over_tls.contains(&format!(" 127.0.0.1:{tls}@{bus} ")),
+            "{over_tls}"
+        );
+        assert!(
+            over_tcp.contains(&format!(" 127.0.0.1:{}@{bus} ", s.port)),
+            "{over_tcp}"
+        );
+    }
+    let slots = first.cmd(&["CLUSTER", "SLOTS"]);
+    assert!(
+        slots.contains(&format!(":{}\r\n$40\r\n{id0}", nodes[0].1)),
+        "{slots}"
+    );
+    // Redirections name the port of the client's kind. `foo` hashes to slot 12182.
+    assert_eq!(
+        first.cmd(&["GET", "foo"]),
+        format!("-MOVED 12182 127.0.0.1:{}\r\n", nodes[2].1)
+    );
+    assert_eq!(
+        nodes[0].0.raw(2).cmd(&["GET", "foo"]),
+        format!("-MOVED 12182 127.0.0.1:{}\r\n", nodes[2].0.port)
+    );
+    let shards = first.cmd(&["CLUSTER", "SHARDS"]);
+    assert!(
+        shards.contains(&format!(
+            "$4\r\nport\r\n:{}\r\n$8\r\ntls-port\r\n:{}\r\n",
+            nodes[0].0.port, nodes[0].1
+        )),
+        "{shards}"
+    );
+    // nodes.conf keeps the TLS port as the main one and the plain port as an aux field.
+    let conf = std::fs::read_to_string(nodes[0].0.dir.join("nodes.conf")).unwrap();
+    assert!(
+        conf.contains(&format!(
+            "127.0.0.1:{}@{},,tcp-port={},",
+            nodes[0].1, nodes[0].2, nodes[0].0.port
+        )) || conf.contains(&format!(
+            ":{}@{},,tcp-port={},",
+            nodes[0].1, nodes[0].2, nodes[0].0.port
+        )),
+        "{conf}"
+    );
+}

@@ -309,7 +309,14 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("process_id:{}", std::process::id());
             field!("process_supervised:no");
             field!("run_id:{}", ex.run_id);
-            field!("tcp_port:{}", ex.tcp_port);
+            // Without a plain port, the TLS one, as Redis shows.
+            field!(
+                "tcp_port:{}",
+                match ex.tcp_port {
+                    0 => crate::tls::port(&ex.config),
+                    p => p,
+                }
+            );
             field!("server_time_usec:{}", unix_ms() * 1000);
             field!("uptime_in_seconds:{}", ex.uptime());
             field!("uptime_in_days:{}", ex.uptime() / 86400);

@@ -169,10 +169,6 @@ impl Server {
         ex.tcp_addrs = tcp_addrs;
         ex.tls_addrs = tls_addrs;
         ex.tls = tls;
-        if ex.tcp_port == 0 {
-            // INFO's tcp_port shows the TLS port when there is no plain one, as Redis.
-            ex.tcp_port = tls_port;
-        }
         crate::alloc::mark_startup();
         let net = Rc::new(RefCell::new(Net {
             poll,
@@ -741,6 +737,7 @@ impl Net {
             } as i64;
             let peer = addr.clone();
             let slot = ex.connect(addr, laddr, fd);
+            ex.client_mut(slot).tls = tls;
             if let Err(e) =
                 self.poll
                     .registry()

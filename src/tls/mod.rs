@@ -16,6 +16,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 
 use crate::config::Config;
@@ -148,13 +149,15 @@ fn build_quiet(config: &Config) -> Result<TlsContext, String> {
     }
     let roots = Arc::new(roots);
 
+    let identity = Arc::new(SingleCertAndKey::from(certified_key(
+        &provider, certs, key, &key_file,
+    )?));
     let server_for = |verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>| {
         let mut sc = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
             .map_err(|e| format!("Failed to configure protocols: {e}"))?
             .with_client_cert_verifier(verifier)
-            .with_single_cert(certs.clone(), key.clone_key())
-            .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+            .with_cert_resolver(identity.clone());
         sc.ignore_client_order = config.stored_bool("tls-prefer-server-ciphers");
         let cache_size = config.stored_i64("tls-session-cache-size");
         if config.stored_bool("tls-session-caching") {
@@ -187,16 +190,20 @@ fn build_quiet(config: &Config) -> Result<TlsContext, String> {
 
     // The client side presents tls-client-cert-file/key when both are set, else the
     // server's own certificate, as Redis's client context falls back.
-    let (client_certs, client_key) = match (
+    let client_identity = match (
         opt(config, "tls-client-cert-file"),
         opt(config, "tls-client-key-file"),
     ) {
-        (Some(cf), Some(kf)) => (
-            load_certs(&cf).map_err(|e| format!("Failed to load certificate: {cf}: {e}"))?,
-            load_key(&kf, opt(config, "tls-client-key-file-pass").as_deref())
-                .map_err(|e| format!("Failed to load private key: {kf}: {e}"))?,
-        ),
-        _ => (certs.clone(), key.clone_key()),
+        (Some(cf), Some(kf)) => {
+            let certs =
+                load_certs(&cf).map_err(|e| format!("Failed to load certificate: {cf}: {e}"))?;
+            let key = load_key(&kf, opt(config, "tls-client-key-file-pass").as_deref())
+                .map_err(|e| format!("Failed to load private key: {kf}: {e}"))?;
+            Arc::new(SingleCertAndKey::from(certified_key(
+                &provider, certs, key, &kf,
+            )?))
+        }
+        _ => identity.clone(),
     };
     let verifier: Arc<dyn ServerCertVerifier> = if roots.is_empty() {
         Arc::new(RefuseAll(provider.clone()))
@@ -215,8 +222,7 @@ fn build_quiet(config: &Config) -> Result<TlsContext, String> {
         .map_err(|e| format!("Failed to configure protocols: {e}"))?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
-        .with_client_auth_cert(client_certs, client_key)
-        .map_err(|e| format!("Failed to load private key: {e}"))?;
+        .with_client_cert_resolver(client_identity);
     Ok(TlsContext {
         servers,
         client: Arc::new(client),
@@ -260,6 +266,28 @@ fn protocols(
         );
     }
     Ok(out)
+}
+
+/// A certificate chain with its key, refused when the key is not the certificate's
+/// (OpenSSL's "key values mismatch"). A certificate rustls cannot parse for the
+/// comparison (X.509 v1, which Redis's own test certificates include) is served as is.
+fn certified_key(
+    provider: &Arc<CryptoProvider>,
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    key_file: &str,
+) -> Result<Arc<CertifiedKey>, String> {
+    let signer = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let ck = CertifiedKey::new(certs, signer);
+    match ck.keys_match() {
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => Err(
+            format!("Failed to load private key: {key_file}: key values mismatch"),
+        ),
+        _ => Ok(Arc::new(ck)),
+    }
 }
 
 fn load_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
