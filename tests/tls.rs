@@ -516,9 +516,8 @@ fn plain_tcp_on_the_tls_port_gets_no_reply() {
     tcp.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
     let mut got = Vec::new();
     let _ = tcp.read_to_end(&mut got);
-    // At most a TLS alert record (content type 21), then the connection is closed.
-    assert!(got.is_empty() || got[0] == 21, "{got:?}");
-    assert!(!String::from_utf8_lossy(&got).contains("PONG"));
+    // Closed without a reply, as OpenSSL does with bytes that are no TLS.
+    assert_eq!(got, b"");
 }
 
 #[test]

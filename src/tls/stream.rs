@@ -100,8 +100,12 @@ impl Read for TlsStream {
                 Err(e) => return Err(e),
             }
             if let Err(e) = self.tls.process_new_packets() {
-                // The alert rustls queued tells the peer why, as OpenSSL's does.
-                let _ = self.send_records();
+                // The alert rustls queued tells a TLS peer why, as OpenSSL's does; bytes
+                // that are no TLS at all (a plain client on the TLS port) get the
+                // connection closed without a reply, as from OpenSSL.
+                if !matches!(e, rustls::Error::InvalidMessage(_)) {
+                    let _ = self.send_records();
+                }
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
             // Handshake replies (and key updates) go out at once.
