@@ -1117,3 +1117,22 @@ fn cluster_bus_over_tls_announces_tls_ports() {
         "{conf}"
     );
 }
+
+#[test]
+fn refused_tls_clients_get_the_error_after_the_handshake() {
+    let Some(certs) = Certs::make() else { return };
+    let (s, port) = start_tls(&certs, &[]);
+    let mut admin = s.raw(2);
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "maxclients", "1"]), "+OK\r\n");
+    let config = client_config(&certs, "ca.crt", Some("client"), false);
+    let err = TlsConn::try_connect(port, config.clone()).err().unwrap();
+    assert!(
+        err.to_string()
+            .contains(r#"no PONG: "-ERR max number of clients reached\r\n""#),
+        "{err}"
+    );
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "maxclients", "10"]), "+OK\r\n");
+    assert_eq!(TlsConn::connect(port, config).cmd(&["PING"]), "+PONG\r\n");
+    let info = admin.cmd(&["INFO", "stats"]);
+    assert!(info.contains("rejected_connections:1\r\n"), "{info}");
+}

@@ -75,6 +75,9 @@ struct Conn {
     /// TLS with `tls-auth-clients-user CN`: the certificate's user is still to be
     /// looked at (`Net::authenticate_by_cert`, after the handshake).
     cn_auth: bool,
+    /// A TLS connection refused at accept: the text it gets once its handshake is
+    /// done (`Net::refuse_after_handshake`).
+    refusal: Option<&'static [u8]>,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -712,15 +715,21 @@ impl Net {
                 }
                 cn_auth = ex.config.stored_str("tls-auth-clients-user") == "CN";
             }
-            if ex.client_count() >= ex.config.maxclients {
-                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+            let refusal: Option<&'static [u8]> = if ex.client_count() >= ex.config.maxclients {
+                Some(b"-ERR max number of clients reached\r\n")
+            } else if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
+                Some(PROTECTED_MODE_ERROR.as_bytes())
+            } else {
+                None
+            };
+            if let Some(text) = refusal {
                 ex.stats.rejected_connections += 1;
-                continue;
-            }
-            if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
-                let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
-                ex.stats.rejected_connections += 1;
-                continue;
+                // Over TLS the text can only go after the handshake, as Redis sends it:
+                // the connection is set up and refused then (`refuse_after_handshake`).
+                if !tls {
+                    let _ = stream.write_all(text);
+                    continue;
+                }
             }
             let fd = match &stream {
                 Stream::Tcp(s) => {
@@ -762,6 +771,7 @@ impl Net {
                 wants_write: false,
                 peer_closed: false,
                 cn_auth,
+                refusal,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
@@ -788,6 +798,28 @@ impl Net {
                 None
             }
         }
+    }
+
+    /// A TLS connection refused at accept (maxclients, protected mode): once its
+    /// handshake is done, it gets the refusal's text and is closed; what it sent is
+    /// dropped. True when that happened (or the handshake is still going on).
+    fn refuse_after_handshake(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
+        let Some(text) = conn.refusal else {
+            return false;
+        };
+        if let Stream::Tls(s) = &conn.stream {
+            if s.is_handshaking() {
+                return true;
+            }
+        }
+        conn.refusal = None;
+        conn.start = 0;
+        conn.end = 0;
+        let c = ex.client_mut(slot);
+        c.out.extend_from_slice(text);
+        c.close_after_reply = true;
+        ex.mark_pending_write(slot);
+        true
     }
 
     /// `tls-auth-clients-user CN`: once the handshake is done, a client whose
@@ -892,6 +924,9 @@ impl Net {
                     return None;
                 }
                 Ok(n) => {
+                    if conn.refusal.is_some() && Self::refuse_after_handshake(ex, slot, conn) {
+                        return None;
+                    }
                     if conn.cn_auth {
                         Self::authenticate_by_cert(ex, slot, conn);
                     }
@@ -916,6 +951,9 @@ impl Net {
                     return Some((n, drained));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if conn.refusal.is_some() {
+                        Self::refuse_after_handshake(ex, slot, conn);
+                    }
                     // A TLS handshake's records the socket had no room for.
                     if conn.stream.wants_write() {
                         ex.mark_pending_write(slot);
