@@ -623,6 +623,16 @@ fn client_certificate_common_name_names_the_user() {
     assert!(TlsConn::try_connect(port, alice).is_err());
 }
 
+/// A server process killed when dropped, so a failing assertion leaves none behind.
+struct Spawned(std::process::Child);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts cinnabar with `args` and waits for it to exit; its status and log.
 fn start_expecting_exit(args: &[String]) -> (Option<i32>, String) {
     let dir = temp_dir("tls-exit");
@@ -726,12 +736,14 @@ fn tls_only_server_and_encrypted_key() {
         ]
         .map(String::from),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Spawned(
+        Command::new(env!("CARGO_BIN_EXE_cinnabar"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let config = client_config(&certs, "ca.crt", Some("client"), false);
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut conn = None;
@@ -750,8 +762,7 @@ fn tls_only_server_and_encrypted_key() {
     assert!(!info.contains("listener0:"), "{info}");
     let get = c.cmd(&["CONFIG", "GET", "tls-key-file-pass"]);
     assert_eq!(get, "*2\r\n$17\r\ntls-key-file-pass\r\n$6\r\ns3cret\r\n");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let _ = std::fs::remove_dir_all(&dir);
 
     // The wrong password: the key does not load.
@@ -782,18 +793,16 @@ fn config_file_and_rewrite_keep_the_tls_directives() {
     )
     .unwrap();
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
-        .arg(&conf)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--dir",
-            &dir.display().to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Spawned(
+        Command::new(env!("CARGO_BIN_EXE_cinnabar"))
+            .arg(&conf)
+            .args(["--port", &port.to_string()])
+            .args(["--dir", &dir.display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let config = client_config(&certs, "ca.crt", None, false);
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut conn = None;
@@ -823,8 +832,7 @@ fn config_file_and_rewrite_keep_the_tls_directives() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
