@@ -28,6 +28,18 @@ const QUOTED: &[&str] = &[
     "pidfile",
     "requirepass",
     "notify-keyspace-events",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-key-file-pass",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-protocols",
+    "tls-ciphers",
+    "tls-ciphersuites",
 ];
 
 /// `"..."` with Redis's escapes (sdscatrepr).

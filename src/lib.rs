@@ -22,6 +22,7 @@ pub mod process;
 pub mod protocol;
 pub mod replication;
 pub mod scripting;
+pub mod tls;
 pub mod types;
 pub mod util;
 

@@ -27,7 +27,10 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if config.port == 0 && config.stored_str("unixsocket").is_empty() {
+    if config.port == 0
+        && cinnabar::tls::port(&config) == 0
+        && config.stored_str("unixsocket").is_empty()
+    {
         eprintln!("Configured to not listen anywhere, exiting.");
         std::process::exit(1);
     }

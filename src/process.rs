@@ -20,8 +20,13 @@ pub fn show_banner(config: &Config) {
     } else {
         "standalone"
     };
+    // With no plain port, the TLS one, as Redis shows.
+    let port = match config.port {
+        0 => crate::tls::port(config),
+        p => p,
+    };
     if !show {
-        crate::log::notice(&format!("Running mode={mode}, port={}.", config.port));
+        crate::log::notice(&format!("Running mode={mode}, port={port}."));
         return;
     }
     crate::log::raw(&format!(
@@ -30,7 +35,7 @@ pub fn show_banner(config: &Config) {
         crate::commands::connection::REDIS_VERSION,
         usize::BITS,
         mode,
-        config.port,
+        port,
         std::process::id()
     ));
 }

@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 
+use crate::tls::{ClientAuth, LinkStream, TlsContext, TlsStream};
+
 use super::node::NodeId;
 use super::wire;
 
@@ -15,7 +17,8 @@ use super::wire;
 const MAX_MESSAGE: usize = 1 << 30;
 
 pub struct Link {
-    pub stream: TcpStream,
+    /// Plain TCP, or TLS with `tls-cluster yes`.
+    pub stream: LinkStream,
     pub inbound: bool,
     pub node: Option<NodeId>,
     pub ctime: i64,
@@ -48,6 +51,9 @@ pub struct Bus {
     registry: Registry,
     /// Links closed while handling events, for gossip.rs to detach from their nodes.
     pub closed: Vec<(usize, Option<NodeId>, bool)>,
+    /// `tls-cluster yes`: the context links are made with (a node's bus connections
+    /// always require a client certificate, as Redis's).
+    pub tls: Option<std::sync::Arc<TlsContext>>,
 }
 
 fn token(link: usize) -> Token {
@@ -100,6 +106,7 @@ impl Bus {
             links: Vec::new(),
             registry,
             closed: Vec::new(),
+            tls: None,
         })
     }
 
@@ -142,6 +149,9 @@ impl Bus {
                 match self.listeners[i].accept() {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
+                        let Some(stream) = self.wrap(stream, None) else {
+                            continue;
+                        };
                         crate::log::verbose(&format!(
                             "Accepting cluster node connection from {}:{}",
                             peer.ip(),
@@ -178,6 +188,7 @@ impl Bus {
             .ok()?;
         let stream = TcpStream::connect(addr).ok()?;
         let _ = stream.set_nodelay(true);
+        let stream = self.wrap(stream, Some(ip))?;
         self.insert(Link {
             stream,
             inbound: false,
@@ -189,6 +200,25 @@ impl Bus {
             wpos: 0,
             peer: Some(addr),
         })
+    }
+
+    /// A new link's stream: TLS when the bus has a context (`host`: the node connected
+    /// to, None for an accepted connection).
+    fn wrap(&self, tcp: TcpStream, host: Option<&str>) -> Option<LinkStream> {
+        let Some(tls) = &self.tls else {
+            return Some(LinkStream::Plain(tcp));
+        };
+        let stream = match host {
+            Some(host) => TlsStream::connect(tcp, tls.client(), host),
+            None => TlsStream::accept(tcp, tls.server(ClientAuth::Yes)?),
+        };
+        match stream {
+            Ok(s) => Some(LinkStream::Tls(Box::new(s))),
+            Err(e) => {
+                crate::log::verbose(&format!("Cluster bus TLS: {e}"));
+                None
+            }
+        }
     }
 
     pub fn free_link(&mut self, id: usize) {
@@ -227,6 +257,11 @@ impl Bus {
                     return;
                 }
             }
+        }
+        // TLS records the socket had no room for go on the next writable event.
+        if l.stream.wants_write() && l.stream.flush().is_err() {
+            self.close(id);
+            return;
         }
         if l.wpos == l.wbuf.len() {
             l.wbuf.clear();
@@ -298,13 +333,13 @@ impl Bus {
     /// The local address of a link's socket (our own IP as the peer reaches us).
     pub fn local_ip(&self, id: usize) -> Option<String> {
         self.link(id)
-            .and_then(|l| l.stream.local_addr().ok())
+            .and_then(|l| l.stream.tcp().local_addr().ok())
             .map(|a| canonical_ip(a.ip()))
     }
 
     pub fn peer_ip(&self, id: usize) -> Option<String> {
         self.link(id)
-            .and_then(|l| l.stream.peer_addr().ok().or(l.peer))
+            .and_then(|l| l.stream.tcp().peer_addr().ok().or(l.peer))
             .map(|a| canonical_ip(a.ip()))
     }
 
@@ -314,10 +349,10 @@ impl Bus {
         if !l.connecting {
             return Some(true);
         }
-        if let Ok(Some(_)) | Err(_) = l.stream.take_error() {
+        if let Ok(Some(_)) | Err(_) = l.stream.tcp().take_error() {
             return None;
         }
-        match l.stream.peer_addr() {
+        match l.stream.tcp().peer_addr() {
             Ok(_) => {
                 l.connecting = false;
                 Some(true)

@@ -16,6 +16,11 @@ const FAIL_UNDO_TIME_MULT: i64 = 2;
 /// The header every message this node sends starts with (Redis's
 /// clusterBuildMessageHdr).
 pub fn header(cl: &Cluster, ex: &Executor, typ: u16) -> Header {
+    let (port, pport) = wire_ports(
+        cl.settings.tls_cluster,
+        cl.settings.port,
+        cl.settings.tls_port,
+    );
     let me = cl.me();
     let master = match (me.is_replica(), me.replica_of) {
         (true, Some(m)) => cl.node(m),
@@ -28,7 +33,7 @@ pub fn header(cl: &Cluster, ex: &Executor, typ: u16) -> Header {
     Header {
         totlen: 0,
         ver: wire::PROTO_VER,
-        port: cl.settings.port,
+        port,
         typ,
         count: 0,
         current_epoch: cl.current_epoch,
@@ -39,7 +44,7 @@ pub fn header(cl: &Cluster, ex: &Executor, typ: u16) -> Header {
         slaveof: me.replica_of.map_or([0u8; 40], |m| cl.node(m).name),
         myip: cl.settings.announce_ip.clone(),
         extensions: 0,
-        pport: 0,
+        pport,
         cport: cl.settings.cport,
         flags: me.flags,
         state: if cl.state_ok { 0 } else { 1 },
@@ -67,16 +72,28 @@ fn broadcast(cl: &mut Cluster, msg: &[u8]) {
     }
 }
 
-fn gossip_entry(n: &Node) -> wire::Gossip {
+/// A node's (plain, TLS) client ports as the wire carries them: `port` is the port
+/// clients use by default — the TLS one with `tls-cluster yes` — and `pport` the other,
+/// as Redis's header and gossip entries. The same swap decodes them.
+pub fn wire_ports(tls_cluster: bool, tcp: u16, tls: u16) -> (u16, u16) {
+    if tls_cluster {
+        (tls, tcp)
+    } else {
+        (tcp, tls)
+    }
+}
+
+fn gossip_entry(n: &Node, tls_cluster: bool) -> wire::Gossip {
+    let (port, pport) = wire_ports(tls_cluster, n.tcp_port, n.tls_port);
     wire::Gossip {
         name: n.name,
         ping_sent: (n.ping_sent / 1000) as u32,
         pong_received: (n.pong_received / 1000) as u32,
         ip: n.ip.clone(),
-        port: n.tcp_port,
+        port,
         cport: n.cport,
         flags: n.flags,
-        pport: n.tls_port,
+        pport,
     }
 }
 
@@ -97,6 +114,7 @@ pub fn send_ping(cl: &mut Cluster, ex: &Executor, link: usize, typ: u16) {
     let wanted = ((total / 10).max(3) as i64).min(freshnodes.max(0));
     let ids = cl.node_ids();
     let mut entries: Vec<wire::Gossip> = Vec::new();
+    let tls_cluster = cl.settings.tls_cluster;
     let mut iterations = wanted * 3;
     while freshnodes > 0 && (entries.len() as i64) < wanted && iterations > 0 {
         iterations -= 1;
@@ -116,14 +134,14 @@ pub fn send_ping(cl: &mut Cluster, ex: &Executor, link: usize, typ: u16) {
         if n.last_in_ping_gossip == pings {
             continue;
         }
-        entries.push(gossip_entry(n));
+        entries.push(gossip_entry(n, tls_cluster));
         cl.node_mut(id).last_in_ping_gossip = pings;
         freshnodes -= 1;
     }
     for id in ids {
         let n = cl.node(id);
         if n.flags & (node::HANDSHAKE | node::NOADDR) == 0 && n.flags & node::PFAIL != 0 {
-            entries.push(gossip_entry(n));
+            entries.push(gossip_entry(n, tls_cluster));
         }
     }
     let mut h = header(cl, ex, typ);
@@ -327,7 +345,9 @@ pub fn process_packet(cl: &mut Cluster, ex: &mut Executor, link: usize, msg: &[u
     if msg.len() < wire::HEADER_LEN {
         return true;
     }
-    let h = Header::parse(msg);
+    let mut h = Header::parse(msg);
+    // From here on `port` is the plain port and `pport` the TLS one.
+    (h.port, h.pport) = wire_ports(cl.settings.tls_cluster, h.port, h.pport);
     if (h.typ as usize) < wire::TYPE_COUNT {
         cl.stats_received[h.typ as usize] += 1;
     }
@@ -709,10 +729,16 @@ fn update_address_if_needed(
     ));
     let me = cl.myself;
     if cl.node(me).is_replica() && cl.node(me).replica_of == Some(id) {
-        let (ip, port) = (cl.node(id).ip.clone(), cl.node(id).tcp_port);
+        let (ip, port) = (cl.node(id).ip.clone(), replication_port(cl.node(id), ex));
         replicate_from(ex, ip, port);
     }
     true
+}
+
+/// The port a replica connects to its master at: the TLS one with `tls-replication
+/// yes` (Redis's getNodeDefaultReplicationPort).
+fn replication_port(n: &Node, ex: &Executor) -> u16 {
+    n.client_port(ex.config.stored_bool("tls-replication"))
 }
 
 /// Follows a master through the replication code (no-op if already following it).
@@ -733,7 +759,13 @@ fn process_gossip_section(
     h: &Header,
     sender: Option<NodeId>,
 ) {
-    let entries: Vec<wire::Gossip> = wire::gossip_entries(msg, h.count).collect();
+    let tls_cluster = cl.settings.tls_cluster;
+    let entries: Vec<wire::Gossip> = wire::gossip_entries(msg, h.count)
+        .map(|mut g| {
+            (g.port, g.pport) = wire_ports(tls_cluster, g.port, g.pport);
+            g
+        })
+        .collect();
     let invalid = entries.iter().filter(|g| g.name.contains(&0)).count();
     if invalid > 0 {
         crate::log::warning(&format!("Node gossiped {invalid} nodes with invalid IDs."));
@@ -957,7 +989,7 @@ pub fn set_my_master(cl: &mut Cluster, ex: &mut Executor, m: NodeId) {
     cl.add_replica(m, me);
     let shard = cl.node(m).shard_id;
     cl.node_mut(me).shard_id = shard;
-    let (ip, port) = (cl.node(m).ip.clone(), cl.node(m).tcp_port);
+    let (ip, port) = (cl.node(m).ip.clone(), replication_port(cl.node(m), ex));
     if !ip.is_empty() {
         replicate_from(ex, ip, port);
     }
@@ -1100,11 +1132,13 @@ pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> boo
         return false;
     }
     let norm = ip.to_string();
+    // The port given is the default client port: the TLS one with `tls-cluster yes`.
+    let tls_cluster = cl.settings.tls_cluster;
     let in_progress = cl.node_ids().into_iter().any(|id| {
         let n = cl.node(id);
         n.in_handshake()
             && n.ip.eq_ignore_ascii_case(&norm)
-            && n.tcp_port == port
+            && n.client_port(tls_cluster) == port
             && n.cport == cport
     });
     if in_progress {
@@ -1112,7 +1146,11 @@ pub fn start_handshake(cl: &mut Cluster, ip: &str, port: u16, cport: u16) -> boo
     }
     let mut n = Node::new(node::random_name(), node::HANDSHAKE | node::MEET, now_ms());
     n.ip = norm;
-    n.tcp_port = port;
+    if tls_cluster {
+        n.tls_port = port;
+    } else {
+        n.tcp_port = port;
+    }
     n.cport = cport;
     cl.add_node(n);
     true
@@ -1281,7 +1319,7 @@ pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
     // A replica whose replication link went away reconnects to its master.
     if cl.node(me).is_replica() && ex.repl.link.is_none() {
         if let Some(m) = cl.node(me).replica_of.filter(|&m| cl.node(m).has_addr()) {
-            let (ip, port) = (cl.node(m).ip.clone(), cl.node(m).tcp_port);
+            let (ip, port) = (cl.node(m).ip.clone(), replication_port(cl.node(m), ex));
             if !ip.is_empty() {
                 replicate_from(ex, ip, port);
             }

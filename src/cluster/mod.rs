@@ -71,9 +71,12 @@ pub struct Settings {
     pub announce_hostname: String,
     pub announce_human_nodename: String,
     pub preferred_endpoint: Endpoint,
-    /// Ports announced to peers: client port and bus port.
+    /// Ports announced to peers: plain client port, TLS client port and bus port.
     pub port: u16,
+    pub tls_port: u16,
     pub cport: u16,
+    /// `tls-cluster`: the bus is TLS and the TLS port is the nodes' default client port.
+    pub tls_cluster: bool,
     /// `cluster-link-sendbuf-limit` in bytes (0: no limit).
     pub link_sendbuf_limit: i64,
 }
@@ -88,10 +91,15 @@ impl Settings {
         } else {
             tcp_port
         };
+        let tls_port = match c.stored_i64("cluster-announce-tls-port") as u16 {
+            0 => crate::tls::port(c),
+            p => p,
+        };
+        let tls_cluster = c.stored_bool("tls-cluster");
         let cport = if announce_bus_port != 0 {
             announce_bus_port
         } else {
-            bus_port(cluster_port, tcp_port)
+            bus_port(cluster_port, default_client_port(c, tcp_port))
         };
         Settings {
             node_timeout: c.stored_i64("cluster-node-timeout"),
@@ -112,9 +120,21 @@ impl Settings {
                 _ => Endpoint::Ip,
             },
             port,
+            tls_port,
+            tls_cluster,
             cport,
             link_sendbuf_limit: c.stored_i64("cluster-link-sendbuf-limit"),
         }
+    }
+}
+
+/// The port clients use by default (Redis's defaultClientPort): the TLS one with
+/// `tls-cluster yes`.
+pub fn default_client_port(c: &crate::config::Config, tcp_port: u16) -> u16 {
+    if c.stored_bool("tls-cluster") {
+        crate::tls::port(c)
+    } else {
+        tcp_port
     }
 }
 
@@ -474,9 +494,17 @@ impl Cluster {
     }
 
     /// One line of CLUSTER NODES (`for_file`: the nodes.conf form with aux fields).
-    pub fn describe(&self, id: NodeId, for_file: bool) -> String {
+    /// `tls`: the TLS port is the one shown (a TLS client asks, or the file of a
+    /// `tls-cluster` node), the other going to the aux fields.
+    pub fn describe(&self, id: NodeId, for_file: bool, tls: bool) -> String {
         let n = self.node(id);
-        let mut s = format!("{} {}:{}@{}", n.name_str(), n.ip, n.tcp_port, n.cport);
+        let mut s = format!(
+            "{} {}:{}@{}",
+            n.name_str(),
+            n.ip,
+            n.client_port(tls),
+            n.cport
+        );
         if !n.hostname.is_empty() {
             s.push(',');
             s.push_str(&n.hostname);
@@ -485,7 +513,11 @@ impl Cluster {
             if n.hostname.is_empty() {
                 s.push(',');
             }
-            s.push_str(&format!(",tls-port={}", n.tls_port));
+            if tls {
+                s.push_str(&format!(",tcp-port={}", n.tcp_port));
+            } else {
+                s.push_str(&format!(",tls-port={}", n.tls_port));
+            }
             if !n.human_nodename.is_empty() {
                 s.push_str(&format!(",nodename={}", n.human_nodename));
             }
@@ -544,13 +576,13 @@ impl Cluster {
     }
 
     /// CLUSTER NODES / nodes.conf body (handshake nodes left out of the file).
-    pub fn describe_all(&self, for_file: bool) -> String {
+    pub fn describe_all(&self, for_file: bool, tls: bool) -> String {
         let mut out = String::new();
         for id in self.node_ids() {
             if for_file && self.node(id).in_handshake() {
                 continue;
             }
-            out.push_str(&self.describe(id, for_file));
+            out.push_str(&self.describe(id, for_file, tls));
             out.push('\n');
         }
         out
@@ -622,8 +654,12 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
     // Only database 0 exists for cluster clients; its keys are indexed by slot.
     ex.ks.dbs[0].table.enable_slot_index();
     let conf_path = PathBuf::from(ex.config.stored_str("cluster-config-file"));
-    let bind_port = bus_port(ex.config.stored_i64("cluster-port") as u16, ex.tcp_port);
-    let bus = bus::Bus::listen(&ex.config.bind, bind_port, registry)?;
+    let bind_port = bus_port(
+        ex.config.stored_i64("cluster-port") as u16,
+        default_client_port(&ex.config, ex.tcp_port),
+    );
+    let mut bus = bus::Bus::listen(&ex.config.bind, bind_port, registry)?;
+    bus.tls = bus_tls(ex);
     let mut cl = Cluster {
         nodes: Vec::new(),
         by_name: HashMap::new(),
@@ -658,6 +694,7 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
         false => {
             let mut me = Node::new(node::random_name(), node::MYSELF | node::MASTER, now_ms());
             me.tcp_port = cl.settings.port;
+            me.tls_port = cl.settings.tls_port;
             me.cport = cl.settings.cport;
             crate::log::notice(&format!(
                 "No cluster configuration found, I'm {}",
@@ -682,7 +719,17 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
 /// Re-reads the cluster directives and applies them to this node's own entry.
 pub fn apply_settings(cl: &mut Cluster, ex: &Executor) {
     cl.settings = Settings::from_config(&ex.config, ex.tcp_port);
+    cl.bus.tls = bus_tls(ex);
     refresh_myself(cl);
+}
+
+/// The TLS context the bus uses with `tls-cluster yes` (CONFIG SET may replace it).
+fn bus_tls(ex: &Executor) -> Option<std::sync::Arc<crate::tls::TlsContext>> {
+    if ex.config.stored_bool("tls-cluster") {
+        ex.tls.clone()
+    } else {
+        None
+    }
 }
 
 /// Applies the configuration to this node's own entry (ports, announced names).
@@ -690,6 +737,7 @@ fn refresh_myself(cl: &mut Cluster) {
     let s = cl.settings.clone();
     let m = cl.me_mut();
     m.tcp_port = s.port;
+    m.tls_port = s.tls_port;
     m.cport = s.cport;
     if !s.announce_ip.is_empty() {
         m.ip = s.announce_ip.clone();

@@ -104,6 +104,16 @@ pub struct Node {
 }
 
 impl Node {
+    /// The port a client is sent to: the TLS one for a TLS client (Redis's
+    /// clusterNodeClientPort).
+    pub fn client_port(&self, tls: bool) -> u16 {
+        if tls {
+            self.tls_port
+        } else {
+            self.tcp_port
+        }
+    }
+
     pub fn new(name: NodeName, flags: u16, now: i64) -> Node {
         Node {
             name,

@@ -11,7 +11,7 @@ use super::{now_ms, Cluster};
 /// fsync).
 pub fn save(cl: &mut Cluster, fsync: bool) -> std::io::Result<()> {
     cl.todo &= !super::TODO_SAVE_CONFIG;
-    let mut content = cl.describe_all(true);
+    let mut content = cl.describe_all(true, cl.settings.tls_cluster);
     content.push_str(&format!(
         "vars currentEpoch {} lastVoteEpoch {}\n",
         cl.current_epoch, cl.last_vote_epoch
@@ -151,6 +151,8 @@ fn load_line(cl: &mut Cluster, line: &str, myself: &mut Option<NodeId>) -> Resul
         (Some(t), Some(l)) => (t, l),
         (Some(t), None) => (t, port),
         (None, Some(l)) => (port, l),
+        // No aux port (a file before Redis 7.2): the port is the default client one.
+        (None, None) if cl.settings.tls_cluster => (0, port),
         (None, None) => (port, 0),
     };
     let cport = bus_s

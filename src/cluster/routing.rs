@@ -95,7 +95,7 @@ pub fn route(
         cmd.flags & flags::ASKING != 0,
         cmd.name == "migrate",
     )?;
-    Some(redirect_reply(cl, r))
+    Some(redirect_reply(cl, r, ex.client(client).tls))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -201,7 +201,8 @@ fn query(
     None
 }
 
-fn redirect_reply(cl: &Cluster, r: Redirect) -> Reply {
+/// `tls`: the client is on TLS, so it is sent to the TLS port.
+fn redirect_reply(cl: &Cluster, r: Redirect, tls: bool) -> Reply {
     match r {
         Redirect::CrossSlot => Reply::err("CROSSSLOT Keys in request don't hash to the same slot"),
         Redirect::Unstable => Reply::err("TRYAGAIN Multiple keys request during rehashing of slot"),
@@ -219,7 +220,7 @@ fn redirect_reply(cl: &Cluster, r: Redirect) -> Reply {
             Reply::error(format!(
                 "{kind} {s} {}:{}",
                 cl.endpoint(n),
-                cl.node(n).tcp_port
+                cl.node(n).client_port(tls)
             ))
         }
     }
@@ -311,7 +312,7 @@ pub fn redirect_blocked_clients(cl: &Cluster, ex: &mut Executor) {
             }
         };
         if let Some(r) = redirect {
-            let reply = redirect_reply(cl, r);
+            let reply = redirect_reply(cl, r, ex.client(b.slot).tls);
             crate::exec::blocking::unblock_with(ex, b.slot, &reply);
         }
     }

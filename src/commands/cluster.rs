@@ -280,12 +280,14 @@ fn cluster_info(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 }
 
 fn cluster_nodes(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let tls = ctx.client_ref().tls;
     with_cluster(ctx, |cl, _| {
-        Reply::Verbatim("txt", cl.describe_all(false).into_bytes())
+        Reply::Verbatim("txt", cl.describe_all(false, tls).into_bytes())
     })
 }
 
 fn cluster_replicas(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let tls = ctx.client_ref().tls;
     with_cluster(ctx, |cl, _| {
         let Some(n) = cl.lookup(args[2]) else {
             return unknown_node(args[2]);
@@ -297,14 +299,14 @@ fn cluster_replicas(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             cl.node(n)
                 .replicas
                 .iter()
-                .map(|&r| Reply::Bulk(cl.describe(r, false).into_bytes()))
+                .map(|&r| Reply::Bulk(cl.describe(r, false, tls).into_bytes()))
                 .collect(),
         )
     })
 }
 
 /// One node of CLUSTER SLOTS: endpoint, port, id, and the other address forms.
-fn slots_node(cl: &Cluster, id: NodeId) -> Reply {
+fn slots_node(cl: &Cluster, id: NodeId, tls: bool) -> Reply {
     let n = cl.node(id);
     let endpoint = match cl.settings.preferred_endpoint {
         Endpoint::Ip => Reply::bulk(n.ip.as_bytes()),
@@ -321,7 +323,7 @@ fn slots_node(cl: &Cluster, id: NodeId) -> Reply {
     }
     Reply::Array(vec![
         endpoint,
-        Reply::Int(n.tcp_port as i64),
+        Reply::Int(n.client_port(tls) as i64),
         Reply::bulk(&n.name),
         Reply::Map(extra),
     ])
@@ -341,6 +343,7 @@ fn replica_available(cl: &Cluster, ex: &crate::exec::Executor, id: NodeId) -> bo
 }
 
 fn cluster_slots(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
+    let tls = ctx.client_ref().tls;
     with_cluster(ctx, |cl, ctx| {
         let mut out = Vec::new();
         let mut s = 0;
@@ -356,11 +359,11 @@ fn cluster_slots(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
             let mut entry = vec![
                 Reply::Int(s as i64),
                 Reply::Int(e as i64),
-                slots_node(cl, owner),
+                slots_node(cl, owner, tls),
             ];
             for &r in &cl.node(owner).replicas {
                 if replica_available(cl, ctx.ex, r) {
-                    entry.push(slots_node(cl, r));
+                    entry.push(slots_node(cl, r, tls));
                 }
             }
             out.push(Reply::Array(entry));

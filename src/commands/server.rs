@@ -309,7 +309,14 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("process_id:{}", std::process::id());
             field!("process_supervised:no");
             field!("run_id:{}", ex.run_id);
-            field!("tcp_port:{}", ex.tcp_port);
+            // Without a plain port, the TLS one, as Redis shows.
+            field!(
+                "tcp_port:{}",
+                match ex.tcp_port {
+                    0 => crate::tls::port(&ex.config),
+                    p => p,
+                }
+            );
             field!("server_time_usec:{}", unix_ms() * 1000);
             field!("uptime_in_seconds:{}", ex.uptime());
             field!("uptime_in_days:{}", ex.uptime() / 86400);
@@ -337,7 +344,13 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                 .iter()
                 .map(|b| format!(",bind={b}"))
                 .collect();
-            field!("listener0:name=tcp{binds},port={}", ex.tcp_port);
+            if ex.config.port != 0 {
+                field!("listener0:name=tcp{binds},port={}", ex.config.port);
+            }
+            let tls_port = crate::tls::port(&ex.config);
+            if tls_port != 0 {
+                field!("listener2:name=tls{binds},port={tls_port}");
+            }
         }
         "clients" => {
             s.push_str("# Clients\r\n");
@@ -625,6 +638,9 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             }
         }
     }
+    if let Err(reply) = apply_tls(ctx, &updated) {
+        return reply;
+    }
     if updated.dir != ctx.ex.config.dir {
         // Files are written relative to the working directory, as Redis's chdir().
         if let Err(e) = std::env::set_current_dir(&updated.dir) {
@@ -675,6 +691,52 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     ctx.ex.apply_config();
     Reply::ok()
+}
+
+/// CONFIG SET of `tls-*` (Redis's applyTlsCfg and applyTLSPort): the context is
+/// rebuilt for new connections — a file that fails to load changes nothing — and a
+/// new `tls-port` (or `bind` with one) is bound now, for the loop to swap in.
+fn apply_tls(ctx: &mut Ctx, updated: &crate::config::Config) -> Result<(), Reply> {
+    use crate::tls;
+    let old = &ctx.ex.config;
+    let fail = |name: &str, why: &str| {
+        Reply::error(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        ))
+    };
+    let changed = tls::CONTEXT_DIRECTIVES
+        .iter()
+        .find(|n| updated.stored_str(n) != old.stored_str(n));
+    let port = tls::port(updated);
+    let port_changed = port != tls::port(old);
+    let mut new_ctx = None;
+    if let Some(name) = changed {
+        if tls::needed(updated) {
+            new_ctx = Some(tls::build(updated).map_err(|_| fail(name, tls::UPDATE_FAILED))?);
+        }
+    } else if port_changed && port != 0 && ctx.ex.tls.is_none() {
+        new_ctx = Some(tls::build(updated).map_err(|_| fail("tls-port", tls::UPDATE_FAILED))?);
+    }
+    if port_changed || (port != 0 && updated.bind != old.bind) {
+        let held = ctx.ex.tls_addrs.clone();
+        match crate::net::bind_tcp(&updated.bind, port, updated.tcp_backlog, &held) {
+            Ok((new, addrs)) => {
+                ctx.ex.tls_addrs = addrs.clone();
+                ctx.ex.tls_rebind = Some((addrs, new));
+            }
+            Err(e) => {
+                crate::log::warning(&e.to_string());
+                return Err(fail(
+                    "tls-port",
+                    "Unable to listen on this port. Check server logs.",
+                ));
+            }
+        }
+    }
+    if let Some(c) = new_ctx {
+        ctx.ex.tls = Some(std::sync::Arc::new(c));
+    }
+    Ok(())
 }
 
 fn config_rewrite(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {

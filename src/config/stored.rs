@@ -200,9 +200,6 @@ macro_rules! stored {
 /// Values that would ask for a mode Cinnabar does not have are refused, never ignored.
 fn check_supported(name: &str, value: &str) -> Result<(), String> {
     match (name, value) {
-        ("tls-port", v) if v != "0" => {
-            Err("Unable to update TLS configuration. Check server logs.".into())
-        }
         // Redis's isValidAnnouncedHostname: what the bus and nodes.conf can carry.
         ("cluster-announce-hostname", v) if v.len() >= 256 => {
             Err("Hostnames must be less than 256 characters".into())
@@ -576,7 +573,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(1, 1000),
         "10"
     ),
-    // No effect here: no TLS.
+    // No effect here: all pending TLS connections are accepted each turn.
     stored!(
         "max-new-tls-connections-per-cycle",
         &[],
@@ -632,9 +629,10 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, i64::MAX as i128),
         "3600"
     ),
-    // Only 0: there is no TLS listener.
+    // The TLS listener (net, crate::tls); CONFIG SET binds it.
     stored!("tls-port", &[], 0, Kind::Int(0, 65535), "0"),
-    // No effect here: no TLS.
+    // Sizes rustls's server session cache (0: a bound of 2^20 sessions, as OpenSSL's
+    // 0 means no limit).
     stored!(
         "tls-session-cache-size",
         &[],
@@ -642,7 +640,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, INT_MAX),
         "20480"
     ),
-    // No effect here: no TLS.
+    // No effect here: rustls's session cache evicts by size only, without a timeout.
     stored!(
         "tls-session-cache-timeout",
         &[],
@@ -650,11 +648,11 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, INT_MAX),
         "300"
     ),
-    // No effect here: no TLS.
+    // The cluster bus over TLS (crate::tls, cluster/bus.rs).
     stored!("tls-cluster", &[], 0, Kind::Bool, "no"),
-    // No effect here: no TLS.
+    // The replica's link to its master over TLS (crate::tls, replication/replica.rs).
     stored!("tls-replication", &[], 0, Kind::Bool, "no"),
-    // No effect here: no TLS.
+    // Client certificates on accepted TLS connections (crate::tls).
     stored!(
         "tls-auth-clients",
         &[],
@@ -662,33 +660,43 @@ pub static STORED: &[Directive] = &[
         Kind::Enum(&["no", "yes", "optional"]),
         "yes"
     ),
-    // No effect here: no TLS.
+    // `CN`: a TLS client certificate's Common Name names the ACL user the connection
+    // is authenticated as (net::authenticate_by_cert).
+    stored!(
+        "tls-auth-clients-user",
+        &[],
+        0,
+        Kind::Enum(&["off", "CN"]),
+        "off"
+    ),
+    // The server prefers its own order of cipher suites (rustls's ignore_client_order).
     stored!("tls-prefer-server-ciphers", &[], 0, Kind::Bool, "no"),
-    // No effect here: no TLS.
+    // rustls's server session cache (and TLSv1.3 tickets) on or off.
     stored!("tls-session-caching", &[], 0, Kind::Bool, "yes"),
-    // No effect here: no TLS.
+    // The TLS context (crate::tls); CONFIG SET reloads it for new connections.
     stored!("tls-cert-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // The TLS context (crate::tls).
     stored!("tls-key-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // Opens an encrypted PKCS#8 tls-key-file (crate::tls).
     stored!("tls-key-file-pass", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // The certificate Cinnabar presents as a TLS client (crate::tls).
     stored!("tls-client-cert-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // The key Cinnabar uses as a TLS client (crate::tls).
     stored!("tls-client-key-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // Opens an encrypted PKCS#8 tls-client-key-file (crate::tls).
     stored!("tls-client-key-file-pass", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // No effect here beyond a check that the file holds DH parameters: rustls
+    // negotiates ECDHE only.
     stored!("tls-dh-params-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // Trusted CAs for client certificates and for the servers Cinnabar connects to.
     stored!("tls-ca-cert-file", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // Every PEM file in the directory is a trusted CA (crate::tls).
     stored!("tls-ca-cert-dir", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // TLSv1.2 and/or TLSv1.3 (crate::tls); TLSv1 and TLSv1.1 are not supported.
     stored!("tls-protocols", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // TLSv1.2 suites by OpenSSL name (crate::tls::ciphers).
     stored!("tls-ciphers", &[], 0, Kind::Str, ""),
-    // No effect here: no TLS.
+    // TLSv1.3 suites by name (crate::tls::ciphers).
     stored!("tls-ciphersuites", &[], 0, Kind::Str, ""),
     stored!("oom-score-adj-values", &[], 0, Kind::OomValues, "0 200 800"),
     // Hidden (CONFIG GET shows them only by exact name). No effect here: Redis's

@@ -24,6 +24,9 @@ pub struct Client {
     /// (reads served by a replica).
     pub cluster_asking: bool,
     pub cluster_readonly: bool,
+    /// Connected over TLS: cluster replies show nodes' TLS ports (as Redis's
+    /// shouldReturnTlsInfo).
+    pub tls: bool,
     pub db: usize,
     pub proto: u8,
     pub name: Option<Vec<u8>>,
@@ -116,6 +119,7 @@ impl Client {
             acl_free: true,
             cluster_asking: false,
             cluster_readonly: false,
+            tls: false,
             addr,
             laddr,
             fd,

@@ -156,6 +156,13 @@ pub struct Executor {
     pub rebind: Option<Rebind>,
     /// The TCP addresses listened on.
     pub tcp_addrs: Vec<std::net::SocketAddr>,
+    /// CONFIG SET tls-port (or bind): as `rebind`, for the TLS listeners.
+    pub tls_rebind: Option<Rebind>,
+    /// The TLS addresses listened on.
+    pub tls_addrs: Vec<std::net::SocketAddr>,
+    /// The TLS contexts (crate::tls), when TLS is configured; CONFIG SET of a `tls-*`
+    /// file replaces them for new connections.
+    pub tls: Option<std::sync::Arc<crate::tls::TlsContext>>,
     pub start_time: Instant,
     pub run_id: String,
     /// The pause each purpose holds (pause.rs); the strictest one applies.
@@ -262,6 +269,9 @@ impl Executor {
             shutdown: None,
             rebind: None,
             tcp_addrs: Vec::new(),
+            tls_rebind: None,
+            tls_addrs: Vec::new(),
+            tls: None,
             start_time: now,
             run_id: (0..40)
                 .map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0'))

@@ -72,6 +72,12 @@ struct Conn {
     /// The peer's FIN was reported: a short read no longer means the socket is drained,
     /// since the end of stream is still to be read and no new edge will announce it.
     peer_closed: bool,
+    /// TLS with `tls-auth-clients-user CN`: the certificate's user is still to be
+    /// looked at (`Net::authenticate_by_cert`, after the handshake).
+    cn_auth: bool,
+    /// A TLS connection refused at accept: the text it gets once its handshake is
+    /// done (`Net::refuse_after_handshake`).
+    refusal: Option<&'static [u8]>,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -117,11 +123,26 @@ impl Server {
         let poll = Poll::new()?;
         crate::commands::install_renames(&config.renamed_commands)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let tls = if crate::tls::needed(&config) {
+            let ctx = crate::tls::build(&config).map_err(|_| {
+                io::Error::other("Failed to configure TLS. Check logs for more info.")
+            })?;
+            Some(std::sync::Arc::new(ctx))
+        } else {
+            None
+        };
         let (tcp, tcp_addrs) = bind_tcp(&config.bind, config.port, config.tcp_backlog, &[])?;
         let mut listeners: Vec<Listener> = tcp
             .into_iter()
             .map(|l| Listener::Tcp(TcpListener::from_std(l)))
             .collect();
+        let tls_port = crate::tls::port(&config);
+        let (tls_listeners, tls_addrs) = bind_tcp(&config.bind, tls_port, config.tcp_backlog, &[])?;
+        listeners.extend(
+            tls_listeners
+                .into_iter()
+                .map(|l| Listener::Tls(TcpListener::from_std(l))),
+        );
         let unixsocket = config.stored_str("unixsocket");
         if !unixsocket.is_empty() {
             let perm = u32::from_str_radix(&config.stored_str("unixsocketperm"), 8).unwrap_or(0);
@@ -149,6 +170,8 @@ impl Server {
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
         let mut ex = Executor::new(config);
         ex.tcp_addrs = tcp_addrs;
+        ex.tls_addrs = tls_addrs;
+        ex.tls = tls;
         crate::alloc::mark_startup();
         let net = Rc::new(RefCell::new(Net {
             poll,
@@ -209,8 +232,15 @@ impl Server {
             if net.listeners.iter().any(|l| l.is_tcp()) {
                 crate::log::notice("Ready to accept connections tcp");
             }
-            if !net.listeners.iter().all(|l| l.is_tcp()) {
+            if net
+                .listeners
+                .iter()
+                .any(|l| matches!(l, Listener::Unix(..)))
+            {
                 crate::log::notice("Ready to accept connections unix");
+            }
+            if net.listeners.iter().any(|l| l.is_tls()) {
+                crate::log::notice("Ready to accept connections tls");
             }
         }
         crate::process::notify_ready(&self.ex.config, self.ex.repl.is_replica());
@@ -314,6 +344,14 @@ impl Server {
             if self.ex.blocking.has_ready() {
                 crate::exec::blocking::handle_ready(&mut self.ex);
             }
+            // Listeners CONFIG SET port/bind/tls-port replaced are swapped before its
+            // reply goes out, so a client that read +OK finds the new ones.
+            if let Some(new) = self.ex.rebind.take() {
+                self.net.borrow_mut().replace_tcp_listeners(new, false);
+            }
+            if let Some(new) = self.ex.tls_rebind.take() {
+                self.net.borrow_mut().replace_tcp_listeners(new, true);
+            }
             self.net.borrow_mut().flush_pending(&mut self.ex);
             // Output that other clients' commands queued counts now (Redis's
             // beforeSleep eviction).
@@ -333,9 +371,6 @@ impl Server {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
             self.ex.record_eventloop_cycle(turn_start, commands_before);
-            if let Some(new) = self.ex.rebind.take() {
-                self.net.borrow_mut().replace_tcp_listeners(new);
-            }
             if let Some(req) = self.ex.shutdown {
                 if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save)
                     && !req.force
@@ -617,18 +652,24 @@ impl Net {
         });
     }
 
-    /// CONFIG SET port/bind bound new sockets: they replace the TCP listeners (the
-    /// unix socket stays).
-    fn replace_tcp_listeners(&mut self, (keep, new): crate::exec::Rebind) {
+    /// CONFIG SET port/bind (or tls-port) bound new sockets: they replace the TCP
+    /// (or TLS) listeners; the others stay.
+    fn replace_tcp_listeners(&mut self, (keep, new): crate::exec::Rebind, tls: bool) {
         for l in &mut self.listeners {
             let _ = self.poll.registry().deregister(l);
         }
-        self.listeners
-            .retain(|l| l.tcp_addr().is_none_or(|a| keep.contains(&a)));
-        self.listeners.extend(
-            new.into_iter()
-                .map(|l| Listener::Tcp(TcpListener::from_std(l))),
-        );
+        self.listeners.retain(|l| {
+            let addr = if tls { l.tls_addr() } else { l.tcp_addr() };
+            addr.is_none_or(|a| keep.contains(&a))
+        });
+        self.listeners.extend(new.into_iter().map(|l| {
+            let l = TcpListener::from_std(l);
+            if tls {
+                Listener::Tls(l)
+            } else {
+                Listener::Tcp(l)
+            }
+        }));
         for (i, l) in self.listeners.iter_mut().enumerate() {
             let _ = self
                 .poll
@@ -651,6 +692,7 @@ impl Net {
             let Some(listener) = self.listeners.get(idx) else {
                 return;
             };
+            let tls = listener.is_tls();
             let accepted = match listener.accept() {
                 Ok(a) => a,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -665,15 +707,29 @@ impl Net {
                 laddr,
                 remote_tcp,
             } = accepted;
-            if ex.client_count() >= ex.config.maxclients {
-                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-                ex.stats.rejected_connections += 1;
-                continue;
+            let mut cn_auth = false;
+            if tls {
+                match self.wrap_tls(ex, stream) {
+                    Some(s) => stream = s,
+                    None => continue,
+                }
+                cn_auth = ex.config.stored_str("tls-auth-clients-user") == "CN";
             }
-            if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
-                let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
+            let refusal: Option<&'static [u8]> = if ex.client_count() >= ex.config.maxclients {
+                Some(b"-ERR max number of clients reached\r\n")
+            } else if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
+                Some(PROTECTED_MODE_ERROR.as_bytes())
+            } else {
+                None
+            };
+            if let Some(text) = refusal {
                 ex.stats.rejected_connections += 1;
-                continue;
+                // Over TLS the text can only go after the handshake, as Redis sends it:
+                // the connection is set up and refused then (`refuse_after_handshake`).
+                if !tls {
+                    let _ = stream.write_all(text);
+                    continue;
+                }
             }
             let fd = match &stream {
                 Stream::Tcp(s) => {
@@ -682,9 +738,15 @@ impl Net {
                     s.as_raw_fd()
                 }
                 Stream::Unix(s) => s.as_raw_fd(),
+                Stream::Tls(s) => {
+                    let _ = s.tcp().set_nodelay(true);
+                    set_keepalive(s.tcp(), ex.config.tcp_keepalive);
+                    s.tcp().as_raw_fd()
+                }
             } as i64;
             let peer = addr.clone();
             let slot = ex.connect(addr, laddr, fd);
+            ex.client_mut(slot).tls = tls;
             if let Err(e) =
                 self.poll
                     .registry()
@@ -708,9 +770,86 @@ impl Net {
                 inline: Vec::new(),
                 wants_write: false,
                 peer_closed: false,
+                cn_auth,
+                refusal,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
+    }
+
+    /// The server side of TLS around an accepted socket, with the configuration of the
+    /// current `tls-auth-clients` mode; None when it cannot be served (then the socket
+    /// is dropped, as a failed handshake would).
+    fn wrap_tls(&mut self, ex: &mut Executor, stream: Stream) -> Option<Stream> {
+        let Stream::Tcp(tcp) = stream else {
+            return None;
+        };
+        let auth = crate::tls::ClientAuth::of(&ex.config);
+        let Some(config) = ex.tls.as_ref().and_then(|t| t.server(auth)) else {
+            crate::log::warning(
+                "Error accepting a client connection: TLS is not configured for tls-auth-clients",
+            );
+            return None;
+        };
+        match crate::tls::TlsStream::accept(tcp, config) {
+            Ok(s) => Some(Stream::Tls(Box::new(s))),
+            Err(e) => {
+                crate::log::warning(&format!("Error accepting a client connection: {e}"));
+                None
+            }
+        }
+    }
+
+    /// A TLS connection refused at accept (maxclients, protected mode): once its
+    /// handshake is done, it gets the refusal's text and is closed; what it sent is
+    /// dropped. True when that happened (or the handshake is still going on).
+    fn refuse_after_handshake(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
+        let Some(text) = conn.refusal else {
+            return false;
+        };
+        if let Stream::Tls(s) = &conn.stream {
+            if s.is_handshaking() {
+                return true;
+            }
+        }
+        conn.refusal = None;
+        conn.start = 0;
+        conn.end = 0;
+        let c = ex.client_mut(slot);
+        c.out.extend_from_slice(text);
+        c.close_after_reply = true;
+        ex.mark_pending_write(slot);
+        true
+    }
+
+    /// `tls-auth-clients-user CN`: once the handshake is done, a client whose
+    /// certificate's Common Name names an existing, enabled ACL user is authenticated
+    /// as that user.
+    fn authenticate_by_cert(ex: &mut Executor, slot: usize, conn: &mut Conn) {
+        let Stream::Tls(s) = &conn.stream else {
+            conn.cn_auth = false;
+            return;
+        };
+        if s.is_handshaking() {
+            return;
+        }
+        conn.cn_auth = false;
+        let Some(cn) = s.peer_common_name() else {
+            return;
+        };
+        let free = match ex.acl.user(&cn) {
+            Some(u) if u.enabled => u.unrestricted(),
+            _ => {
+                crate::log::verbose(&format!(
+                    "TLS client certificate CN '{cn}' names no enabled user"
+                ));
+                return;
+            }
+        };
+        let c = ex.client_mut(slot);
+        c.authenticated = true;
+        c.user = cn;
+        c.acl_free = free;
     }
 
     fn mark_peer_closed(&mut self, slot: usize) {
@@ -785,6 +924,12 @@ impl Net {
                     return None;
                 }
                 Ok(n) => {
+                    if conn.refusal.is_some() && Self::refuse_after_handshake(ex, slot, conn) {
+                        return None;
+                    }
+                    if conn.cn_auth {
+                        Self::authenticate_by_cert(ex, slot, conn);
+                    }
                     conn.end += n;
                     conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
                     ex.stats.total_net_input_bytes += n as u64;
@@ -798,9 +943,23 @@ impl Net {
                         self.close(ex, slot);
                         return None;
                     }
-                    return Some((n, n < asked && !conn.peer_closed));
+                    let drained =
+                        n < asked && !conn.peer_closed && conn.stream.drains_on_short_read();
+                    if conn.stream.wants_write() {
+                        ex.mark_pending_write(slot);
+                    }
+                    return Some((n, drained));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if conn.refusal.is_some() {
+                        Self::refuse_after_handshake(ex, slot, conn);
+                    }
+                    // A TLS handshake's records the socket had no room for.
+                    if conn.stream.wants_write() {
+                        ex.mark_pending_write(slot);
+                    }
+                    return None;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.close(ex, slot);
@@ -855,7 +1014,7 @@ impl Net {
             return;
         }
         let c = ex.client_mut(slot);
-        if c.pending_output() > 0 {
+        if c.pending_output() > 0 || conn.stream.wants_write() {
             match conn.stream.write(&c.out[c.out_pos..]) {
                 Ok(n) => {
                     c.out_pos += n;
@@ -872,7 +1031,7 @@ impl Net {
             }
         }
         let c = ex.client_mut(slot);
-        let left = c.pending_output() > 0;
+        let left = c.pending_output() > 0 || conn.stream.wants_write();
         if left != conn.wants_write {
             // Edge-triggered: registering for writability reports the socket at once
             // if it already has room, so no wake-up is lost.
@@ -899,7 +1058,7 @@ impl Net {
             if c.out.capacity() > OUT_KEEP {
                 c.out.shrink_to(OUT_KEEP);
             }
-            if c.close_after_reply {
+            if c.close_after_reply && !left {
                 self.close(ex, slot);
                 return;
             }

@@ -1,5 +1,6 @@
-//! Listening sockets and client connections over TCP or a unix socket (`unixsocket`),
-//! behind one type each so the event loop treats them alike.
+//! Listening sockets and client connections over TCP, a unix socket (`unixsocket`) or
+//! TLS (`tls-port`, crate::tls), behind one type each so the event loop treats them
+//! alike.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -10,15 +11,21 @@ use mio::event::Source;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
 
+use crate::tls::TlsStream;
+
 pub(super) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// Boxed: a TLS session is large, and plain connections should not pay for it.
+    Tls(Box<TlsStream>),
 }
 
 pub(super) enum Listener {
     Tcp(TcpListener),
     /// The listener and the address its clients show (`path:0`, as Redis).
     Unix(UnixListener, String),
+    /// The `tls-port` listener: accepted sockets become TLS sessions.
+    Tls(TcpListener),
 }
 
 /// A client just accepted: its stream, its address and the local one, and whether it
@@ -33,7 +40,7 @@ pub(super) struct Accepted {
 impl Listener {
     pub fn accept(&self) -> io::Result<Accepted> {
         match self {
-            Listener::Tcp(l) => {
+            Listener::Tcp(l) | Listener::Tls(l) => {
                 let (s, peer) = l.accept()?;
                 let laddr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 Ok(Accepted {
@@ -59,10 +66,42 @@ impl Listener {
         matches!(self, Listener::Tcp(_))
     }
 
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Listener::Tls(_))
+    }
+
+    /// The address of a plain TCP listener.
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
         match self {
             Listener::Tcp(l) => l.local_addr().ok(),
-            Listener::Unix(..) => None,
+            Listener::Unix(..) | Listener::Tls(_) => None,
+        }
+    }
+
+    /// The address of a TLS listener.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Listener::Tls(l) => l.local_addr().ok(),
+            Listener::Tcp(_) | Listener::Unix(..) => None,
+        }
+    }
+}
+
+impl Stream {
+    /// Whether a read shorter than asked means the socket is drained. Not for TLS:
+    /// rustls may hold decrypted bytes no socket event announces, so TLS reads go on
+    /// until `WouldBlock`.
+    #[inline]
+    pub fn drains_on_short_read(&self) -> bool {
+        !matches!(self, Stream::Tls(_))
+    }
+
+    /// TLS records wait for room in the socket (never for TCP or unix sockets).
+    #[inline]
+    pub fn wants_write(&self) -> bool {
+        match self {
+            Stream::Tls(s) => s.wants_write(),
+            _ => false,
         }
     }
 }
@@ -152,6 +191,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -161,11 +201,15 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Stream::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -185,5 +229,5 @@ macro_rules! delegate_source {
     };
 }
 
-delegate_source!(Stream, Tcp, Unix);
-delegate_source!(Listener, Tcp, Unix);
+delegate_source!(Stream, Tcp, Unix, Tls);
+delegate_source!(Listener, Tcp, Unix, Tls);

@@ -29,6 +29,8 @@ use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
+
+use crate::tls::LinkStream;
 use mio::{Interest, Token};
 
 use crate::exec::Executor;
@@ -72,7 +74,8 @@ pub struct Link {
     pub host: String,
     pub port: u16,
     state: State,
-    sock: Option<TcpStream>,
+    /// Plain TCP, or TLS with `tls-replication yes`.
+    sock: Option<LinkStream>,
     rbuf: Vec<u8>,
     rpos: usize,
     wbuf: Vec<u8>,
@@ -373,12 +376,27 @@ fn connect(ex: &mut Executor) {
         ));
         return;
     };
-    let mut sock = match TcpStream::connect(addr) {
+    let tcp = match TcpStream::connect(addr) {
         Ok(s) => s,
         Err(e) => {
             crate::log::warning(&format!("Unable to connect to MASTER: {e}"));
             return;
         }
+    };
+    let mut sock = if ex.config.stored_bool("tls-replication") {
+        let Some(config) = ex.tls.as_ref().map(|t| t.client()) else {
+            crate::log::warning("Unable to connect to MASTER: TLS is not configured");
+            return;
+        };
+        match crate::tls::TlsStream::connect(tcp, config, &link.host) {
+            Ok(s) => LinkStream::Tls(Box::new(s)),
+            Err(e) => {
+                crate::log::warning(&format!("Unable to connect to MASTER: {e}"));
+                return;
+            }
+        }
+    } else {
+        LinkStream::Plain(tcp)
     };
     let Some(reg) = ex.repl.registry.as_ref() else {
         return;
@@ -406,7 +424,7 @@ pub fn on_event(ex: &mut Executor) {
         return;
     };
     if link.state == State::Connecting {
-        let Some(sock) = link.sock.as_ref() else {
+        let Some(sock) = link.sock.as_ref().map(|s| s.tcp()) else {
             return;
         };
         match (sock.take_error(), sock.peer_addr()) {
@@ -491,6 +509,13 @@ fn flush(ex: &mut Executor) {
             }
         }
     }
+    // TLS records the socket had no room for (WRITABLE brings us back).
+    if link.wbuf.is_empty() && sock.wants_write() {
+        if let Err(e) = sock.flush() {
+            let why = format!("Error writing to MASTER: {e}");
+            fail(ex, &why);
+        }
+    }
 }
 
 /// Handles what was read, according to the state.
@@ -522,7 +547,10 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
     let text = String::from_utf8_lossy(line).into_owned();
     // `replica-announce-port` / `replica-announce-ip` replace what the master sees
     // (behind NAT or port forwarding), as Redis sends them.
+    let tls_port = crate::tls::port(&ex.config);
     let port = match ex.config.stored_i64("replica-announce-port") {
+        // Over TLS, the TLS port is the one to reach this replica at, as Redis sends.
+        0 if ex.config.stored_bool("tls-replication") && tls_port != 0 => tls_port.to_string(),
         0 => ex.config.port.to_string(),
         p => p.to_string(),
     };
@@ -800,7 +828,7 @@ fn connected(ex: &mut Executor) {
     let db = ex.repl.link.as_ref().map_or(0, |l| l.stream_db);
     let ndbs = ex.ks.dbs.len();
     let (addr, laddr, fd) = ex.repl.link.as_ref().map_or_else(Default::default, |l| {
-        let s = l.sock.as_ref();
+        let s = l.sock.as_ref().map(|s| s.tcp());
         (
             s.and_then(|s| s.peer_addr().ok())
                 .map_or_else(|| format!("{}:{}", l.host, l.port), |a| a.to_string()),
