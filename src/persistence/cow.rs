@@ -427,6 +427,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Whether this is an RDB image, for BGSAVE or a full resynchronization: what
+    /// Redis runs as an RDB child (`CHILD_TYPE_RDB`), which BGSAVE, SAVE and INFO's
+    /// `rdb_bgsave_in_progress` see alike.
+    pub fn is_rdb(&self) -> bool {
+        matches!(self.purpose, Purpose::Bgsave | Purpose::Replication)
+    }
+
     /// Starts a snapshot of `ks` written to `dest` (through a temp file next to it).
     /// `header` is the file's start (magic, version 10, aux fields).
     pub fn begin(

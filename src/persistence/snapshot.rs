@@ -98,13 +98,14 @@ impl Default for Persist {
 }
 
 impl Persist {
-    /// Whether a BGSAVE is running (Redis's `child_type == CHILD_TYPE_RDB`).
+    /// Whether an RDB snapshot (BGSAVE or for replicas) is running (Redis's
+    /// `child_type == CHILD_TYPE_RDB`).
     pub fn bgsave_in_progress(&self) -> bool {
         self.pending_bgsave
             || self
                 .snap
                 .as_ref()
-                .is_some_and(|s| s.purpose == Purpose::Bgsave && !s.is_cancelled())
+                .is_some_and(|s| s.is_rdb() && !s.is_cancelled())
     }
 
     /// Whether any snapshot (BGSAVE, AOF rewrite, or a cancelled one finishing) holds
@@ -765,7 +766,7 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
     let p = &ex.persist;
     let live = p.snap.as_ref().filter(|s| !s.is_cancelled());
     let cur = live
-        .filter(|s| s.purpose == Purpose::Bgsave)
+        .filter(|s| s.is_rdb())
         .map_or(-1, |b| b.started.elapsed().as_secs() as i64);
     s.push_str(&format!(
         "loading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:{}\r\ncurrent_cow_size:{}\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
