@@ -3,7 +3,8 @@
 //! `disable-thp`, and `oom-score-adj` / `oom-score-adj-values` (written to
 //! /proc/self/oom_score_adj), as Redis applies them.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use crate::config::Config;
 
@@ -157,4 +158,48 @@ pub fn apply_oom_score_adj(config: &Config, replica: bool) -> Result<(), String>
         crate::log::warning(&format!("Unable to write oom_score_adj: {e}"));
         "Failed to set current oom_score_adj. Check server logs.".to_string()
     })
+}
+
+/// A SIGTERM or SIGINT arrived and its shutdown is neither done nor cancelled
+/// (Redis's `shutdown_asap`, as the signal handler sees it).
+static SHUTDOWN_MARK: AtomicBool = AtomicBool::new(false);
+/// `temp-<pid>.rdb`, the final save's temp file in the working directory, which an
+/// insisting SIGINT deletes.
+static FINAL_SAVE_TEMP: OnceLock<std::ffi::CString> = OnceLock::new();
+
+/// The name of the synchronous save's temp file (SAVE, the final save).
+pub fn final_save_temp_name() -> String {
+    format!("temp-{}.rdb", std::process::id())
+}
+
+/// Marks a shutdown as asked for in the signal handlers of SIGTERM and SIGINT (their
+/// request itself goes through the event loop); a SIGINT that finds one already
+/// asked for exits at once, as Redis's "You insist": the final save may be running
+/// on the main thread, so this cannot wait for the loop.
+pub fn install_signal_marks() -> std::io::Result<()> {
+    let _ = FINAL_SAVE_TEMP.set(std::ffi::CString::new(final_save_temp_name()).unwrap_or_default());
+    // SAFETY: the actions only touch an atomic, read a OnceLock filled before they are
+    // installed, and call write(2), unlink(2) and _exit(2), all async-signal-safe;
+    // nothing allocates or locks.
+    unsafe {
+        signal_hook::low_level::register(libc::SIGTERM, || {
+            SHUTDOWN_MARK.store(true, Ordering::SeqCst);
+        })?;
+        signal_hook::low_level::register(libc::SIGINT, || {
+            if SHUTDOWN_MARK.swap(true, Ordering::SeqCst) {
+                crate::log::warning_from_handler("You insist... exiting now.");
+                if let Some(temp) = FINAL_SAVE_TEMP.get() {
+                    libc::unlink(temp.as_ptr());
+                }
+                libc::_exit(1);
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The shutdown was cancelled (SHUTDOWN ABORT, a failed final save): a later SIGINT
+/// asks again rather than insisting.
+pub fn clear_shutdown_mark() {
+    SHUTDOWN_MARK.store(false, Ordering::SeqCst);
 }

@@ -20,6 +20,7 @@ pub mod multi;
 pub mod pause;
 pub mod propagate;
 pub mod pubsub;
+pub mod shutdown;
 pub mod signals;
 pub mod tracking;
 
@@ -121,6 +122,8 @@ pub type Rebind = (Vec<std::net::SocketAddr>, Vec<std::net::TcpListener>);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownRequest {
     pub save: Option<bool>,
+    /// Do not wait for lagging replicas (SHUTDOWN NOW, `shutdown-on-sig* now`).
+    pub now: bool,
     /// Exit even if the final save fails (SHUTDOWN FORCE, `shutdown-on-sig* force`).
     pub force: bool,
 }
@@ -150,7 +153,10 @@ pub struct Executor {
     pub error_stats: FastMap<String, u64>,
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
+    /// Set once the shutdown sequence finished: the network layer exits.
     pub shutdown: Option<ShutdownRequest>,
+    /// A shutdown asked for by a signal or waiting for replicas (shutdown.rs).
+    pub shutdown_state: shutdown::ShutdownState,
     /// CONFIG SET port/bind: the addresses still wanted and the sockets newly bound,
     /// for the network layer to swap in.
     pub rebind: Option<Rebind>,
@@ -260,6 +266,7 @@ impl Executor {
             error_stats: FastMap::default(),
             pending_writes: Vec::new(),
             shutdown: None,
+            shutdown_state: Default::default(),
             rebind: None,
             tcp_addrs: Vec::new(),
             start_time: now,
@@ -989,6 +996,7 @@ impl Executor {
         self.tracking_limit_keys(None);
         crate::persistence::snapshot::cron(self);
         crate::persistence::aof::cron(self);
+        shutdown::cron(self);
         true
     }
 
