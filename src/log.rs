@@ -131,13 +131,10 @@ fn write(level: u8, msg: &str) {
     if level < LEVEL.load(Ordering::Relaxed) {
         return;
     }
-    let mark = ['.', '-', '*', '#'][level as usize];
-    let line = format!(
-        "{}:{} {} {mark} {msg}\n",
-        std::process::id(),
-        ROLE.load(Ordering::Relaxed) as char,
-        timestamp(crate::keyspace::unix_ms())
-    );
+    let mut line = String::with_capacity(msg.len() + 48);
+    write_prefix(&mut line, ['.', '-', '*', '#'][level as usize]);
+    line.push_str(msg);
+    line.push('\n');
     if SYSLOG.load(Ordering::Relaxed) {
         let priority = [
             libc::LOG_DEBUG,
@@ -225,8 +222,30 @@ pub fn warning_from_handler(msg: &str) {
     write_raw_fd(line.as_bytes());
 }
 
+/// `pid:role date time mark ` — the start of every line — written without
+/// allocating (signal handlers use it too).
+pub fn write_prefix(out: &mut impl std::fmt::Write, mark: char) {
+    // SAFETY: getpid() has no preconditions and is async-signal-safe.
+    let pid = unsafe { libc::getpid() };
+    let _ = write!(out, "{pid}:{} ", ROLE.load(Ordering::Relaxed) as char);
+    write_timestamp(out, crate::keyspace::unix_ms());
+    let _ = write!(out, " {mark} ");
+}
+
+/// The log's file descriptor (1 when logging to stdout).
+pub fn raw_fd() -> i32 {
+    RAW_FD.load(Ordering::SeqCst)
+}
+
 /// `22 Nov 2026 11:43:00.123` (UTC) for a unix time in ms.
 pub fn timestamp(ms: i64) -> String {
+    let mut s = String::with_capacity(24);
+    write_timestamp(&mut s, ms);
+    s
+}
+
+/// `timestamp`, written into `out`.
+pub fn write_timestamp(out: &mut impl std::fmt::Write, ms: i64) {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -243,14 +262,15 @@ pub fn timestamp(ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
-    format!(
+    let _ = write!(
+        out,
         "{day:02} {} {year} {:02}:{:02}:{:02}.{:03}",
         MONTHS[(month - 1) as usize],
         sod / 3600,
         sod % 3600 / 60,
         sod % 60,
         ms.rem_euclid(1000)
-    )
+    );
 }
 
 #[cfg(test)]

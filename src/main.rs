@@ -44,6 +44,8 @@ fn main() {
         std::process::exit(1);
     }
     cinnabar::log::install_panic_hook();
+    cinnabar::crash::set_crash_log(config.stored_bool("crash-log-enabled"));
+    cinnabar::crash::install();
     if config.stored_bool("syslog-enabled") {
         cinnabar::log::open_syslog(
             &config.stored_str("syslog-ident"),

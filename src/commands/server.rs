@@ -653,6 +653,8 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
     }
+    crate::crash::set_crash_log(updated.stored_bool("crash-log-enabled"));
+    crate::crash::arm_watchdog(updated.stored_i64("watchdog-period"));
     let aof_was = ctx.ex.config.appendonly;
     let previous = std::mem::replace(&mut ctx.ex.config, updated);
     if ctx.ex.config.appendonly != aof_was {

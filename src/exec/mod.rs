@@ -965,6 +965,7 @@ impl Executor {
         self.last_cron = Instant::now();
         // An elapsed CLIENT PAUSE ends here too, so expiry resumes with no client asking.
         self.current_pause();
+        crate::crash::arm_watchdog(self.config.stored_i64("watchdog-period"));
         if self.cron_paused {
             return false;
         }
