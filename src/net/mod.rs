@@ -7,7 +7,7 @@
 //! pipelining megabytes cannot starve the others.
 
 mod busy;
-mod socket;
+pub(crate) mod socket;
 
 pub use socket::bind_tcp;
 use socket::{Listener, Stream};

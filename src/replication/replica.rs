@@ -373,7 +373,8 @@ fn connect(ex: &mut Executor) {
         ));
         return;
     };
-    let mut sock = match TcpStream::connect(addr) {
+    let source = ex.config.stored_str("bind-source-addr");
+    let mut sock = match crate::net::socket::connect_from(addr, &source) {
         Ok(s) => s,
         Err(e) => {
             crate::log::warning(&format!("Unable to connect to MASTER: {e}"));
