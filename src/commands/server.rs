@@ -653,6 +653,10 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
     }
+    if updated.stored_str("proc-title-template") != ctx.ex.config.stored_str("proc-title-template")
+    {
+        crate::process::set_proc_title(&updated);
+    }
     crate::crash::set_crash_log(updated.stored_bool("crash-log-enabled"));
     crate::crash::arm_watchdog(updated.stored_i64("watchdog-period"));
     let aof_was = ctx.ex.config.appendonly;
