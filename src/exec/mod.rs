@@ -883,7 +883,10 @@ impl Executor {
             None => {
                 let c = self.client(slot);
                 // Subscribed clients are held to the `pubsub` class.
-                (if c.is_pubsub() { 2 } else { 0 }, c.pending_output() as u64)
+                (
+                    if c.is_pubsub() { 2 } else { 0 },
+                    c.output_limit_usage() as u64,
+                )
             }
         };
         let limit = self.config.client_output_buffer_limit[class];
@@ -919,7 +922,11 @@ impl Executor {
         let class = if c.is_pubsub() { 2 } else { 0 };
         match self.config.client_output_buffer_limit[class].hard {
             0 => usize::MAX,
-            hard => (hard as usize).saturating_sub(c.pending_output()),
+            // The unwritten part of the reply buffer does not count (check_output_limits).
+            hard => {
+                let buffer_room = c.reply_buf_size.saturating_sub(c.pending_output());
+                (hard as usize).saturating_sub(c.output_limit_usage()) + buffer_room
+            }
         }
     }
 
