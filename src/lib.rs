@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod config_rewrite;
+pub mod crash;
 pub mod embedded;
 pub mod exec;
 pub mod keyspace;

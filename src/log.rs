@@ -3,7 +3,8 @@
 //! also goes to syslog (`syslog-ident`, `syslog-facility`), as Redis sends it.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 static LEVEL: AtomicU8 = AtomicU8::new(2);
@@ -11,6 +12,9 @@ static LEVEL: AtomicU8 = AtomicU8::new(2);
 static ROLE: AtomicU8 = AtomicU8::new(b'M');
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 static SYSLOG: AtomicBool = AtomicBool::new(false);
+/// The log's file descriptor (1, stdout, when no `logfile`), for writers that cannot
+/// take the lock or allocate: signal handlers.
+static RAW_FD: AtomicI32 = AtomicI32::new(1);
 
 const DEBUG: u8 = 0;
 const VERBOSE: u8 = 1;
@@ -39,7 +43,9 @@ pub fn configure(level: &str, file: &str) -> std::io::Result<()> {
                 .open(file)?,
         )
     };
-    *FILE.lock().unwrap_or_else(|e| e.into_inner()) = f;
+    let mut slot = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    RAW_FD.store(f.as_ref().map_or(1, |f| f.as_raw_fd()), Ordering::SeqCst);
+    *slot = f;
     Ok(())
 }
 
@@ -125,13 +131,10 @@ fn write(level: u8, msg: &str) {
     if level < LEVEL.load(Ordering::Relaxed) {
         return;
     }
-    let mark = ['.', '-', '*', '#'][level as usize];
-    let line = format!(
-        "{}:{} {} {mark} {msg}\n",
-        std::process::id(),
-        ROLE.load(Ordering::Relaxed) as char,
-        timestamp(crate::keyspace::unix_ms())
-    );
+    let mut line = String::with_capacity(msg.len() + 48);
+    write_prefix(&mut line, ['.', '-', '*', '#'][level as usize]);
+    line.push_str(msg);
+    line.push('\n');
     if SYSLOG.load(Ordering::Relaxed) {
         let priority = [
             libc::LOG_DEBUG,
@@ -155,8 +158,94 @@ fn write(level: u8, msg: &str) {
     }
 }
 
+/// A line of at most 512 bytes built on the stack: formatting into it never allocates.
+pub struct StackLine {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl StackLine {
+    pub const fn new() -> StackLine {
+        StackLine {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Default for StackLine {
+    fn default() -> Self {
+        StackLine::new()
+    }
+}
+
+impl std::fmt::Write for StackLine {
+    /// Appends what fits; the rest is cut.
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let room = self.buf.len() - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to the log's descriptor with write(2) only: no lock, no
+/// allocation, so a signal handler may call it.
+pub fn write_raw_fd(bytes: &[u8]) {
+    let fd = RAW_FD.load(Ordering::SeqCst);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: `rest` is a valid, initialized slice for its whole length; the
+        // descriptor is the log file kept open in `FILE` (or stdout). write(2) is
+        // async-signal-safe.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            return;
+        }
+        rest = &rest[n as usize..];
+    }
+}
+
+/// A warning line from a signal handler (Redis's serverLogRawFromHandler):
+/// `pid:signal-handler (unix time) message`, built without allocating.
+pub fn warning_from_handler(msg: &str) {
+    use std::fmt::Write as _;
+    let mut line = StackLine::new();
+    // SAFETY: getpid() and time() have no preconditions and are async-signal-safe.
+    let (pid, now) = unsafe { (libc::getpid(), libc::time(std::ptr::null_mut())) };
+    let _ = writeln!(line, "{pid}:signal-handler ({now}) {msg}");
+    write_raw_fd(line.as_bytes());
+}
+
+/// `pid:role date time mark ` — the start of every line — written without
+/// allocating (signal handlers use it too).
+pub fn write_prefix(out: &mut impl std::fmt::Write, mark: char) {
+    // SAFETY: getpid() has no preconditions and is async-signal-safe.
+    let pid = unsafe { libc::getpid() };
+    let _ = write!(out, "{pid}:{} ", ROLE.load(Ordering::Relaxed) as char);
+    write_timestamp(out, crate::keyspace::unix_ms());
+    let _ = write!(out, " {mark} ");
+}
+
+/// The log's file descriptor (1 when logging to stdout).
+pub fn raw_fd() -> i32 {
+    RAW_FD.load(Ordering::SeqCst)
+}
+
 /// `22 Nov 2026 11:43:00.123` (UTC) for a unix time in ms.
 pub fn timestamp(ms: i64) -> String {
+    let mut s = String::with_capacity(24);
+    write_timestamp(&mut s, ms);
+    s
+}
+
+/// `timestamp`, written into `out`.
+pub fn write_timestamp(out: &mut impl std::fmt::Write, ms: i64) {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -173,14 +262,15 @@ pub fn timestamp(ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
-    format!(
+    let _ = write!(
+        out,
         "{day:02} {} {year} {:02}:{:02}:{:02}.{:03}",
         MONTHS[(month - 1) as usize],
         sod / 3600,
         sod % 3600 / 60,
         sod % 60,
         ms.rem_euclid(1000)
-    )
+    );
 }
 
 #[cfg(test)]

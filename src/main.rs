@@ -7,7 +7,11 @@ use cinnabar::config::Config;
 static GLOBAL: cinnabar::alloc::CountingAlloc = cinnabar::alloc::CountingAlloc;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv = std::env::args();
+    let argv0 = argv.next().unwrap_or_default();
+    let args: Vec<String> = argv.collect();
+    // Before any thread and before the title is first set (process.rs).
+    cinnabar::process::init_title_area(&argv0);
     if args.iter().any(|a| a == "-v" || a == "--version") {
         println!(
             "Cinnabar server v={} (Redis {} compatible)",
@@ -47,6 +51,8 @@ fn main() {
         std::process::exit(1);
     }
     cinnabar::log::install_panic_hook();
+    cinnabar::crash::set_crash_log(config.stored_bool("crash-log-enabled"));
+    cinnabar::crash::install();
     if config.stored_bool("syslog-enabled") {
         cinnabar::log::open_syslog(
             &config.stored_str("syslog-ident"),
@@ -77,6 +83,9 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if server.ex.config.stored_bool("set-proc-title") {
+        cinnabar::process::set_proc_title(&server.ex.config);
+    }
     cinnabar::process::show_banner(&server.ex.config);
     cinnabar::log::notice("Server initialized");
     if let Err(e) = server.load_data() {

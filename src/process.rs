@@ -3,7 +3,8 @@
 //! `disable-thp`, and `oom-score-adj` / `oom-score-adj-values` (written to
 //! /proc/self/oom_score_adj), as Redis applies them.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use crate::config::Config;
 
@@ -162,4 +163,209 @@ pub fn apply_oom_score_adj(config: &Config, replica: bool) -> Result<(), String>
         crate::log::warning(&format!("Unable to write oom_score_adj: {e}"));
         "Failed to set current oom_score_adj. Check server logs.".to_string()
     })
+}
+
+/// A SIGTERM or SIGINT arrived and its shutdown is neither done nor cancelled
+/// (Redis's `shutdown_asap`, as the signal handler sees it).
+static SHUTDOWN_MARK: AtomicBool = AtomicBool::new(false);
+/// `temp-<pid>.rdb`, the final save's temp file in the working directory, which an
+/// insisting SIGINT deletes.
+static FINAL_SAVE_TEMP: OnceLock<std::ffi::CString> = OnceLock::new();
+
+/// The name of the synchronous save's temp file (SAVE, the final save).
+pub fn final_save_temp_name() -> String {
+    format!("temp-{}.rdb", std::process::id())
+}
+
+/// Marks a shutdown as asked for in the signal handlers of SIGTERM and SIGINT (their
+/// request itself goes through the event loop); a SIGINT that finds one already
+/// asked for exits at once, as Redis's "You insist": the final save may be running
+/// on the main thread, so this cannot wait for the loop.
+pub fn install_signal_marks() -> std::io::Result<()> {
+    let _ = FINAL_SAVE_TEMP.set(std::ffi::CString::new(final_save_temp_name()).unwrap_or_default());
+    // SAFETY: the actions only touch an atomic, read a OnceLock filled before they are
+    // installed, and call write(2), unlink(2) and _exit(2), all async-signal-safe;
+    // nothing allocates or locks.
+    unsafe {
+        signal_hook::low_level::register(libc::SIGTERM, || {
+            SHUTDOWN_MARK.store(true, Ordering::SeqCst);
+        })?;
+        signal_hook::low_level::register(libc::SIGINT, || {
+            if SHUTDOWN_MARK.swap(true, Ordering::SeqCst) {
+                crate::log::warning_from_handler("You insist... exiting now.");
+                if let Some(temp) = FINAL_SAVE_TEMP.get() {
+                    libc::unlink(temp.as_ptr());
+                }
+                libc::_exit(1);
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The shutdown was cancelled (SHUTDOWN ABORT, a failed final save): a later SIGINT
+/// asks again rather than insisting.
+pub fn clear_shutdown_mark() {
+    SHUTDOWN_MARK.store(false, Ordering::SeqCst);
+}
+
+// ----- Process title (`proc-title-template`) -------------------------------------
+
+/// The memory `ps` reads the command line from (the original argv strings, extended
+/// over the environment strings once those are copied elsewhere): start address and
+/// length, and the original argv[0] (`{title}`).
+struct TitleArea {
+    start: usize,
+    len: usize,
+    argv0: String,
+}
+
+static TITLE_AREA: std::sync::Mutex<Option<TitleArea>> = std::sync::Mutex::new(None);
+
+extern "C" {
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// Fields 48..=51 of /proc/self/stat: arg_start, arg_end, env_start, env_end.
+fn argv_env_bounds() -> Option<[usize; 4]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces) start at 3.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
+    Some([field(48)?, field(49)?, field(50)?, field(51)?])
+}
+
+/// Takes over the command-line memory so the title can be rewritten (as Redis's
+/// setproctitle init): the environment strings that follow the argv strings are
+/// copied to the heap and `environ` repointed to the copies, so the title may use
+/// both areas. Called first thing in `main`, before any thread exists and before
+/// anything keeps a pointer into either area (`std::env::args` must not be called
+/// after the title is set: it would read the title).
+pub fn init_title_area(argv0: &str) {
+    let Some([arg_start, arg_end, env_start, env_end]) = argv_env_bounds() else {
+        return;
+    };
+    if arg_start == 0 || arg_end <= arg_start {
+        return;
+    }
+    let mut end = arg_end;
+    if env_start == arg_end && env_end > env_start && move_environment(env_start, env_end) {
+        end = env_end;
+    }
+    *TITLE_AREA.lock().unwrap_or_else(|e| e.into_inner()) = Some(TitleArea {
+        start: arg_start,
+        len: end - arg_start,
+        argv0: argv0.to_string(),
+    });
+}
+
+/// Copies every environment string to the heap and points `environ` at the copies.
+/// Returns false (and changes nothing) unless every string lies in the area.
+fn move_environment(env_start: usize, env_end: usize) -> bool {
+    let mut copies: Vec<*mut libc::c_char> = Vec::new();
+    // SAFETY: single-threaded startup; `environ` is libc's NULL-terminated array of
+    // NUL-terminated strings, read up to its terminator. The copies and the new array
+    // are leaked on purpose: `environ` refers to them for the rest of the process.
+    unsafe {
+        let mut p = environ;
+        if p.is_null() {
+            return false;
+        }
+        let mut entries = Vec::new();
+        while !(*p).is_null() {
+            let addr = *p as usize;
+            if addr < env_start || addr >= env_end {
+                return false;
+            }
+            entries.push(*p);
+            p = p.add(1);
+        }
+        for e in entries {
+            copies.push(std::ffi::CStr::from_ptr(e).to_owned().into_raw());
+        }
+        copies.push(std::ptr::null_mut());
+        let array = Box::leak(copies.into_boxed_slice());
+        environ = array.as_mut_ptr();
+    }
+    true
+}
+
+/// Checks a `proc-title-template` (Redis's validateProcTitleTemplate): it must
+/// expand, with only known variables, to something not blank when `{title}` is empty.
+pub fn valid_title_template(template: &str) -> bool {
+    let fake = |name: &str| match name {
+        "title" | "server-mode" | "unixsocket" => Some(String::new()),
+        "listen-addr" | "config-file" | "port" | "tls-port" => Some("x".to_string()),
+        _ => None,
+    };
+    expand_title(template, fake).is_some_and(|t| !t.is_empty())
+}
+
+/// Expands `{name}` variables (`{{` is a literal `{`), then trims spaces; None when
+/// the template is malformed or names an unknown variable (Redis's sdstemplate).
+pub fn expand_title(template: &str, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return None;
+        }
+        if let Some(tail) = after.strip_prefix('{') {
+            out.push('{');
+            rest = tail;
+            continue;
+        }
+        let close = after.find('}')?;
+        out.push_str(&var(&after[..close])?);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Some(out.trim_matches(' ').to_string())
+}
+
+/// Sets the process title from `proc-title-template` (startup with
+/// `set-proc-title yes`, and CONFIG SET of the template), as `ps` shows it.
+pub fn set_proc_title(config: &Config) {
+    let guard = TITLE_AREA.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(area) = guard.as_ref() else {
+        return;
+    };
+    let port = config.port;
+    let unixsocket = config.stored_str("unixsocket");
+    let var = |name: &str| {
+        Some(match name {
+            "title" => area.argv0.clone(),
+            "listen-addr" if port != 0 => format!(
+                "{}:{port}",
+                config.bind.first().map(String::as_str).unwrap_or("*")
+            ),
+            "listen-addr" => format!("unixsocket:{unixsocket}"),
+            "server-mode" if config.stored_bool("cluster-enabled") => "[cluster]".into(),
+            "server-mode" => String::new(),
+            "config-file" => config
+                .config_file
+                .as_ref()
+                .map_or("-".into(), |p| p.display().to_string()),
+            "port" => port.to_string(),
+            "tls-port" => config.stored_str("tls-port"),
+            "unixsocket" => unixsocket.clone(),
+            _ => return None,
+        })
+    };
+    let Some(title) = expand_title(&config.stored_str("proc-title-template"), var) else {
+        return;
+    };
+    // The last byte stays NUL: the kernel then shows the area up to its first NUL.
+    let n = title.len().min(area.len.saturating_sub(1));
+    // SAFETY: [start, start + len) is this process's own command-line memory, found in
+    // /proc/self/stat at startup; nothing reads it but the kernel (for `ps`) since
+    // `init_title_area` moved the environment out, and the lock serializes writers.
+    unsafe {
+        let dst = area.start as *mut u8;
+        std::ptr::copy_nonoverlapping(title.as_ptr(), dst, n);
+        std::ptr::write_bytes(dst.add(n), 0, area.len - n);
+    }
 }

@@ -180,13 +180,14 @@ impl Bus {
         }
     }
 
-    /// Starts a non-blocking connection to a node's bus port.
-    pub fn connect(&mut self, node: NodeId, ip: &str, cport: u16) -> Option<usize> {
+    /// Starts a non-blocking connection to a node's bus port (from `bind-source-addr`
+    /// when set).
+    pub fn connect(&mut self, node: NodeId, ip: &str, cport: u16, source: &str) -> Option<usize> {
         let addr: SocketAddr = format!("{ip}:{cport}")
             .parse()
             .or_else(|_| format!("[{ip}]:{cport}").parse())
             .ok()?;
-        let stream = TcpStream::connect(addr).ok()?;
+        let stream = crate::net::socket::connect_from(addr, source).ok()?;
         let _ = stream.set_nodelay(true);
         let stream = self.wrap(stream, Some(ip))?;
         self.insert(Link {

@@ -1209,7 +1209,10 @@ pub fn cron(cl: &mut Cluster, ex: &mut Executor) {
         }
         if n.link.is_none() {
             let (ip, cport) = (n.ip.clone(), n.cport);
-            match cl.bus.connect(id, &ip, cport) {
+            match cl
+                .bus
+                .connect(id, &ip, cport, &ex.config.stored_str("bind-source-addr"))
+            {
                 Some(l) => cl.node_mut(id).link = Some(l),
                 None => {
                     if cl.node(id).ping_sent == 0 {

@@ -499,7 +499,8 @@ fn client_getname(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 
 /// One CLIENT LIST line, with Redis 7.4's fields. The output buffer's first
 /// `rbs` bytes play the part of Redis's reply buffer (`obl`), the rest its reply
-/// list (`oll` in 16 KB blocks, `omem`); `tot-mem` is `Client::memory_usage`.
+/// list (`oll` in 16 KB blocks; `omem` counts them as Redis's output-buffer limits
+/// do, `Client::output_limit_usage`); `tot-mem` is `Client::memory_usage`.
 pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
     let s = |b: &Option<Vec<u8>>| {
         b.as_deref()
@@ -532,7 +533,7 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
         c.reply_buf_peak,
         c.reply_buf_used(),
         c.reply_list_blocks(),
-        c.reply_list_bytes(),
+        c.output_limit_usage(),
         c.memory_usage(),
         events,
         c.last_cmd,

@@ -45,6 +45,8 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return help_reply(
             "DEBUG",
             &[
+                "ASSERT",
+                "    Crash by assertion failed.",
                 "JMAP",
                 "    Does nothing; kept for tools that call it.",
                 "OBJECT <key>",
@@ -80,6 +82,8 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "    Setting it to 0 disables expiring keys in background when they are not",
                 "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
                 "    default.",
+                "SEGFAULT",
+                "    Crash the server with sigsegv.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
                 "SET-DISABLE-DENY-SCRIPTS <0|1>",
@@ -118,6 +122,14 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         crate::replication::feed_raw(ctx.ex, &bytes);
         return Reply::ok();
+    }
+    // The crash paths on purpose: the log gets the crash report (src/crash.rs).
+    if is(sub, "segfault") && args.len() == 2 {
+        crate::crash::segfault();
+    }
+    if is(sub, "assert") && args.len() == 2 {
+        let use_exit = ctx.ex.config.stored_bool("use-exit-on-panic");
+        crate::crash::assertion_failed(file!(), line!(), "1 == 2", use_exit);
     }
     if is(sub, "sleep") && args.len() == 3 {
         let Some(secs) = crate::util::numeric::parse_f64(args[2]) else {

@@ -9,6 +9,7 @@ use crate::commands::flags::*;
 use crate::commands::keys::help_reply;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::config::{self, find_directive};
+use crate::exec::shutdown::Outcome;
 use crate::exec::ShutdownRequest;
 use crate::keyspace::{unix_ms, ObjRef, ValueRef};
 use crate::protocol::Reply;
@@ -338,6 +339,9 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                     .unwrap_or_default()
             );
             field!("io_threads_active:0");
+            if let Some(ms) = crate::exec::shutdown::remaining_ms(ex) {
+                field!("shutdown_in_milliseconds:{ms}");
+            }
             let binds: String = ex
                 .config
                 .bind
@@ -356,7 +360,10 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             s.push_str("# Clients\r\n");
             field!(
                 "connected_clients:{}",
-                ex.clients().filter(|(_, c)| !c.embedded).count()
+                // Replicas are not counted (Redis: clients minus slaves).
+                ex.clients()
+                    .filter(|(_, c)| !c.embedded && c.repl_role != Some('S'))
+                    .count()
             );
             field!("cluster_connections:{}", crate::cluster::connections(ex));
             field!("maxclients:{}", ex.config.maxclients);
@@ -662,6 +669,12 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
     }
+    if updated.stored_str("proc-title-template") != ctx.ex.config.stored_str("proc-title-template")
+    {
+        crate::process::set_proc_title(&updated);
+    }
+    crate::crash::set_crash_log(updated.stored_bool("crash-log-enabled"));
+    crate::crash::arm_watchdog(updated.stored_i64("watchdog-period"));
     let aof_was = ctx.ex.config.appendonly;
     let previous = std::mem::replace(&mut ctx.ex.config, updated);
     if ctx.ex.config.appendonly != aof_was {
@@ -1096,25 +1109,37 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut save = None;
     let mut abort = false;
     let mut force = false;
+    let mut now = false;
+    let mut flagged = false;
+    let mut both_saves = false;
     for a in &args[1..] {
         if is(a, "nosave") {
+            both_saves |= save == Some(true);
             save = Some(false);
         } else if is(a, "save") {
+            both_saves |= save == Some(false);
             save = Some(true);
         } else if is(a, "now") {
+            now = true;
         } else if is(a, "force") {
             force = true;
         } else if is(a, "abort") {
             abort = true;
+            continue;
         } else {
             return errors::SYNTAX;
         }
+        flagged = true;
+    }
+    if (abort && flagged) || both_saves {
+        return errors::SYNTAX;
     }
     if abort {
-        if args.len() != 2 {
-            return errors::SYNTAX;
-        }
-        return Reply::err("ERR No shutdown in progress.");
+        return if crate::exec::shutdown::abort(ctx.ex) {
+            Reply::ok()
+        } else {
+            Reply::err("ERR No shutdown in progress.")
+        };
     }
     if let Some(b) = &ctx.ex.busy {
         // Only SHUTDOWN NOSAVE ends a busy script, and what the script wrote so far
@@ -1125,15 +1150,16 @@ fn shutdown(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         let pos = b.stream_pos;
         ctx.ex.stream.truncate_to(pos);
     }
-    if ctx.ex.persist.serving_while_loading {
-        // The dataset is incomplete: nothing is saved (Redis forces NOSAVE).
-        save = Some(false);
+    let req = ShutdownRequest { save, now, force };
+    match crate::exec::shutdown::request(ctx.ex, req) {
+        Outcome::Exit => {
+            ctx.client().close_after_reply = true;
+            Reply::NoReply
+        }
+        // Answered with an error if the shutdown is cancelled; never if it succeeds.
+        Outcome::Waiting => {
+            crate::exec::blocking::block(ctx, args, &[], "shutdown", None, Reply::NoReply)
+        }
+        Outcome::Failed => Reply::err("ERR Errors trying to SHUTDOWN. Check logs."),
     }
-    crate::log::warning("User requested shutdown...");
-    if !crate::persistence::snapshot::prepare_shutdown(ctx.ex, save) && !force {
-        return Reply::err("ERR Errors trying to SHUTDOWN. Check logs.");
-    }
-    ctx.ex.shutdown = Some(ShutdownRequest { save, force });
-    ctx.client().close_after_reply = true;
-    Reply::NoReply
 }

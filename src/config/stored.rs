@@ -28,6 +28,8 @@ pub enum Kind {
     Str,
     /// `oom-score-adj-values`: three integers in -2000..=2000.
     OomValues,
+    /// `proc-title-template`: text with known `{variables}` that expands to something.
+    ProcTitle,
 }
 
 fn bounds_error(min: i128, max: i128) -> String {
@@ -109,6 +111,13 @@ impl Kind {
         match self {
             Kind::Bool => Ok(yes_no(parse_bool(v)?)),
             Kind::Str => Ok(v.to_string()),
+            Kind::ProcTitle => {
+                if crate::process::valid_title_template(v) {
+                    Ok(v.to_string())
+                } else {
+                    Err("template format is invalid or contains unknown variables".into())
+                }
+            }
             Kind::Enum(words) => words
                 .iter()
                 .find(|w| w.eq_ignore_ascii_case(v))
@@ -251,7 +260,7 @@ pub static STORED: &[Directive] = &[
     stored!("rdb-del-sync-files", &[], 0, Kind::Bool, "no"),
     // No effect here: hash tables grow and shrink incrementally by themselves.
     stored!("activerehashing", &[], 0, Kind::Bool, "yes"),
-    // No effect here: the process title is not rewritten.
+    // Whether the process title is set at startup (process.rs, `set_proc_title`).
     stored!("set-proc-title", &[], IMMUTABLE, Kind::Bool, "yes"),
     // No effect here: hz is used as configured.
     stored!("dynamic-hz", &[], 0, Kind::Bool, "yes"),
@@ -323,9 +332,9 @@ pub static STORED: &[Directive] = &[
         Kind::Bool,
         "yes"
     ),
-    // No effect here: no crash report.
+    // Whether a fatal signal writes a crash report (crash.rs).
     stored!("crash-log-enabled", &[], 0, Kind::Bool, "yes"),
-    // No effect here: no crash report.
+    // No effect here: the crash report runs no memory test.
     stored!("crash-memcheck-enabled", &[], 0, Kind::Bool, "yes"),
     // yes: transparent huge pages off for the process (prctl), as Redis.
     stored!("disable-thp", &[], IMMUTABLE, Kind::Bool, "yes"),
@@ -386,15 +395,15 @@ pub static STORED: &[Directive] = &[
     ),
     // No effect here: no kernel-bug warnings are checked.
     stored!("ignore-warnings", &[], 0, Kind::Str, ""),
-    // No effect here: the process title is not rewritten.
+    // The process title (process.rs, `set_proc_title`).
     stored!(
         "proc-title-template",
         &[],
         0,
-        Kind::Str,
+        Kind::ProcTitle,
         "{title} {listen-addr} {server-mode}"
     ),
-    // No effect here: replica links use the system-chosen source address.
+    // The source address of replica and cluster bus links (net::socket::connect_from).
     stored!("bind-source-addr", &[], 0, Kind::Str, ""),
     // No effect here: strings compare bytewise.
     stored!("locale-collate", &[], 0, Kind::Str, ""),

@@ -94,6 +94,11 @@ impl Blocking {
         self.clients.contains_key(&slot)
     }
 
+    /// The kind of wait the client in `slot` is blocked in ("list", "shutdown", …).
+    pub fn blocked_type(&self, slot: usize) -> Option<&'static str> {
+        self.clients.get(&slot).map(|b| b.btype)
+    }
+
     /// INFO `blocked_clients`.
     pub fn blocked_clients(&self) -> usize {
         self.clients.len()

@@ -32,6 +32,10 @@ use super::{Client, Executor};
 pub const REPLY_CHUNK_BYTES: usize = 16 * 1024;
 /// Redis's PROTO_REPLY_MIN_BYTES: the smallest reply buffer.
 pub const REPLY_MIN_BYTES: usize = 1024;
+/// What Redis's output-buffer limits count per 16 KB reply-list block: the block's
+/// usable size as its allocator rounds it (jemalloc's 20 KB class, less the 16-byte
+/// header), then a list node (24) and the header (16).
+const REPLY_BLOCK_COUNTED: usize = 20_480 - 16 + 24 + 16;
 /// Redis's REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME.
 pub const DEFAULT_PEAK_RESET_MS: i64 = 5000;
 /// Seconds of history for INFO `client_recent_max_input/output_buffer`.
@@ -105,6 +109,14 @@ impl Client {
         self.out
             .len()
             .saturating_sub(self.reply_buf_size.max(self.out_pos))
+    }
+
+    /// What `client-output-buffer-limit` measures for a normal or Pub/Sub client, as
+    /// Redis's getClientOutputBufferMemoryUsage: the reply list's blocks as allocated
+    /// (`REPLY_BLOCK_COUNTED` each), never the reply buffer, so a reply that fits the
+    /// buffer never trips a tiny limit.
+    pub fn output_limit_usage(&self) -> usize {
+        self.reply_list_blocks() * REPLY_BLOCK_COUNTED
     }
 
     /// The reply list's length in Redis's 16 KB blocks (`oll`).

@@ -20,6 +20,7 @@ pub mod multi;
 pub mod pause;
 pub mod propagate;
 pub mod pubsub;
+pub mod shutdown;
 pub mod signals;
 pub mod tracking;
 
@@ -121,6 +122,8 @@ pub type Rebind = (Vec<std::net::SocketAddr>, Vec<std::net::TcpListener>);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownRequest {
     pub save: Option<bool>,
+    /// Do not wait for lagging replicas (SHUTDOWN NOW, `shutdown-on-sig* now`).
+    pub now: bool,
     /// Exit even if the final save fails (SHUTDOWN FORCE, `shutdown-on-sig* force`).
     pub force: bool,
 }
@@ -150,7 +153,10 @@ pub struct Executor {
     pub error_stats: FastMap<String, u64>,
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
+    /// Set once the shutdown sequence finished: the network layer exits.
     pub shutdown: Option<ShutdownRequest>,
+    /// A shutdown asked for by a signal or waiting for replicas (shutdown.rs).
+    pub shutdown_state: shutdown::ShutdownState,
     /// CONFIG SET port/bind: the addresses still wanted and the sockets newly bound,
     /// for the network layer to swap in.
     pub rebind: Option<Rebind>,
@@ -267,6 +273,7 @@ impl Executor {
             error_stats: FastMap::default(),
             pending_writes: Vec::new(),
             shutdown: None,
+            shutdown_state: Default::default(),
             rebind: None,
             tcp_addrs: Vec::new(),
             tls_rebind: None,
@@ -886,7 +893,10 @@ impl Executor {
             None => {
                 let c = self.client(slot);
                 // Subscribed clients are held to the `pubsub` class.
-                (if c.is_pubsub() { 2 } else { 0 }, c.pending_output() as u64)
+                (
+                    if c.is_pubsub() { 2 } else { 0 },
+                    c.output_limit_usage() as u64,
+                )
             }
         };
         let limit = self.config.client_output_buffer_limit[class];
@@ -922,7 +932,11 @@ impl Executor {
         let class = if c.is_pubsub() { 2 } else { 0 };
         match self.config.client_output_buffer_limit[class].hard {
             0 => usize::MAX,
-            hard => (hard as usize).saturating_sub(c.pending_output()),
+            // The unwritten part of the reply buffer does not count (check_output_limits).
+            hard => {
+                let buffer_room = c.reply_buf_size.saturating_sub(c.pending_output());
+                (hard as usize).saturating_sub(c.output_limit_usage()) + buffer_room
+            }
         }
     }
 
@@ -968,6 +982,7 @@ impl Executor {
         self.last_cron = Instant::now();
         // An elapsed CLIENT PAUSE ends here too, so expiry resumes with no client asking.
         self.current_pause();
+        crate::crash::arm_watchdog(self.config.stored_i64("watchdog-period"));
         if self.cron_paused {
             return false;
         }
@@ -999,6 +1014,7 @@ impl Executor {
         self.tracking_limit_keys(None);
         crate::persistence::snapshot::cron(self);
         crate::persistence::aof::cron(self);
+        shutdown::cron(self);
         true
     }
 

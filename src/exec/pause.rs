@@ -11,7 +11,8 @@
 //!
 //! Pauses are kept per purpose, as Redis's `pauseActions`: CLIENT PAUSE (the
 //! client's), a failover (the FAILOVER command's while it waits for a replica to
-//! catch up, or a cluster manual failover's on the master). Each ends on its own
+//! catch up, or a cluster manual failover's on the master), a shutdown waiting for
+//! its replicas. Each ends on its own
 //! (its time passes, CLIENT UNPAUSE lifts only the client's, the end of a failover
 //! only the failover's), and what is held back is the strictest of those in force:
 //! everything if one pauses everything, writes otherwise.
@@ -29,10 +30,12 @@ pub enum PausePurpose {
     Client = 0,
     /// FAILOVER waiting for its target, or a cluster manual failover (MFSTART).
     Failover = 1,
+    /// A shutdown waiting for its replicas to catch up (shutdown.rs).
+    Shutdown = 2,
 }
 
 impl PausePurpose {
-    pub const COUNT: usize = 2;
+    pub const COUNT: usize = 3;
 }
 
 impl Executor {

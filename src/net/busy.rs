@@ -114,9 +114,10 @@ impl Net {
                 self.busy_read(ex, slot);
             }
         }
+        // A signal shuts down without saving: the dataset is incomplete.
+        crate::exec::shutdown::while_loading(ex);
         self.flush_pending_except_absent(ex);
         if ex.shutdown.is_some() {
-            // A shutdown during loading never saves: the dataset is incomplete.
             if !ex.config.pidfile.is_empty() {
                 let _ = std::fs::remove_file(&ex.config.pidfile);
             }

@@ -7,7 +7,7 @@
 //! pipelining megabytes cannot starve the others.
 
 mod busy;
-mod socket;
+pub(crate) mod socket;
 
 pub use socket::bind_tcp;
 use socket::{Listener, Stream};
@@ -165,6 +165,7 @@ impl Server {
         for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
             signal_hook::low_level::pipe::register(sig, sig_write.try_clone()?)?;
         }
+        crate::process::install_signal_marks()?;
         let mut signals = mio::net::UnixStream::from_std(sig_read);
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
@@ -371,14 +372,8 @@ impl Server {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
             self.ex.record_eventloop_cycle(turn_start, commands_before);
-            if let Some(req) = self.ex.shutdown {
-                if !crate::persistence::snapshot::prepare_shutdown(&mut self.ex, req.save)
-                    && !req.force
-                {
-                    crate::log::warning("SIGTERM received but errors trying to shut down the server, check the logs for more information");
-                    self.ex.shutdown = None;
-                    continue;
-                }
+            // The shutdown sequence finished (exec/shutdown.rs): last output, then exit.
+            if self.ex.shutdown.is_some() {
                 crate::persistence::aof::flush(&mut self.ex);
                 self.net.borrow_mut().flush_pending(&mut self.ex);
                 self.net.borrow_mut().remove_unix_socket();
@@ -630,26 +625,20 @@ impl Net {
                 break;
             }
         }
-        // `shutdown-on-sigint` / `shutdown-on-sigterm`: default, or save|nosave, now, force.
-        let (name, option) = if self.sigint.swap(false, Ordering::SeqCst) {
-            ("SIGINT", "shutdown-on-sigint")
+        // Noted here, acted on by the cron (exec/shutdown.rs), as Redis's
+        // `shutdown_asap`; the signal handler itself only marks it
+        // (`process::install_signal_marks`).
+        let (sig, name) = if self.sigint.swap(false, Ordering::SeqCst) {
+            (libc::SIGINT, "SIGINT")
         } else {
-            ("SIGTERM", "shutdown-on-sigterm")
+            (libc::SIGTERM, "SIGTERM")
         };
-        let flags = ex.config.stored_str(option);
-        let has = |w: &str| flags.split(' ').any(|f| f == w);
-        let save = if has("save") {
-            Some(true)
-        } else if has("nosave") {
-            Some(false)
+        if ex.persist.serving_while_loading || ex.persist.loading {
+            crate::log::warning("Received shutdown signal during loading, scheduling shutdown.");
         } else {
-            None
-        };
-        crate::log::warning(&format!("Received {name} scheduling shutdown..."));
-        ex.shutdown = Some(crate::exec::ShutdownRequest {
-            save,
-            force: has("force"),
-        });
+            crate::log::warning(&format!("Received {name} scheduling shutdown..."));
+        }
+        ex.shutdown_state.signal = Some(sig);
     }
 
     /// CONFIG SET port/bind (or tls-port) bound new sockets: they replace the TCP

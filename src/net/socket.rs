@@ -231,3 +231,95 @@ macro_rules! delegate_source {
 
 delegate_source!(Stream, Tcp, Unix, Tls);
 delegate_source!(Listener, Tcp, Unix, Tls);
+
+/// Starts a non-blocking TCP connection to `addr`, from `source` (`bind-source-addr`)
+/// when one is set: the socket is bound to that address (any port) first. As Redis's
+/// best-effort binding, a source that cannot be used (not an address of this host, or
+/// of the other family) is skipped and the connection goes out from any address.
+/// Used by a replica's link to its master and by the cluster bus.
+pub fn connect_from(addr: SocketAddr, source: &str) -> io::Result<mio::net::TcpStream> {
+    if let Some(src) = source.parse::<std::net::IpAddr>().ok().filter(|s| {
+        // The source must be of the destination's family.
+        s.is_ipv4() == addr.is_ipv4()
+    }) {
+        if let Ok(s) = connect_bound(addr, SocketAddr::new(src, 0)) {
+            return Ok(s);
+        }
+    }
+    mio::net::TcpStream::connect(addr)
+}
+
+fn connect_bound(addr: SocketAddr, source: SocketAddr) -> io::Result<mio::net::TcpStream> {
+    use std::os::fd::FromRawFd;
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: socket(2) with constant arguments; the descriptor it returns is owned by
+    // the TcpStream built from it right away (closed on every error path by its drop).
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a freshly created socket nobody else owns.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    let (src, src_len) = sockaddr_of(source);
+    // SAFETY: `src` is a sockaddr_storage holding a sockaddr of `src_len` bytes.
+    if unsafe { libc::bind(fd, (&src as *const libc::sockaddr_storage).cast(), src_len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (dst, dst_len) = sockaddr_of(addr);
+    // SAFETY: as above, for the destination; the socket is non-blocking, so connect
+    // returns EINPROGRESS and completes later (the caller waits for writability).
+    let rc = unsafe { libc::connect(fd, (&dst as *const libc::sockaddr_storage).cast(), dst_len) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(mio::net::TcpStream::from_std(stream))
+}
+
+/// `addr` as a C socket address and its length.
+fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data for which all zeroes is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}

@@ -269,6 +269,13 @@ pub struct Aof {
     fsynced_pos: u64,
 }
 
+impl Aof {
+    /// Turned on at runtime, its first base not written yet (Redis's AOF_WAIT_REWRITE).
+    pub fn waits_for_rewrite(&self) -> bool {
+        self.wait_rewrite
+    }
+}
+
 /// The write-stream position known to be fsynced, or `None` when the AOF is off or
 /// has no valid history yet (turned on at runtime, first base not written).
 pub fn fsynced_offset(ex: &Executor) -> Option<u64> {

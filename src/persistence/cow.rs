@@ -344,6 +344,14 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
     }
     f.sync_all()?;
     drop(f);
+    // Cancelled after the walk ended (its Finish already queued ahead of the Abort):
+    // the file must not replace the destination.
+    if shared.discard.load(Ordering::Relaxed) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "snapshot cancelled",
+        ));
+    }
     std::fs::rename(&spec.tmp, &spec.dest)?;
     let dir = match spec.dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -223,6 +223,16 @@ pub fn serialize(ex: &Executor) -> Result<Vec<u8>, String> {
 
 /// Serializes the `parts` of the dataset into an RDB image.
 pub fn serialize_parts(ex: &Executor, parts: ImageParts) -> Result<Vec<u8>, String> {
+    serialize_delayed(ex, parts, 0)
+}
+
+/// `serialize_parts`, sleeping `key_delay_us` per key (`rdb-key-save-delay`, which
+/// Redis's synchronous save honours too).
+fn serialize_delayed(
+    ex: &Executor,
+    parts: ImageParts,
+    key_delay_us: u64,
+) -> Result<Vec<u8>, String> {
     let cfg = &ex.config;
     let aux = aux_fields(ex, false);
     // A hash with field TTLs needs version 12; everything else is written as 10 so
@@ -261,6 +271,9 @@ pub fn serialize_parts(ex: &Executor, parts: ImageParts) -> Result<Vec<u8>, Stri
         let mut cursor = 0;
         loop {
             cursor = d.table.scan(cursor, |e| {
+                if key_delay_us > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(key_delay_us));
+                }
                 w.key(
                     &mut out,
                     &KeyRecord {
@@ -301,16 +314,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// SAVE: a synchronous snapshot. Errors are logged and reported as `Err`; success
 /// clears a failed BGSAVE's status (and so the MISCONF it caused).
 pub fn save(ex: &mut Executor) -> std::io::Result<()> {
-    let bytes = match serialize(ex) {
-        Ok(b) => b,
-        Err(why) => {
-            crate::log::warning(&format!("Failed saving the DB: {why}"));
-            return Err(std::io::Error::other(why));
-        }
-    };
+    // Written to `temp-<pid>.rdb` beside the file, created before the walk as Redis's
+    // rdbSave, so an insisting SIGINT during a slow final save finds and deletes it.
     let path = rdb_path(ex);
+    let (dir, _) = temp_path_beside(&path);
+    let tmp = dir.join(crate::process::final_save_temp_name());
     ex.persist.last_try = unix_ms() / 1000;
-    match write_atomic(&path, &bytes) {
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        let delay = ex.config.stored_i64("rdb-key-save-delay").max(0) as u64;
+        let bytes = serialize_delayed(ex, ImageParts::ALL, delay).map_err(std::io::Error::other)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(&dir)?.sync_all()
+    })();
+    match written {
         Ok(()) => {
             crate::log::notice("DB saved on disk");
             ex.ks.dirty = 0;
@@ -322,6 +342,7 @@ pub fn save(ex: &mut Executor) -> std::io::Result<()> {
         // A failed SAVE leaves the last background save's status as it was (Redis's
         // rdbSave); only BGSAVE outcomes arm stop-writes-on-bgsave-error.
         Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
             crate::log::warning(&format!("Failed saving the DB: {e}"));
             Err(e)
         }
@@ -515,11 +536,26 @@ pub fn cron(ex: &mut Executor) {
 }
 
 /// The final save before exiting (SHUTDOWN, SIGTERM): done when asked (`Some(true)`)
-/// or, by default, when save points are configured. Returns false if a required
-/// save failed (the server then keeps running, as Redis does).
-pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
+/// or, by default, when save points are configured. Returns false if it cannot exit:
+/// the AOF just turned on is still being written, or a required save failed (the
+/// server then keeps running, as Redis does); with `force` both are logged and
+/// ignored.
+pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>, force: bool) -> bool {
     if ex.persist.shutdown_prepared {
         return true;
+    }
+    let initial_aof = ex.aof.as_ref().is_some_and(|a| a.waits_for_rewrite())
+        && ex
+            .persist
+            .snap
+            .as_ref()
+            .is_some_and(|s| s.purpose == Purpose::AofRewrite && !s.is_cancelled());
+    if initial_aof {
+        if !force {
+            crate::log::warning("Writing initial AOF, can't exit.");
+            return false;
+        }
+        crate::log::warning("Writing initial AOF. Exit anyway.");
     }
     kill_bgsave(ex);
     kill_aof_rewrite(ex);
@@ -532,8 +568,11 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>) -> bool {
     if save_wanted {
         crate::log::notice("Saving the final RDB snapshot before exiting.");
         if save(ex).is_err() {
-            crate::log::warning("Error trying to save the DB, can't exit.");
-            return false;
+            if !force {
+                crate::log::warning("Error trying to save the DB, can't exit.");
+                return false;
+            }
+            crate::log::warning("Error trying to save the DB. Exit anyway.");
         }
     }
     ex.persist.shutdown_prepared = true;

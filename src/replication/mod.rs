@@ -581,8 +581,10 @@ pub fn tick(ex: &mut Executor) {
         ex.repl.last_ping = Instant::now();
         // Not while a failover with a deadline (or a cluster manual failover) holds
         // writes: the PING would move the offset the replica must reach, as Redis.
-        let failover_pause = ex.pause_of(crate::exec::PausePurpose::Failover).is_some()
-            && (ex.cluster.is_some() || ex.repl.failover.end.is_some());
+        // Nor while a shutdown waits for its replicas.
+        let failover_pause = (ex.pause_of(crate::exec::PausePurpose::Failover).is_some()
+            && (ex.cluster.is_some() || ex.repl.failover.end.is_some()))
+            || ex.pause_of(crate::exec::PausePurpose::Shutdown).is_some();
         if !ex.repl.peers.is_empty() && !ex.repl.is_replica() && !failover_pause {
             feed_raw(ex, b"*1\r\n$4\r\nPING\r\n");
         }

@@ -28,7 +28,6 @@ use std::io::{Read, Write};
 use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream;
 
 use crate::tls::LinkStream;
 use mio::{Interest, Token};
@@ -376,7 +375,8 @@ fn connect(ex: &mut Executor) {
         ));
         return;
     };
-    let tcp = match TcpStream::connect(addr) {
+    let source = ex.config.stored_str("bind-source-addr");
+    let tcp = match crate::net::socket::connect_from(addr, &source) {
         Ok(s) => s,
         Err(e) => {
             crate::log::warning(&format!("Unable to connect to MASTER: {e}"));

@@ -215,6 +215,21 @@ impl TestServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The exit status code of a process that has exited (None while it runs, or
+    /// when a signal ended it).
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child
+            .try_wait()
+            .ok()
+            .flatten()
+            .and_then(|st| st.code())
+    }
+
+    /// The exit status of a process that has exited (None while it runs).
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// Sends SIGTERM and waits for a clean exit; returns the exit status code.
     pub fn terminate(&mut self) -> Option<i32> {
         // SAFETY: sending a signal to our own child process id.
