@@ -716,3 +716,37 @@ fn clients_get_loading_while_a_replayed_script_is_busy() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Keys do not expire while the AOF replays: a write after a PEXPIREAT in the past
+/// finds the key as it was when it ran (and the key, expired, is gone once loaded).
+#[test]
+fn replay_does_not_expire_keys_midway() {
+    let dir = temp_dir("aof");
+    let ad = dir.join("appendonlydir");
+    std::fs::create_dir_all(&ad).unwrap();
+    std::fs::write(
+        ad.join("appendonly.aof.manifest"),
+        "file appendonly.aof.1.incr.aof seq 1 type i\n",
+    )
+    .unwrap();
+    let mut log = Vec::new();
+    for cmd in [
+        &["RPUSH", "list", "foo"][..],
+        &["PEXPIREAT", "list", "1000"],
+        &["RPUSH", "list", "bar"],
+        &["SET", "other", "v"],
+    ] {
+        log.extend_from_slice(format!("*{}\r\n", cmd.len()).as_bytes());
+        for a in cmd {
+            log.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    std::fs::write(ad.join("appendonly.aof.1.incr.aof"), log).unwrap();
+    let s = TestServer::start_in(&dir, &["--save", "", "--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["LLEN", "list"]), ":0\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "list"]), ":0\r\n");
+    assert_eq!(c.cmd(&["GET", "other"]), "$1\r\nv\r\n");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

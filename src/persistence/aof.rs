@@ -439,7 +439,11 @@ pub fn load(ex: &mut Executor) -> Result<bool, String> {
     ex.persist.loading = true;
     let slot = ex.connect_internal("aof-loader");
     let enabled = std::mem::replace(&mut ex.stream.enabled, false);
+    // Keys never expire while the log replays (Redis's keyIsExpired while loading): a
+    // command after a past PEXPIREAT must find the key as it was when it ran.
+    let expire_mode = std::mem::replace(&mut ex.ks.expire_mode, crate::keyspace::ExpireMode::Keep);
     let r = load_parts(ex, slot, &dir, &m);
+    ex.ks.expire_mode = expire_mode;
     ex.stream.enabled = enabled;
     ex.disconnect(slot);
     ex.persist.loading = false;

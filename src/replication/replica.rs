@@ -28,7 +28,6 @@ use std::io::{Read, Write};
 use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
-
 use crate::tls::LinkStream;
 use mio::{Interest, Token};
 
