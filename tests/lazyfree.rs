@@ -209,3 +209,24 @@ fn script_flush_async_frees_the_vm_in_the_background() {
     settle(&s);
     assert_eq!(info(&mut c, "lazyfreed_objects"), 100);
 }
+
+/// Errorstats stops at 128 distinct codes and frees its table in the background, as
+/// Redis's resetErrorTableStats (the suite reads the count of freed codes).
+#[test]
+fn errorstats_table_is_freed_in_the_background_at_its_limit() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let script = "return redis.error_reply(string.format('%s my error message', ARGV[1]))";
+    for j in 1..=200 {
+        let r = c.cmd(&["EVAL", script, "0", &j.to_string()]);
+        assert_eq!(r, format!("-{j} my error message\r\n"));
+    }
+    settle(&s);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 128);
+    let stats = c.cmd(&["INFO", "errorstats"]);
+    assert!(
+        stats.contains("errorstat_ERRORSTATS_DISABLED:count=1\r\n"),
+        "{stats}"
+    );
+}

@@ -838,9 +838,19 @@ impl Executor {
             "Errorstats stopped adding new errors because the number of errors reached the limit, may be misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled via CONFIG RESETSTAT.",
         );
         crate::log::warning(&format!("Current errors code list: {}", codes.join(", ")));
-        self.error_stats.clear();
+        self.drop_error_stats();
         self.error_stats.insert("ERRORSTATS_DISABLED".into(), 1);
         self.stats.errorstats_disabled = true;
+    }
+
+    /// Empties the error table as Redis's resetErrorTableStats: a table of more than
+    /// LAZYFREE_THRESHOLD codes is freed in the background, counted per code.
+    fn drop_error_stats(&mut self) {
+        let table = std::mem::take(&mut self.error_stats);
+        let n = table.len();
+        if n > crate::keyspace::lazyfree::LAZYFREE_THRESHOLD {
+            self.ks.lazyfree.free_other(Box::new(table), n as u64);
+        }
     }
 
     pub(crate) fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
@@ -1185,7 +1195,7 @@ impl Executor {
         self.client_mem.expands = 0;
         self.ks.lazyfree.reset_freed();
         self.cmd_stats.clear();
-        self.error_stats.clear();
+        self.drop_error_stats();
         self.slowlog.clear();
         let ks = &mut self.ks.stats;
         *ks = Default::default();
