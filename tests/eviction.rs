@@ -569,3 +569,44 @@ fn rdb_access_history_is_saved() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn used_memory(c: &mut RawConn) -> u64 {
+    let info = c.cmd(&["INFO", "memory"]);
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// With keyspace events on, each eviction raises `evicted`. Held until after the
+/// command, the events' key copies grew memory by about what each eviction freed, so
+/// with long keys every key was evicted and the write still failed with OOM.
+#[test]
+fn eviction_with_keyspace_events_frees_memory() {
+    let s = TestServer::start_with(&["--notify-keyspace-events", "KEA"]);
+    let mut c = s.raw(2);
+    // Warm up the commands used below (their latency histograms are allocated once).
+    c.cmd(&["SETEX", "warm", "100", "x"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+    c.cmd(&["FLUSHALL"]);
+    let limit = used_memory(&mut c) + 100 * 1024;
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        "+OK\r\n"
+    );
+    let long = "k".repeat(240);
+    let mut n = 0;
+    while used_memory(&mut c) + 4096 <= limit {
+        let r = c.cmd(&["SETEX", &format!("{long}{n}"), "10000", "x"]);
+        assert_eq!(r, "+OK\r\n");
+        n += 1;
+    }
+    for i in 0..n {
+        let r = c.cmd(&["SETEX", &format!("{long}again{i}"), "10000", "x"]);
+        assert_eq!(r, "+OK\r\n", "write {i} of {n}");
+    }
+    assert!(used_memory(&mut c) < limit + 4096);
+    let dbsize = c.cmd(&["DBSIZE"]);
+    assert_ne!(dbsize, ":0\r\n");
+}

@@ -181,6 +181,9 @@ impl Executor {
                 return false;
             };
             self.evict_key(db, key);
+            // Published now, as Redis does: held until after the command, the events'
+            // key copies would grow memory by about what each eviction frees.
+            self.deliver_notifications();
             evicted += 1;
             if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
                 done = crate::alloc::used_memory() <= max;
