@@ -610,3 +610,61 @@ fn eviction_with_keyspace_events_frees_memory() {
     let dbsize = c.cmd(&["DBSIZE"]);
     assert_ne!(dbsize, ":0\r\n");
 }
+
+fn info_u64(c: &mut RawConn, section: &str, field: &str) -> u64 {
+    let info = c.cmd(&["INFO", section]);
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field}"))
+        .parse()
+        .unwrap()
+}
+
+/// A stalled replica's output buffer is left out of eviction's accounting, as Redis's
+/// freeMemoryGetNotCountedMemory: writes that only grow it evict no key.
+#[test]
+fn replica_output_buffer_does_not_cause_eviction() {
+    let master = TestServer::start();
+    let replica = TestServer::start();
+    let mut m = master.raw(2);
+    for j in 0..100 {
+        assert_eq!(
+            m.cmd(&["SETRANGE", &format!("key:{j}"), "100000", "asdf"]),
+            ":100004\r\n"
+        );
+    }
+    for (k, v) in [
+        ("maxmemory-policy", "allkeys-random"),
+        ("client-output-buffer-limit", "replica 0 0 0"),
+        ("repl-backlog-size", "10240"),
+    ] {
+        assert_eq!(m.cmd(&["CONFIG", "SET", k, v]), "+OK\r\n");
+    }
+    let mut r = replica.raw(2);
+    let port = master.port.to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
+    wait_until(|| {
+        r.cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+            && m.cmd(&["INFO", "replication"]).contains("state=online")
+    });
+    let used = info_u64(&mut m, "memory", "used_memory");
+    let not_counted = info_u64(&mut m, "memory", "mem_not_counted_for_evict");
+    let limit = used - not_counted + 256 * 1024;
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        "+OK\r\n"
+    );
+    // SAFETY: stopping a child process this test started; it is continued below.
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    let payload = "A".repeat(100_000);
+    for _ in 0..200 {
+        assert_eq!(m.cmd(&["SETRANGE", "key:0", "0", &payload]), ":100004\r\n");
+    }
+    let held = info_u64(&mut m, "memory", "mem_not_counted_for_evict");
+    // SAFETY: as above.
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+    assert!(held > 2 * 1024 * 1024, "{held}");
+    assert_eq!(m.cmd(&["DBSIZE"]), ":100\r\n");
+    assert_eq!(info_u64(&mut m, "stats", "evicted_keys"), 0);
+}

@@ -83,7 +83,10 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             f(format!("rss_overhead_ratio:{rss_over:.2}"));
             f(format!("rss_overhead_bytes:{rss_over_bytes}"));
             f(format!("mem_fragmentation_bytes:{}", m.total_frag().1));
-            f("mem_not_counted_for_evict:0".into());
+            f(format!(
+                "mem_not_counted_for_evict:{}",
+                ex.mem_not_counted_for_evict()
+            ));
             f(format!("mem_replication_backlog:{}", m.backlog));
             f(format!(
                 "mem_total_replication_buffers:{}",

@@ -141,6 +141,12 @@ impl Executor {
             self.eviction_exceeded(false);
             return true;
         }
+        let max = max + self.mem_not_counted_for_evict();
+        if crate::alloc::used_memory() <= max {
+            self.eviction_running = false;
+            self.eviction_exceeded(false);
+            return true;
+        }
         // `replica-ignore-maxmemory yes`: a replica's keys follow its master, never
         // its own memory limit (no evictions, no OOM errors).
         if self.repl.is_replica() && self.config.stored_bool("replica-ignore-maxmemory") {
@@ -194,6 +200,25 @@ impl Executor {
         self.eviction_exceeded(!done);
         self.record_eviction_cycle(start);
         true
+    }
+
+    /// Memory that eviction leaves out, as Redis's freeMemoryGetNotCountedMemory:
+    /// replicas' output buffers and the AOF buffer. Evicting keys to make room for them
+    /// would only feed them more DELs.
+    pub fn mem_not_counted_for_evict(&self) -> usize {
+        let replicas: usize = self
+            .repl
+            .peers
+            .iter()
+            .filter_map(|p| self.clients.get(p.slot).and_then(|c| c.as_deref()))
+            .map(|c| c.out.capacity() + c.deferred.capacity())
+            .sum();
+        let aof = if self.aof.is_some() {
+            self.stream.buf.capacity()
+        } else {
+            0
+        };
+        replicas + aof
     }
 
     /// Tracks how long memory stays over the limit: an interval opens when a pass
