@@ -268,7 +268,8 @@ pub static STORED: &[Directive] = &[
     stored!("lazyfree-lazy-eviction", &[], 0, Kind::Bool, "no"),
     // No effect here: replica links always use TCP_NODELAY.
     stored!("repl-disable-tcp-nodelay", &[], 0, Kind::Bool, "no"),
-    // No effect here: full syncs stream the image from memory.
+    // Read by replication/master.rs: with the delay and max-replicas, when a full
+    // sync's snapshot starts (the image always comes from the copy-on-write snapshot).
     stored!("repl-diskless-sync", &[], 0, Kind::Bool, "yes"),
     // No effect here: files are fsynced once, when complete.
     stored!("aof-rewrite-incremental-fsync", &[], 0, Kind::Bool, "yes"),
@@ -278,9 +279,8 @@ pub static STORED: &[Directive] = &[
     stored!("cluster-require-full-coverage", &[], 0, Kind::Bool, "yes"),
     // No effect here: files are fsynced once, when complete.
     stored!("rdb-save-incremental-fsync", &[], 0, Kind::Bool, "yes"),
-    // No effect here: the AOF base file is always an RDB image.
+    // Read by persistence/aof.rs: an RDB or a RESP rewrite base, and `#TS` annotations.
     stored!("aof-use-rdb-preamble", &[], 0, Kind::Bool, "yes"),
-    // No effect here: no timestamp annotations are written.
     stored!("aof-timestamp-enabled", &[], 0, Kind::Bool, "no"),
     // Cluster mode (src/cluster).
     stored!(
@@ -519,7 +519,7 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, 1000),
         "100"
     ),
-    // No effect here: full syncs start at once.
+    // Read by replication/master.rs: seconds a full sync waits for more replicas.
     stored!(
         "repl-diskless-sync-delay",
         &[],
@@ -555,9 +555,9 @@ pub static STORED: &[Directive] = &[
         Kind::Int(0, 65535),
         "0"
     ),
-    // No effect here: SHUTDOWN does not wait for replicas to catch up.
+    // Read by exec/shutdown.rs: how long SHUTDOWN waits for lagging replicas.
     stored!("shutdown-timeout", &[], 0, Kind::Int(0, INT_MAX), "10"),
-    // No effect here: full syncs start at once.
+    // Read by replication/master.rs: replicas that start a delayed full sync at once.
     stored!(
         "repl-diskless-sync-max-replicas",
         &[],
@@ -708,8 +708,9 @@ pub static STORED: &[Directive] = &[
     // TLSv1.3 suites by name (crate::tls::ciphers).
     stored!("tls-ciphersuites", &[], 0, Kind::Str, ""),
     stored!("oom-score-adj-values", &[], 0, Kind::OomValues, "0 200 800"),
-    // Hidden (CONFIG GET shows them only by exact name). No effect here: Redis's
-    // test hooks for the watchdog, exit on panic, AOF GC, cluster pings.
+    // Hidden (CONFIG GET shows them only by exact name): Redis's test hooks.
+    // `use-exit-on-panic` is read by crash.rs; `aof-disable-auto-gc` has no effect here
+    // (old AOF files are deleted when a rewrite is published).
     stored!("use-exit-on-panic", &[], HIDDEN, Kind::Bool, "no"),
     stored!("aof-disable-auto-gc", &[], HIDDEN, Kind::Bool, "no"),
     // Test hooks in effect: microseconds slept per key by the snapshot writer

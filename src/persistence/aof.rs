@@ -179,12 +179,13 @@ impl Manifest {
         self.base.iter().chain(self.incrs.iter()).cloned().collect()
     }
 
-    /// The base and incremental files a rewrite of this history creates.
-    fn next_parts(&self, prefix: &str) -> (Part, Part) {
+    /// The base and incremental files a rewrite of this history creates. An RDB base is named `.base.rdb`, a RESP one `.base.aof`, as Redis names them.
+    fn next_parts(&self, prefix: &str, rdb_base: bool) -> (Part, Part) {
         let seq = self.incrs.last().map_or(1, |p| p.seq) + 1;
         let base_seq = self.base.as_ref().map_or(1, |p| p.seq) + 1;
+        let suffix = if rdb_base { "rdb" } else { "aof" };
         let base = Part {
-            name: format!("{prefix}.{base_seq}.base.rdb"),
+            name: format!("{prefix}.{base_seq}.base.{suffix}"),
             seq: base_seq,
             kind: 'b',
         };
@@ -267,6 +268,8 @@ pub struct Aof {
     written_pos: u64,
     sync_target: u64,
     fsynced_pos: u64,
+    /// The unix second of the last `#TS` annotation written (aof-timestamp-enabled).
+    annotated_secs: i64,
 }
 
 impl Aof {
@@ -613,12 +616,17 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
     let on_disk = (!m.incrs.is_empty()).then(|| m.clone());
     let mut base_size = 0;
     if m.base.is_none() && m.incrs.is_empty() {
+        let preamble = rdb_preamble(ex);
         let base = Part {
-            name: format!("{prefix}.1.base.rdb"),
+            name: format!("{prefix}.1.base.{}", if preamble { "rdb" } else { "aof" }),
             seq: 1,
             kind: 'b',
         };
-        let image = super::snapshot::serialize(ex)?;
+        let image = if preamble {
+            super::snapshot::serialize(ex)?
+        } else {
+            super::snapshot::serialize_resp(ex)
+        };
         base_size = image.len() as u64;
         write_file_synced(&dir.join(&base.name), &image).map_err(|e| e.to_string())?;
         m.base = Some(base);
@@ -667,6 +675,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
         fsynced_pos: ex.stream.position(),
+        annotated_secs: 0,
     }));
     ex.stream.enabled = true;
     ex.stream.reset_db();
@@ -718,6 +727,7 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         written_pos: ex.stream.position(),
         sync_target: ex.stream.position(),
         fsynced_pos: ex.stream.position(),
+        annotated_secs: 0,
     }));
     // Until the image is taken there is nothing to log: the image will hold it.
     // (Replicas still need the stream.)
@@ -886,9 +896,23 @@ pub fn flush(ex: &mut Executor) {
     if aof.flush_sleep_us > 0 {
         std::thread::sleep(Duration::from_micros(aof.flush_sleep_us));
     }
+    // aof-timestamp-enabled: a `#TS:<unix time>` line before the first commands of
+    // each new second, as Redis's feedAppendOnlyFile writes it.
+    let secs = crate::keyspace::unix_ms() / 1000;
+    let annotated = ex.config.stored_bool("aof-timestamp-enabled") && secs > aof.annotated_secs;
     let write_start = Instant::now();
-    let (mut written, failure) = write_file(aof, &data);
-    let expected = data.len();
+    let (mut written, failure, annotation) = if annotated {
+        let mut buf = Vec::with_capacity(data.len() + 24);
+        super::resp_image::timestamp(&mut buf, secs);
+        let annotation = buf.len();
+        buf.extend_from_slice(&data);
+        let (w, f) = write_file(aof, &buf);
+        (w, f, annotation)
+    } else {
+        let (w, f) = write_file(aof, &data);
+        (w, f, 0)
+    };
+    let expected = data.len() + annotation;
     drop(data);
     // Latency monitor events as Redis names them: the write's class, then `aof-write`.
     let threshold = ex.config.latency_monitor_threshold;
@@ -955,7 +979,12 @@ pub fn flush(ex: &mut Executor) {
         if written > 0 {
             // The truncation failed: what reached the file stays, the rest is retried.
             aof.incr_size += written as u64;
-            let raw = ex.stream.raw_len_of_aof(written);
+            // A torn annotation is harmless: the retry starts with a whole one, and
+            // loaders skip an annotation line up to its newline.
+            if annotated && written >= annotation {
+                aof.annotated_secs = secs;
+            }
+            let raw = ex.stream.raw_len_of_aof(written.saturating_sub(annotation));
             ex.stream.consume_front(raw);
             aof.written_pos = ex.stream.position() - ex.stream.buf.len() as u64;
             aof.unsynced = true;
@@ -967,6 +996,9 @@ pub fn flush(ex: &mut Executor) {
         aof.last_write_errno = 0;
     }
     aof.incr_size += written as u64;
+    if annotated {
+        aof.annotated_secs = secs;
+    }
     ex.stream.clear();
     aof.written_pos = ex.stream.position();
     aof.unsynced = true;
@@ -1091,10 +1123,11 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
             errno_text(errno)
         ));
     }
+    let preamble = rdb_preamble(ex);
     let Some(aof) = ex.aof.as_mut() else {
         return Err("AOF is off".into());
     };
-    let (base, new_incr) = aof.manifest.next_parts(&aof.prefix);
+    let (base, new_incr) = aof.manifest.next_parts(&aof.prefix, preamble);
     let old = aof.manifest.parts();
     let temp_incr = if aof.wait_rewrite {
         let temp = temp_incr_path(&aof.dir, &aof.prefix);
@@ -1160,7 +1193,7 @@ pub fn start_rewrite_off(ex: &mut Executor) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
         Err(e) => return Err(e.to_string()),
     };
-    let (base, _) = m.next_parts(&prefix);
+    let (base, _) = m.next_parts(&prefix, rdb_preamble(ex));
     let path = dir.join(&base.name);
     ex.persist.off_rewrite = Some(OffRewrite {
         dir,
@@ -1255,6 +1288,12 @@ pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
     }
 }
 
+/// Whether a rewrite writes its base as an RDB image (`aof-use-rdb-preamble yes`,
+/// the default) rather than as RESP commands.
+pub fn rdb_preamble(ex: &Executor) -> bool {
+    ex.config.stored_bool("aof-use-rdb-preamble")
+}
+
 /// Shutdown: everything written and synced.
 /// The caller has ended any rewrite in progress (snapshot::prepare_shutdown).
 pub fn shutdown(ex: &mut Executor) {
@@ -1276,11 +1315,16 @@ pub fn shutdown(ex: &mut Executor) {
 /// The whole dataset as the base of a fresh AOF, on the spot, with an empty
 /// incremental file; the stale files are deleted once the manifest is published.
 fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
-    let image = super::snapshot::serialize(ex)?;
+    let preamble = rdb_preamble(ex);
+    let image = if preamble {
+        super::snapshot::serialize(ex)?
+    } else {
+        super::snapshot::serialize_resp(ex)
+    };
     let Some(aof) = ex.aof.as_mut() else {
         return Ok(());
     };
-    let (base, incr) = aof.manifest.next_parts(&aof.prefix);
+    let (base, incr) = aof.manifest.next_parts(&aof.prefix, preamble);
     write_file_synced(&aof.dir.join(&base.name), &image).map_err(|e| e.to_string())?;
     aof.file = File::create(aof.dir.join(&incr.name)).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(temp_incr_path(&aof.dir, &aof.prefix));

@@ -148,6 +148,8 @@ enum Msg {
 struct TableSink {
     /// The database number the table had when the snapshot began.
     db: usize,
+    /// Records are RESP commands (`resp_image`) rather than RDB records.
+    resp: bool,
     /// What each key's record says of its access history.
     access: rdb::AccessSave,
     shared: Arc<Shared>,
@@ -170,23 +172,11 @@ impl CowSink for TableSink {
             return;
         }
         let start = self.buf.bytes.len();
-        if let Some(t) = expire {
-            self.buf.raw(&[rdb::OP_EXPIRETIME_MS]);
-            self.buf.raw(&t.to_le_bytes());
-        }
-        if self.access != rdb::AccessSave::Nothing {
-            let mut rec = Vec::with_capacity(11);
-            self.access
-                .write(&mut rec, access, crate::keyspace::unix_ms());
-            self.buf.raw(&rec);
-        }
-        self.buf.raw(&[0]);
-        let type_at = self.buf.bytes.len() - 1;
-        self.buf.string(key);
-        let (t, version) = rdb::write_value_to(&mut self.buf, value);
-        self.buf.bytes[type_at] = t;
-        if version > rdb::RDB_VERSION {
-            self.shared.needs_v12.store(true, Ordering::Relaxed);
+        if self.resp {
+            self.buf.open_raw();
+            super::resp_image::key(&mut self.buf.bytes, key, value, expire);
+        } else {
+            self.rdb_record(key, value, expire, access);
         }
         if before_write {
             let n = (self.buf.bytes.len() - start) as u64;
@@ -231,6 +221,30 @@ impl CowSink for TableSink {
     }
 }
 
+impl TableSink {
+    /// Appends `key`'s RDB record: expiry and access opcodes, type, key, value.
+    fn rdb_record(&mut self, key: &[u8], value: ValueRef<'_>, expire: Option<i64>, access: u32) {
+        if let Some(t) = expire {
+            self.buf.raw(&[rdb::OP_EXPIRETIME_MS]);
+            self.buf.raw(&t.to_le_bytes());
+        }
+        if self.access != rdb::AccessSave::Nothing {
+            let mut rec = Vec::with_capacity(11);
+            self.access
+                .write(&mut rec, access, crate::keyspace::unix_ms());
+            self.buf.raw(&rec);
+        }
+        self.buf.raw(&[0]);
+        let type_at = self.buf.bytes.len() - 1;
+        self.buf.string(key);
+        let (t, version) = rdb::write_value_to(&mut self.buf, value);
+        self.buf.bytes[type_at] = t;
+        if version > rdb::RDB_VERSION {
+            self.shared.needs_v12.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Drop for TableSink {
     fn drop(&mut self) {
         self.flush();
@@ -241,8 +255,11 @@ impl Drop for TableSink {
 struct FileSpec {
     tmp: PathBuf,
     dest: PathBuf,
-    /// Magic, version 10 and aux fields.
+    /// What precedes the databases: an RDB file's magic, version and aux fields and
+    /// the libraries, or a RESP image's timestamp and FUNCTION LOADs.
     header: Vec<u8>,
+    /// A RESP image: SELECT between databases, no RDB framing or checksum.
+    resp: bool,
     /// Per database at the start: (keys, keys with an expiry), for RESIZEDB.
     sizes: Vec<(usize, usize)>,
     compress: bool,
@@ -291,7 +308,10 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
                     continue;
                 }
                 out.clear();
-                if current != Some(db) {
+                if current != Some(db) && spec.resp {
+                    super::resp_image::select(&mut out, db);
+                    current = Some(db);
+                } else if current != Some(db) {
                     out.push(rdb::OP_SELECTDB);
                     rdb::write_len(&mut out, db as u64);
                     if let Some(s) = sized.get_mut(db).filter(|s| !**s) {
@@ -317,12 +337,14 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
             Msg::Finish => break,
         }
     }
-    emit(&mut file, &[rdb::OP_EOF])?;
-    let sum = if spec.checksum { crc.finalize() } else { 0 };
-    file.write_all(&sum.to_le_bytes())?;
-    total += 8;
+    if !spec.resp {
+        emit(&mut file, &[rdb::OP_EOF])?;
+        let sum = if spec.checksum { crc.finalize() } else { 0 };
+        file.write_all(&sum.to_le_bytes())?;
+        total += 8;
+    }
     let mut f = file.into_inner().map_err(|e| e.into_error())?;
-    if shared.needs_v12.load(Ordering::Relaxed) {
+    if !spec.resp && shared.needs_v12.load(Ordering::Relaxed) {
         // A hash with field TTLs was met: the file needs version 12. The header was
         // written first, so patch it and recompute the checksum (rare: only 7.4
         // field expiry needs it).
@@ -381,6 +403,20 @@ fn key_delay(shared: &Shared, keys: u64) {
         }
         std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
     }
+}
+
+/// How a snapshot's records are written.
+#[derive(Debug, Clone, Copy)]
+pub enum ImageFormat {
+    /// An RDB file: LZF-compressed strings if `compress`, a CRC64 footer if
+    /// `checksum`, each key's access history as `access` says.
+    Rdb {
+        compress: bool,
+        checksum: bool,
+        access: rdb::AccessSave,
+    },
+    /// RESP commands (`resp_image`): an AOF base under `aof-use-rdb-preamble no`.
+    Resp,
 }
 
 /// What a snapshot is for.
@@ -449,10 +485,16 @@ impl Snapshot {
         purpose: Purpose,
         dest: &Path,
         header: Vec<u8>,
-        compress: bool,
-        checksum: bool,
-        access: rdb::AccessSave,
+        format: ImageFormat,
     ) -> std::io::Result<Snapshot> {
+        let (resp, compress, checksum, access) = match format {
+            ImageFormat::Rdb {
+                compress,
+                checksum,
+                access,
+            } => (false, compress, checksum, access),
+            ImageFormat::Resp => (true, false, false, rdb::AccessSave::Nothing),
+        };
         assert!(
             ks.dbs.iter().all(|d| !d.table.cow_active()) && ks.retired.is_empty(),
             "one snapshot at a time"
@@ -462,6 +504,7 @@ impl Snapshot {
             tmp,
             dest: dest.to_path_buf(),
             header,
+            resp,
             sizes: ks.dbs.iter().map(|d| (d.table.len(), d.volatile)).collect(),
             compress,
             checksum,
@@ -475,6 +518,7 @@ impl Snapshot {
         for (i, d) in ks.dbs.iter_mut().enumerate() {
             d.table.cow_begin(Box::new(TableSink {
                 db: i,
+                resp,
                 access,
                 shared: shared.clone(),
                 tx: tx.clone(),

@@ -9,6 +9,7 @@
 pub mod aof;
 pub mod cow;
 pub mod rdb;
+pub mod resp_image;
 pub mod snapshot;
 
 use crate::exec::Executor;

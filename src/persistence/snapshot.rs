@@ -11,8 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::cow::{Budget, Outcome, Purpose, Snapshot};
+use super::cow::{Budget, ImageFormat, Outcome, Purpose, Snapshot};
 use super::rdb::{self, FileWriter, KeyRecord, Limits};
+use super::resp_image;
 use crate::exec::Executor;
 use crate::keyspace::unix_ms;
 
@@ -199,20 +200,61 @@ impl ImageParts {
 /// the databases.
 pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::io::Result<()> {
     let mut header = Vec::new();
-    let aux = aux_fields(ex, purpose == Purpose::AofRewrite);
-    let cfg = &ex.config;
-    let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
-    let mut w = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
-    for code in crate::scripting::functions::library_codes(ex) {
-        w.library(&mut header, &code);
-    }
-    let access = rdb::AccessSave::for_policy(&ex.config.maxmemory_policy, ex.ks.lfu_params);
-    let snap = Snapshot::begin(
-        &mut ex.ks, purpose, dest, header, compress, checksum, access,
-    )?;
+    let format = if purpose == Purpose::AofRewrite && !super::aof::rdb_preamble(ex) {
+        resp_header(ex, &mut header);
+        ImageFormat::Resp
+    } else {
+        let aux = aux_fields(ex, purpose == Purpose::AofRewrite);
+        let cfg = &ex.config;
+        let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
+        let mut w = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
+        for code in crate::scripting::functions::library_codes(ex) {
+            w.library(&mut header, &code);
+        }
+        ImageFormat::Rdb {
+            compress,
+            checksum,
+            access: rdb::AccessSave::for_policy(&ex.config.maxmemory_policy, ex.ks.lfu_params),
+        }
+    };
+    let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, format)?;
     snap.set_key_delay(ex.config.stored_i64("rdb-key-save-delay"));
     ex.persist.snap = Some(snap);
     Ok(())
+}
+
+/// What a RESP image starts with: the rewrite's timestamp under
+/// `aof-timestamp-enabled`, then the libraries.
+fn resp_header(ex: &Executor, out: &mut Vec<u8>) {
+    if ex.config.stored_bool("aof-timestamp-enabled") {
+        resp_image::timestamp(out, unix_ms() / 1000);
+    }
+    for code in crate::scripting::functions::library_codes(ex) {
+        resp_image::function_load(out, &code);
+    }
+}
+
+/// The whole dataset as a RESP image, synchronously (the first base of an AOF
+/// created under `aof-use-rdb-preamble no`).
+pub fn serialize_resp(ex: &Executor) -> Vec<u8> {
+    let mut out = Vec::new();
+    resp_header(ex, &mut out);
+    for (n, db) in ex.ks.dbs.iter().enumerate() {
+        if db.table.is_empty() {
+            continue;
+        }
+        resp_image::select(&mut out, n);
+        let mut cursor = 0;
+        loop {
+            cursor = db.table.scan(cursor, |e| {
+                resp_image::key(&mut out, e.key(), e.value(), e.expire())
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Serializes the libraries and every database into an RDB image, or says why it
