@@ -200,7 +200,16 @@ fn redis_server_loads_a_resp_base_written_here() {
     // Redis 7.0 digests zset scores as %.17g, 7.4 (and Cinnabar) as the shortest form:
     // every other key's digest must match.
     let digest_keys = [
-        "DEBUG", "DIGEST-VALUE", "str", "int", "ttl", "list", "set", "intset", "hash", "stream",
+        "DEBUG",
+        "DIGEST-VALUE",
+        "str",
+        "int",
+        "ttl",
+        "list",
+        "set",
+        "intset",
+        "hash",
+        "stream",
         "empty",
     ];
     let digest = run(&mut c, &digest_keys);
@@ -238,11 +247,22 @@ fn redis_server_loads_a_resp_base_written_here() {
     let mut rc = rc.unwrap();
     // Redis 7.0 replies scores as %.17g: the zset is compared by value below.
     let no_zset = |img: Vec<String>| -> Vec<String> {
-        img.into_iter().filter(|l| !l.starts_with("0 zset ")).collect()
+        img.into_iter()
+            .filter(|l| !l.starts_with("0 zset "))
+            .collect()
     };
     assert_eq!(no_zset(image(&mut rc)), no_zset(ours));
-    for (m, score) in [("a", 0.1), ("b", f64::NEG_INFINITY), ("c", 1e300), ("d", 3.0)] {
-        let got: f64 = redis::cmd("ZSCORE").arg("zset").arg(m).query(&mut rc).unwrap();
+    for (m, score) in [
+        ("a", 0.1),
+        ("b", f64::NEG_INFINITY),
+        ("c", 1e300),
+        ("d", 3.0),
+    ] {
+        let got: f64 = redis::cmd("ZSCORE")
+            .arg("zset")
+            .arg(m)
+            .query(&mut rc)
+            .unwrap();
         assert_eq!(got, score);
     }
     assert_eq!(run(&mut rc, &digest_keys), digest);
