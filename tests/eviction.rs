@@ -668,3 +668,32 @@ fn replica_output_buffer_does_not_cause_eviction() {
     assert_eq!(m.cmd(&["DBSIZE"]), ":100\r\n");
     assert_eq!(info_u64(&mut m, "stats", "evicted_keys"), 0);
 }
+
+/// Under maxmemory, a key table whose doubling would itself take memory over the
+/// limit stays at its size (chains grow longer) rather than make the server evict
+/// keys, as Redis's dictExpandAllowed.
+#[test]
+fn table_growth_does_not_evict_keys() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    // Latency histograms are allocated at a command's first call: none here.
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+    // 4095 keys, one short of doubling the bucket array from 4096 to 8192 (64 KB).
+    assert_eq!(c.cmd(&["DEBUG", "POPULATE", "4095", "", "1"]), "+OK\r\n");
+    let limit = used_memory(&mut c) + 10 * 1024;
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        "+OK\r\n"
+    );
+    for k in ["k0", "k1", "k2"] {
+        assert_eq!(c.cmd(&["SET", k, "v"]), "+OK\r\n");
+    }
+    assert_eq!(c.cmd(&["DBSIZE"]), ":4098\r\n");
+    assert_eq!(info_u64(&mut c, "stats", "evicted_keys"), 0);
+    // Without the limit the table grows as usual.
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(c.cmd(&["SET", "k3", "v"]), "+OK\r\n");
+    let stats = c.cmd(&["DEBUG", "HTSTATS", "0"]);
+    assert!(stats.contains("table size: 8192"), "{stats}");
+}

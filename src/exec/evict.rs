@@ -136,12 +136,19 @@ impl Executor {
             return true;
         }
         let max = self.config.maxmemory as usize;
+        if max == 0 {
+            crate::keyspace::table::set_grow_limit(0);
+        }
         if max == 0 || crate::alloc::used_memory() <= max {
+            if max != 0 {
+                crate::keyspace::table::set_grow_limit(max + self.mem_not_counted_for_evict());
+            }
             self.eviction_running = false;
             self.eviction_exceeded(false);
             return true;
         }
         let max = max + self.mem_not_counted_for_evict();
+        crate::keyspace::table::set_grow_limit(max);
         if crate::alloc::used_memory() <= max {
             self.eviction_running = false;
             self.eviction_exceeded(false);
@@ -173,7 +180,13 @@ impl Executor {
         let start = Instant::now();
         let mut evicted = 0u64;
         let mut done = true;
-        while crate::alloc::used_memory() > max {
+        // As Redis: the memory to free is fixed when the pass starts, and each
+        // eviction counts what its delete alone freed. The DEL it propagates and the
+        // invalidations and events it sends grow buffers that drain by themselves;
+        // counting them would evict key after key for their sake (a feedback loop).
+        let to_free = crate::alloc::used_memory() - max;
+        let mut freed = 0usize;
+        while freed < to_free {
             let picked = match rank {
                 Rank::Random => self.random_victim(volatile_only),
                 _ => self.pooled_victim(rank, volatile_only),
@@ -186,14 +199,21 @@ impl Executor {
                 self.record_eviction_cycle(start);
                 return false;
             };
-            self.evict_key(db, key);
+            freed += self.evict_key(db, key);
             // Published now, as Redis does: held until after the command, the events'
             // key copies would grow memory by about what each eviction frees.
             self.deliver_notifications();
             evicted += 1;
-            if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
-                done = crate::alloc::used_memory() <= max;
-                break;
+            if evicted.is_multiple_of(16) {
+                // Memory may already be under the limit (a value freed by the lazy-free
+                // thread meanwhile), and the pass has a time limit.
+                if crate::alloc::used_memory() <= max {
+                    break;
+                }
+                if limit.is_some_and(|l| start.elapsed() > l) {
+                    done = false;
+                    break;
+                }
             }
         }
         self.eviction_running = !done;
@@ -251,9 +271,12 @@ impl Executor {
     }
 
     /// Deletes one victim the way Redis's eviction does, with its side effects.
-    fn evict_key(&mut self, db: usize, key: Vec<u8>) {
+    /// Evicts `key`; returns the memory its delete alone freed.
+    fn evict_key(&mut self, db: usize, key: Vec<u8>) -> usize {
         let del_start = Instant::now();
+        let before = crate::alloc::used_memory();
         self.ks.delete(db, &key);
+        let freed = before.saturating_sub(crate::alloc::used_memory());
         let threshold = self.config.latency_monitor_threshold;
         let del_ms = del_start.elapsed().as_millis() as u64;
         self.latency
@@ -265,6 +288,7 @@ impl Executor {
             self.stream.append(db, &[b"DEL", &key]);
         }
         self.notify(notify::EVICTED, "evicted", db, key);
+        freed
     }
 
     /// A random key (allkeys-random / volatile-random), visiting databases in turn.

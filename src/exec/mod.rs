@@ -1157,6 +1157,7 @@ impl Executor {
             // once, not with the next command.
             self.eviction_running = true;
         }
+        crate::keyspace::table::set_grow_limit(self.config.maxmemory as usize);
         if self.config.maxmemory == 0 {
             // No limit: no pass will run to close an over-the-limit interval.
             self.eviction_running = false;

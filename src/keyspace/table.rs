@@ -21,12 +21,32 @@
 
 use std::hash::BuildHasher;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::entry::{EntryPtr, SNAP_MARK};
 use super::slot_index::SlotIndex;
 use super::value::{Value, ValueRef};
 
 const INITIAL_BUCKETS: usize = 4;
+/// Under `maxmemory`, a table this full or less does not double if the new bucket
+/// array would take memory over the limit (Redis's dictExpandAllowed): the doubling
+/// itself would make the server evict keys. Beyond it, it grows regardless.
+const GROW_ANYWAY_LOAD_PERMILLE: usize = 1618;
+
+/// The memory (bytes of `used_memory`) a table's growth must stay within while its load
+/// is at most `GROW_ANYWAY_LOAD_PERMILLE`; 0: no limit. One per process, as maxmemory:
+/// the executor sets it from `maxmemory` plus the memory eviction leaves out.
+static GROW_LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_grow_limit(bytes: usize) {
+    GROW_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// Whether adding `more` bytes of bucket array keeps memory within the grow limit.
+fn growth_fits(more: usize) -> bool {
+    let limit = GROW_LIMIT.load(Ordering::Relaxed);
+    limit == 0 || crate::alloc::used_memory() + more <= limit
+}
 /// Buckets examined at most per rehash step when they turn out empty.
 const EMPTY_VISITS_PER_STEP: usize = 10;
 
@@ -515,8 +535,13 @@ impl KeyTable {
             self.tables[0] = vec![ptr::null_mut(); INITIAL_BUCKETS];
             return;
         }
-        if self.len >= self.tables[0].len() {
-            self.start_resize((self.len + 1).next_power_of_two());
+        let size = self.tables[0].len();
+        if self.len >= size {
+            let buckets = (self.len + 1).next_power_of_two();
+            let loaded = self.len * 1000 > size * GROW_ANYWAY_LOAD_PERMILLE;
+            if loaded || growth_fits(buckets * std::mem::size_of::<*mut u8>()) {
+                self.start_resize(buckets);
+            }
         }
     }
 
