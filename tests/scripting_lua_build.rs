@@ -207,10 +207,10 @@ fn function_kill_stops_a_pattern_in_fcall() {
 fn function_load_times_out_in_a_pattern() {
     let s = TestServer::start();
     let mut c = s.raw(2);
-    let lib = format!(
-        "#!lua name=stuck\nlocal found = ('a'):rep(30000):find(('a*'):rep(30) .. 'b')\nredis.register_function('f', function() return 1 end)"
-    );
-    let reply = c.cmd(&["FUNCTION", "LOAD", &lib]);
+    let lib = "#!lua name=stuck\n\
+        local found = ('a'):rep(30000):find(('a*'):rep(30) .. 'b')\n\
+        redis.register_function('f', function() return 1 end)";
+    let reply = c.cmd(&["FUNCTION", "LOAD", lib]);
     assert_eq!(
         reply,
         "-ERR Error registering functions: ERR FUNCTION LOAD timeout\r\n"
