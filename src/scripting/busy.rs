@@ -10,7 +10,9 @@
 //! `redis.pcall` (the only thing allowed to borrow the executor during a script), which
 //! publishes the busy state and lets the network layer serve one round
 //! (exec/busy.rs). After a kill the hook fires on every line, so a script cannot keep
-//! catching the kill error with `pcall` (Redis does the same).
+//! catching the kill error with `pcall` (Redis does the same). Lua's pattern matching
+//! (`string.find` and co., C code) counts its steps against the same hook, and calls it at
+//! every step in line mode, so a pathological pattern is reached too (see build.rs).
 
 use std::cell::Cell;
 use std::rc::Rc;
