@@ -312,3 +312,77 @@ fn hard_reset_takes_a_new_identity() {
     assert!(info.contains("cluster_slots_assigned:0\r\n"), "{info}");
     assert!(info.contains("cluster_current_epoch:0\r\n"), "{info}");
 }
+
+/// A script that may write (a shebang without `no-writes`, a function without it) is a
+/// write for cluster routing, as Redis's getCommandFlags: a READONLY client of a
+/// replica is sent to the master with MOVED (queued in MULTI too, which then aborts),
+/// while read-only scripts and legacy scripts (no shebang) run on the replica.
+#[test]
+fn scripts_that_may_write_are_moved_from_a_replica() {
+    let master = start_node(&[]);
+    let replica_bus = common::free_port();
+    let replica = common::cluster::start_node_on(&temp_dir("cluster"), None, replica_bus, &[]);
+    let mut m = master.raw(2);
+    assert_eq!(
+        m.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    let (rport, rbus) = (replica.port.to_string(), replica_bus.to_string());
+    assert_eq!(
+        m.cmd(&["CLUSTER", "MEET", "127.0.0.1", &rport, &rbus]),
+        "+OK\r\n"
+    );
+    let master_id = myid(master.port);
+    let mut r = replica.raw(2);
+    common::cluster::wait_for("the replica to know the master", 30, || {
+        r.cmd(&["CLUSTER", "NODES"]).contains(&master_id)
+    });
+    assert_eq!(r.cmd(&["CLUSTER", "REPLICATE", &master_id]), "+OK\r\n");
+    common::cluster::wait_ok(&[master.port, replica.port]);
+    common::cluster::wait_for("the replication link", 30, || {
+        r.cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+    });
+    assert_eq!(m.cmd(&["SET", "a", "1"]), "+OK\r\n");
+    let lib = "#!lua name=lib\nredis.register_function('w', function(k) return redis.call('del', k[1]) end)\nredis.register_function{function_name='r', callback=function(k) return redis.call('get', k[1]) end, flags={'no-writes'}}";
+    assert_eq!(m.cmd(&["FUNCTION", "LOAD", lib]), "$3\r\nlib\r\n");
+    common::cluster::wait_for("the write and the library on the replica", 30, || {
+        r.cmd(&["READONLY"]);
+        r.cmd(&["GET", "a"]) == "$1\r\n1\r\n" && r.cmd(&["FUNCTION", "LIST"]).contains("lib")
+    });
+    let moved = format!("-MOVED 15495 127.0.0.1:{}\r\n", master.port);
+    r.check(&[
+        (&["READONLY"], "+OK\r\n"),
+        (
+            &["EVAL", "#!lua\nreturn redis.call('del', KEYS[1])", "1", "a"],
+            &moved,
+        ),
+        (&["FCALL", "w", "1", "a"], &moved),
+        (
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+                "1",
+                "a",
+            ],
+            "$1\r\n1\r\n",
+        ),
+        (
+            &["EVAL", "return redis.call('get', KEYS[1])", "1", "a"],
+            "$1\r\n1\r\n",
+        ),
+        (&["FCALL_RO", "r", "1", "a"], "$1\r\n1\r\n"),
+        (&["FCALL", "r", "1", "a"], "$1\r\n1\r\n"),
+        // Queued, it is refused at once and the transaction aborts, as a queued write.
+        (&["MULTI"], "+OK\r\n"),
+        (&["GET", "a"], "+QUEUED\r\n"),
+        (
+            &["EVAL", "#!lua\nreturn redis.call('del', KEYS[1])", "1", "a"],
+            &moved,
+        ),
+        (
+            &["EXEC"],
+            "-EXECABORT Transaction discarded because of previous errors.\r\n",
+        ),
+    ]);
+}

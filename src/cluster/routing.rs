@@ -73,12 +73,12 @@ pub fn route(
     let cl = ex.cluster.as_deref()?;
     let (asking, readonly) = (c.cluster_asking, c.cluster_readonly);
     let mut cmds: Vec<(&'static Command, Vec<&[u8]>)> = Vec::new();
-    let mut is_write = cmd.is_write();
+    let mut is_write = writes(ex, cmd, args);
     if is_exec {
         let m = c.tx.multi.as_ref()?;
         for q in &m.queue {
-            is_write |= q.cmd.is_write();
             let a: Vec<&[u8]> = q.args.iter().map(|x| x.as_slice()).collect();
+            is_write |= writes(ex, q.cmd, &a);
             let keys = command_keys(q.cmd, &a);
             cmds.push((q.cmd, keys));
         }
@@ -96,6 +96,18 @@ pub fn route(
         cmd.name == "migrate",
     )?;
     Some(redirect_reply(cl, r, ex.client(client).tls))
+}
+
+/// Whether the command writes, for a script as its shebang or function flags declare
+/// (Redis's getCommandFlags): a script that may write goes to the master even from a
+/// READONLY client of its replica.
+fn writes(ex: &Executor, cmd: &Command, args: &[&[u8]]) -> bool {
+    let scripted = cmd.name.starts_with("eval") || cmd.name.starts_with("fcall");
+    if scripted {
+        crate::scripting::command_flags(ex, cmd, args) & flags::WRITE != 0
+    } else {
+        cmd.is_write()
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
