@@ -386,3 +386,60 @@ fn scripts_that_may_write_are_moved_from_a_replica() {
         ),
     ]);
 }
+
+/// A slot that loses its owner takes its shard channels with it: each subscriber gets
+/// `sunsubscribe` for them (Redis's removeChannelsInSlot), and keeps its others.
+#[test]
+fn shard_channels_of_a_released_slot_are_unsubscribed() {
+    let s = start_node(&[]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    common::cluster::wait_ok(&[s.port]);
+    let mut sub = s.raw(2);
+    sub.send(&["SSUBSCRIBE", "{a}1", "{a}2"]);
+    assert_eq!(
+        sub.read_reply(),
+        "*3\r\n$10\r\nssubscribe\r\n$4\r\n{a}1\r\n:1\r\n"
+    );
+    assert_eq!(
+        sub.read_reply(),
+        "*3\r\n$10\r\nssubscribe\r\n$4\r\n{a}2\r\n:2\r\n"
+    );
+    assert_eq!(
+        sub.cmd(&["SSUBSCRIBE", "b"]),
+        "*3\r\n$10\r\nssubscribe\r\n$1\r\nb\r\n:3\r\n"
+    );
+    assert_eq!(c.cmd(&["CLUSTER", "DELSLOTS", "15495"]), "+OK\r\n");
+    let (first, second) = (sub.read_reply(), sub.read_reply());
+    // Either channel may go first; the counts say what is left.
+    let name = |r: &str| r.split("\r\n").nth(4).unwrap().to_string();
+    let mut names = vec![name(&first), name(&second)];
+    names.sort();
+    assert_eq!(names, ["{a}1", "{a}2"]);
+    assert_eq!(
+        first,
+        format!(
+            "*3\r\n$12\r\nsunsubscribe\r\n$4\r\n{}\r\n:2\r\n",
+            name(&first)
+        )
+    );
+    assert_eq!(
+        second,
+        format!(
+            "*3\r\n$12\r\nsunsubscribe\r\n$4\r\n{}\r\n:1\r\n",
+            name(&second)
+        )
+    );
+    assert_eq!(
+        c.cmd(&["PUBSUB", "SHARDNUMSUB", "{a}1", "b"]),
+        "*4\r\n$4\r\n{a}1\r\n:0\r\n$1\r\nb\r\n:1\r\n"
+    );
+    assert_eq!(c.cmd(&["SPUBLISH", "b", "hi"]), ":1\r\n");
+    assert_eq!(
+        sub.read_reply(),
+        "*3\r\n$8\r\nsmessage\r\n$1\r\nb\r\n$2\r\nhi\r\n"
+    );
+}

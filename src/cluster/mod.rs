@@ -161,6 +161,11 @@ pub struct Cluster {
     pub importing: HashMap<usize, NodeId>,
     /// Slots whose owner stopped claiming them (Redis's owner_not_claiming_slot).
     pub owner_not_claiming: Box<[u8; BITMAP_BYTES]>,
+    /// Slots that lost their owner since the last turn: shard channels in them are
+    /// unsubscribed before sleeping (`release_shard_channels`), as Redis's
+    /// clusterDelSlot removes the channels of a slot whenever its owner changes.
+    released: Box<[u8; BITMAP_BYTES]>,
+    any_released: bool,
     /// Forgotten nodes and the unix second until which gossip may not re-add them.
     pub blacklist: HashMap<NodeName, i64>,
     pub stats_sent: [u64; wire::TYPE_COUNT],
@@ -242,6 +247,7 @@ impl Cluster {
             }
             if self.slots[s] == Some(id) {
                 self.slots[s] = None;
+                self.mark_released(s);
             }
         }
         for other in self.node_ids() {
@@ -308,7 +314,13 @@ impl Cluster {
         }
         self.slots[s] = None;
         slot::bit_clear(&mut self.owner_not_claiming[..], s);
+        self.mark_released(s);
         true
+    }
+
+    fn mark_released(&mut self, s: usize) {
+        slot::bit_set(&mut self.released[..], s);
+        self.any_released = true;
     }
 
     pub fn del_node_slots(&mut self, id: NodeId) -> usize {
@@ -672,6 +684,8 @@ pub fn init(ex: &mut Executor, registry: mio::Registry) -> Result<(), String> {
         migrating: HashMap::new(),
         importing: HashMap::new(),
         owner_not_claiming: Box::new([0u8; BITMAP_BYTES]),
+        released: Box::new([0u8; BITMAP_BYTES]),
+        any_released: false,
         blacklist: HashMap::new(),
         stats_sent: [0; wire::TYPE_COUNT],
         stats_received: [0; wire::TYPE_COUNT],
@@ -765,6 +779,26 @@ pub fn on_event(ex: &mut Executor, token: usize, readable: bool, writable: bool)
     ex.cluster = Some(cl);
 }
 
+/// Shard channels of slots that lost their owner: their subscribers are unsubscribed
+/// (each gets `sunsubscribe`), since the slot's messages are now published elsewhere.
+fn release_shard_channels(cl: &mut Cluster, ex: &mut Executor) {
+    if !cl.any_released {
+        return;
+    }
+    cl.any_released = false;
+    let released = std::mem::replace(&mut cl.released, Box::new([0u8; BITMAP_BYTES]));
+    if ex.pubsub.shard_channel_count() == 0 {
+        return;
+    }
+    let channels: Vec<Vec<u8>> = ex
+        .pubsub
+        .active(true, None)
+        .into_iter()
+        .filter(|c| slot::bit_test(&released[..], crate::util::hashslot::key_slot(c) as usize))
+        .collect();
+    ex.drop_shard_channels(&channels);
+}
+
 /// Once per loop turn: the cron every 100 ms, then Redis's clusterBeforeSleep
 /// (failover, state update, nodes.conf save) and the links' pending output.
 pub fn before_sleep(ex: &mut Executor) {
@@ -779,6 +813,7 @@ pub fn before_sleep(ex: &mut Executor) {
         cl.iteration += 1;
         routing::redirect_blocked_clients(&cl, ex);
     }
+    release_shard_channels(&mut cl, ex);
     let todo = std::mem::take(&mut cl.todo);
     if todo & (TODO_HANDLE_FAILOVER | TODO_HANDLE_MANUALFAILOVER) != 0 && cl.me().is_replica() {
         failover::handle_manual(&mut cl, ex);

@@ -301,6 +301,35 @@ impl Executor {
         Reply::Multi(replies)
     }
 
+    /// Unsubscribes every subscriber of these shard channels, each told with a
+    /// `sunsubscribe` push (cluster: their slot moved away).
+    pub fn drop_shard_channels(&mut self, channels: &[Vec<u8>]) {
+        for name in channels {
+            let Some(subscribers) = self.pubsub.shard.get(name).cloned() else {
+                continue;
+            };
+            for slot in subscribers {
+                let removed = self
+                    .client_mut(slot)
+                    .subs
+                    .set_mut(Kind::Shard)
+                    .remove(name)
+                    .is_some();
+                if !removed {
+                    continue;
+                }
+                self.pubsub.remove(Kind::Shard, name, slot);
+                let count = self.client(slot).subs.reported(Kind::Shard);
+                let msg = Reply::Push(vec![
+                    bulk(Kind::Shard.unsub_name().as_bytes()),
+                    bulk(name),
+                    Reply::Int(count),
+                ]);
+                self.push_to(slot, &msg);
+            }
+        }
+    }
+
     /// Drops every subscription of a client without replying (disconnect, RESET).
     pub(crate) fn unsubscribe_all_silently(&mut self, slot: usize) {
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
