@@ -375,6 +375,65 @@ pub fn parse_publish(b: &[u8]) -> (&[u8], &[u8]) {
     (&data[..clen], &data[clen..])
 }
 
+/// Splits a link's received bytes into whole messages: their ranges, and the bytes
+/// they use (a partial message stays for the next read). `None` on a bad signature or
+/// a total length outside `HEADER_LEN..=max`: the link is dropped.
+pub fn split_messages(buf: &[u8], max: usize) -> Option<(Vec<std::ops::Range<usize>>, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while buf.len() - at >= 8 {
+        let totlen = peek_totlen(&buf[at..])? as usize;
+        if !(HEADER_LEN..=max).contains(&totlen) {
+            return None;
+        }
+        if buf.len() - at < totlen {
+            break;
+        }
+        out.push(at..at + totlen);
+        at += totlen;
+    }
+    Some((out, at))
+}
+
+/// A message taken apart as the bus reads it before acting on it.
+pub struct Decoded<'a> {
+    pub header: Header,
+    pub gossip: Vec<Gossip>,
+    pub extensions: Vec<Ext<'a>>,
+    /// FAIL: the failing node.
+    pub failing: Option<NodeName>,
+    /// PUBLISH/PUBLISHSHARD: channel and message.
+    pub publish: Option<(&'a [u8], &'a [u8])>,
+    /// UPDATE: config epoch, node and slots.
+    pub update: Option<(u64, NodeName, Box<[u8; BITMAP_BYTES]>)>,
+}
+
+/// Decodes one whole message with the checks a receiver makes (`expected_len`);
+/// `Err` carries the reason it is dropped.
+pub fn decode(b: &[u8]) -> Result<Decoded<'_>, String> {
+    expected_len(b)?;
+    let header = Header::parse(b);
+    let mut d = Decoded {
+        gossip: Vec::new(),
+        extensions: Vec::new(),
+        failing: None,
+        publish: None,
+        update: None,
+        header,
+    };
+    match d.header.typ {
+        PING | PONG | MEET => {
+            d.gossip = gossip_entries(b, d.header.count).collect();
+            d.extensions = extensions(b, &d.header);
+        }
+        FAIL => d.failing = b[HEADER_LEN..HEADER_LEN + NAMELEN].try_into().ok(),
+        PUBLISH | PUBLISHSHARD => d.publish = Some(parse_publish(b)),
+        UPDATE => d.update = Some(parse_update(b)),
+        _ => {}
+    }
+    Ok(d)
+}
+
 /// Builds a whole message: header then body.
 pub fn build(h: &Header, body: &[u8]) -> Vec<u8> {
     let mut b = vec![0u8; HEADER_LEN + body.len()];
