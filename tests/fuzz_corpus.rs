@@ -73,11 +73,14 @@ fn cluster_message_corpus() {
     replay_all("cluster_message", harness::cluster_message);
 }
 
+/// A target's corpus directory and its entry point.
+type Target = (&'static str, fn(&[u8]));
+
 /// Each seed under every flag byte, so that the options the fuzzers mutate (checksum,
 /// sanitization, thresholds, piece sizes) all run on real data too.
 #[test]
 fn seeds_under_every_flag() {
-    let targets: [(&str, fn(&[u8])); 5] = [
+    let targets: [Target; 5] = [
         ("resp_request", harness::resp_request),
         ("rdb_file", harness::rdb_file),
         ("restore_dump", harness::restore_dump),

@@ -263,11 +263,12 @@ thread_local! {
 
 fn quiet_config() -> cinnabar::config::Config {
     let _ = cinnabar::log::configure("nothing", "");
-    let mut config = cinnabar::config::Config::default();
     // One input's writes stay small: a command past this gets an OOM error.
-    config.maxmemory = 64 << 20;
-    config.maxmemory_policy = "noeviction".into();
-    config
+    cinnabar::config::Config {
+        maxmemory: 64 << 20,
+        maxmemory_policy: "noeviction".into(),
+        ..Default::default()
+    }
 }
 
 /// One AOF file: an RDB preamble (when it starts with `REDIS`) then RESP commands,
