@@ -303,15 +303,17 @@ pub fn aof_file(data: &[u8]) {
 }
 
 /// An AOF manifest: parsed; one that parses (and names a file) renders to text that
-/// parses the same.
+/// parses the same, unless quoting made a line too long.
 pub fn aof_manifest(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     if let Ok(m) = aof::Manifest::parse(text) {
         let rendered = m.render();
-        if rendered.is_empty() {
-            // Only comments and history entries: nothing to write back.
+        // Nothing to write back (only comments and history entries), or a name whose
+        // quoting makes a line longer than a manifest line may be: Redis renders and
+        // rejects those the same way.
+        if rendered.is_empty() || rendered.lines().any(|l| l.len() >= 1023) {
             return;
         }
         let again = aof::Manifest::parse(&rendered)
