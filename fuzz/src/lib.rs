@@ -303,17 +303,22 @@ pub fn aof_file(data: &[u8]) {
 }
 
 /// An AOF manifest: parsed; one that parses (and names a file) renders to text that
-/// parses the same, unless quoting made a line too long.
+/// parses the same, but for the names Redis cannot write back either.
 pub fn aof_manifest(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     if let Ok(m) = aof::Manifest::parse(text) {
         let rendered = m.render();
-        // Nothing to write back (only comments and history entries), or a name whose
-        // quoting makes a line longer than a manifest line may be: Redis renders and
+        // Nothing to write back (only comments and history entries), a name whose
+        // quoting makes a line longer than a manifest line may be, or one with a
+        // single quote (written bare, it reads as an open quote): Redis renders and
         // rejects those the same way.
-        if rendered.is_empty() || rendered.lines().any(|l| l.len() >= 1023) {
+        let unreadable = |p: &aof::Part| p.name.contains('\'');
+        if rendered.is_empty()
+            || rendered.lines().any(|l| l.len() >= 1023)
+            || m.base.iter().chain(&m.incrs).any(unreadable)
+        {
             return;
         }
         let again = aof::Manifest::parse(&rendered)
