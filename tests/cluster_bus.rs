@@ -311,3 +311,23 @@ fn malformed_bus_packets_never_hurt_a_node() {
     let info = c.cmd(&["CLUSTER", "INFO"]);
     assert!(info.contains("cluster_state:"), "{info}");
 }
+
+/// A PUBLISH, PUBLISHSHARD or MODULE message with no room for its body's lengths
+/// (reading them panicked the node). Found by fuzzing.
+#[test]
+fn bus_messages_too_short_for_their_body_lengths() {
+    let mut node = start_node(&[]);
+    let bus = bus_port(&node);
+    for (typ, body) in [(4u16, 0usize), (10, 4), (9, 0), (9, 11)] {
+        let mut pkt = vec![0u8; 2256 + body];
+        pkt[0..4].copy_from_slice(b"RCmb");
+        let len = pkt.len() as u32;
+        pkt[4..8].copy_from_slice(&len.to_be_bytes());
+        pkt[8..10].copy_from_slice(&1u16.to_be_bytes());
+        pkt[12..14].copy_from_slice(&typ.to_be_bytes());
+        send_bus(bus, &pkt);
+    }
+    assert!(node.is_running());
+    let mut c = node.raw(2);
+    assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+}

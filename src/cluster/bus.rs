@@ -309,24 +309,11 @@ impl Bus {
                 return None;
             }
         }
-        let mut out = Vec::new();
-        let mut at = 0;
-        while l.rbuf.len() - at >= 8 {
-            let Some(totlen) = wire::peek_totlen(&l.rbuf[at..]) else {
-                log_bad(l.peer);
-                return None;
-            };
-            let totlen = totlen as usize;
-            if !(wire::HEADER_LEN..=MAX_MESSAGE).contains(&totlen) {
-                log_bad(l.peer);
-                return None;
-            }
-            if l.rbuf.len() - at < totlen {
-                break;
-            }
-            out.push(l.rbuf[at..at + totlen].to_vec());
-            at += totlen;
-        }
+        let Some((ranges, at)) = wire::split_messages(&l.rbuf, MAX_MESSAGE) else {
+            log_bad(l.peer);
+            return None;
+        };
+        let out = ranges.into_iter().map(|r| l.rbuf[r].to_vec()).collect();
         l.rbuf.drain(..at);
         Some(out)
     }

@@ -84,6 +84,10 @@ fn u32_at(b: &[u8], o: usize) -> u32 {
 fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_be_bytes(b[o..o + 8].try_into().expect("8 bytes"))
 }
+/// The field at `o`, or 0 when the message ends before it.
+fn u32_at_or_0(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4).map_or(0, |f| u32_at(f, 0))
+}
 fn put_u16(b: &mut [u8], o: usize, v: u16) {
     b[o..o + 2].copy_from_slice(&v.to_be_bytes());
 }
@@ -315,12 +319,16 @@ pub fn expected_len(b: &[u8]) -> Result<(), String> {
             explen
         }
         FAIL => HEADER_LEN + NAMELEN,
+        // A body too short to hold its own lengths gets an expected length past its end.
         PUBLISH | PUBLISHSHARD => {
-            HEADER_LEN + 8 + u32_at(b, HEADER_LEN) as usize + u32_at(b, HEADER_LEN + 4) as usize
+            HEADER_LEN
+                + 8
+                + u32_at_or_0(b, HEADER_LEN) as usize
+                + u32_at_or_0(b, HEADER_LEN + 4) as usize
         }
         AUTH_REQUEST | AUTH_ACK | MFSTART => HEADER_LEN,
         UPDATE => HEADER_LEN + MAX_FIXED_BODY,
-        MODULE => HEADER_LEN + 8 + 4 + 1 + u32_at(b, HEADER_LEN + 8) as usize,
+        MODULE => HEADER_LEN + 8 + 4 + 1 + u32_at_or_0(b, HEADER_LEN + 8) as usize,
         _ => totlen,
     };
     if explen != totlen {
@@ -373,6 +381,65 @@ pub fn parse_publish(b: &[u8]) -> (&[u8], &[u8]) {
     let clen = u32_at(b, HEADER_LEN) as usize;
     let data = &b[HEADER_LEN + 8..];
     (&data[..clen], &data[clen..])
+}
+
+/// Splits a link's received bytes into whole messages: their ranges, and the bytes
+/// they use (a partial message stays for the next read). `None` on a bad signature or
+/// a total length outside `HEADER_LEN..=max`: the link is dropped.
+pub fn split_messages(buf: &[u8], max: usize) -> Option<(Vec<std::ops::Range<usize>>, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while buf.len() - at >= 8 {
+        let totlen = peek_totlen(&buf[at..])? as usize;
+        if !(HEADER_LEN..=max).contains(&totlen) {
+            return None;
+        }
+        if buf.len() - at < totlen {
+            break;
+        }
+        out.push(at..at + totlen);
+        at += totlen;
+    }
+    Some((out, at))
+}
+
+/// A message taken apart as the bus reads it before acting on it.
+pub struct Decoded<'a> {
+    pub header: Header,
+    pub gossip: Vec<Gossip>,
+    pub extensions: Vec<Ext<'a>>,
+    /// FAIL: the failing node.
+    pub failing: Option<NodeName>,
+    /// PUBLISH/PUBLISHSHARD: channel and message.
+    pub publish: Option<(&'a [u8], &'a [u8])>,
+    /// UPDATE: config epoch, node and slots.
+    pub update: Option<(u64, NodeName, Box<[u8; BITMAP_BYTES]>)>,
+}
+
+/// Decodes one whole message with the checks a receiver makes (`expected_len`);
+/// `Err` carries the reason it is dropped.
+pub fn decode(b: &[u8]) -> Result<Decoded<'_>, String> {
+    expected_len(b)?;
+    let header = Header::parse(b);
+    let mut d = Decoded {
+        gossip: Vec::new(),
+        extensions: Vec::new(),
+        failing: None,
+        publish: None,
+        update: None,
+        header,
+    };
+    match d.header.typ {
+        PING | PONG | MEET => {
+            d.gossip = gossip_entries(b, d.header.count).collect();
+            d.extensions = extensions(b, &d.header);
+        }
+        FAIL => d.failing = b[HEADER_LEN..HEADER_LEN + NAMELEN].try_into().ok(),
+        PUBLISH | PUBLISHSHARD => d.publish = Some(parse_publish(b)),
+        UPDATE => d.update = Some(parse_update(b)),
+        _ => {}
+    }
+    Ok(d)
 }
 
 /// Builds a whole message: header then body.
@@ -456,5 +523,19 @@ mod tests {
         let h2 = Header::parse(&b);
         let e = extensions(&b, &h2);
         assert_eq!((e.len(), e[0].typ, e[0].data.len()), (1, EXT_SHARDID, 40));
+    }
+
+    /// A PUBLISH or MODULE message too short to hold its body's lengths is dropped as
+    /// of the wrong length (reading those lengths panicked). Found by fuzzing.
+    #[test]
+    fn bodies_shorter_than_their_lengths_are_dropped() {
+        for typ in [PUBLISH, PUBLISHSHARD, MODULE] {
+            for body in [&[][..], &[0, 0, 0, 1][..], &[0; 12][..]] {
+                let b = build(&header(typ), body);
+                let e = expected_len(&b).unwrap_err();
+                assert!(e.contains("but expected length"), "{e}");
+                assert!(decode(&b).is_err());
+            }
+        }
     }
 }

@@ -42,7 +42,8 @@ pub enum Fsync {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Part {
     pub name: String,
-    pub seq: u64,
+    /// As written (Redis's `long long`): a base's may be negative.
+    pub seq: i64,
     /// b(ase), i(ncremental) or h(istory).
     pub kind: char,
 }
@@ -145,11 +146,7 @@ impl Manifest {
             else {
                 return Err(invalid());
             };
-            let part = Part {
-                name,
-                seq: seq.max(0) as u64,
-                kind,
-            };
+            let part = Part { name, seq, kind };
             match kind {
                 'b' => {
                     if m.base.is_some() {
@@ -179,10 +176,11 @@ impl Manifest {
         self.base.iter().chain(self.incrs.iter()).cloned().collect()
     }
 
-    /// The base and incremental files a rewrite of this history creates. An RDB base is named `.base.rdb`, a RESP one `.base.aof`, as Redis names them.
+    /// The base and incremental files a rewrite of this history creates. An RDB base
+    /// is named `.base.rdb`, a RESP one `.base.aof`, as Redis names them.
     fn next_parts(&self, prefix: &str, rdb_base: bool) -> (Part, Part) {
-        let seq = self.incrs.last().map_or(1, |p| p.seq) + 1;
-        let base_seq = self.base.as_ref().map_or(1, |p| p.seq) + 1;
+        let seq = self.incrs.last().map_or(1, |p| p.seq).saturating_add(1);
+        let base_seq = self.base.as_ref().map_or(1, |p| p.seq).saturating_add(1);
         let suffix = if rdb_base { "rdb" } else { "aof" };
         let base = Part {
             name: format!("{prefix}.{base_seq}.base.{suffix}"),
@@ -372,10 +370,33 @@ fn parse_command(buf: &[u8], pos: usize) -> Parsed {
     Parsed::Cmd(args, p)
 }
 
-/// Replays a file of RESP commands through the executor. Returns `Ok(None)` when
-/// the whole file was applied, `Ok(Some(offset))` when it ends with an incomplete
-/// command (or an unterminated MULTI) starting at `offset`.
-fn replay(ex: &mut Executor, slot: usize, buf: &[u8], name: &str) -> Result<Option<usize>, String> {
+/// Applies one command read from an AOF file named `name` through the executor, as
+/// the loader does: an unknown command ends the load.
+pub fn apply_command(
+    ex: &mut Executor,
+    slot: usize,
+    args: &[&[u8]],
+    name: &str,
+) -> Result<(), String> {
+    if crate::commands::lookup(args[0]).is_none() {
+        return Err(format!(
+            "Unknown command '{}' reading the append only file {name}",
+            String::from_utf8_lossy(args[0])
+        ));
+    }
+    ex.execute(slot, args);
+    Ok(())
+}
+
+/// Walks a file of RESP commands, handing each one (never empty) to `apply`, which
+/// may refuse it with an error that ends the walk. Returns `Ok(None)` when the whole
+/// file was read, `Ok(Some(offset))` when it ends with an incomplete command (or an
+/// unterminated MULTI) starting at `offset`.
+pub fn read_commands(
+    buf: &[u8],
+    name: &str,
+    mut apply: impl FnMut(&[&[u8]]) -> Result<(), String>,
+) -> Result<Option<usize>, String> {
     let mut pos = 0;
     let mut multi_at: Option<usize> = None;
     while pos < buf.len() {
@@ -399,18 +420,34 @@ fn replay(ex: &mut Executor, slot: usize, buf: &[u8], name: &str) -> Result<Opti
                     multi_at = None;
                 }
                 let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-                if crate::commands::lookup(refs[0]).is_none() {
-                    return Err(format!(
-                        "Unknown command '{}' reading the append only file {name}",
-                        String::from_utf8_lossy(refs[0])
-                    ));
-                }
-                ex.execute(slot, &refs);
+                apply(&refs)?;
                 pos = next;
             }
         }
     }
     Ok(multi_at)
+}
+
+/// Loads one AOF file's bytes: an RDB image first when the file starts with one (a
+/// base, or an old-style AOF with an RDB preamble), then the commands after it, each
+/// handed to `run` (the loader's is `apply_command`). Returns `Ok(Some(offset))` when
+/// the file ends with an incomplete command (or an unterminated MULTI) starting at
+/// `offset`, as `read_commands`.
+pub fn load_file_bytes(
+    ex: &mut Executor,
+    buf: &[u8],
+    name: &str,
+    mut run: impl FnMut(&mut Executor, &[&[u8]]) -> Result<(), String>,
+) -> Result<Option<usize>, String> {
+    let mut commands_at = 0;
+    if buf.starts_with(b"REDIS") {
+        crate::log::notice(&format!("Reading RDB base file on AOF loading... ({name})"));
+        let (_, used) = super::snapshot::load_image(ex, buf, false)
+            .map_err(|e| format!("Bad file format reading the append only file {name}: {e}"))?;
+        commands_at = used;
+    }
+    let at = read_commands(&buf[commands_at..], name, |args| run(ex, args))?;
+    Ok(at.map(|at| commands_at + at))
 }
 
 /// Loads the AOF directory named by the configuration, if its manifest exists.
@@ -534,24 +571,10 @@ fn load_parts(ex: &mut Executor, slot: usize, dir: &Path, m: &Manifest) -> Resul
                 ))
             }
         };
-        // An RDB image first (a base, or an old-style AOF with an RDB preamble); the
-        // commands after it are replayed like an incremental file's.
-        let mut commands_at = 0;
-        if buf.starts_with(b"REDIS") {
-            crate::log::notice(&format!(
-                "Reading RDB base file on AOF loading... ({})",
-                part.name
-            ));
-            let (_, used) = super::snapshot::load_image(ex, &buf, false).map_err(|e| {
-                format!(
-                    "Bad file format reading the append only file {}: {e}",
-                    part.name
-                )
-            })?;
-            commands_at = used;
-        }
-        if let Some(at) = replay(ex, slot, &buf[commands_at..], &part.name)? {
-            let at = commands_at + at;
+        let applied = load_file_bytes(ex, &buf, &part.name, |ex, args| {
+            apply_command(ex, slot, args, &part.name)
+        })?;
+        if let Some(at) = applied {
             if i != last {
                 return Err(format!(
                     "Unexpected end of file reading the append only file {}: it is not the last file, refusing to load",
@@ -1379,6 +1402,17 @@ mod tests {
         assert_eq!(m.render(), text);
         assert!(Manifest::parse("file x seq").is_err());
         assert!(Manifest::parse("file ../x seq 1 type i").is_err());
+    }
+
+    /// A base's negative sequence number is kept as written (it was clamped to 0,
+    /// which a later start refused: `seq 0` reads as missing). Found by fuzzing.
+    #[test]
+    fn manifest_keeps_a_negative_base_seq() {
+        let text = "file b.rdb seq -3 type b\nfile i.aof seq 1 type i\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(m.base.as_ref().unwrap().seq, -3);
+        assert_eq!(m.render(), text);
+        assert_eq!(Manifest::parse(&m.render()).unwrap(), m);
     }
 
     #[test]
