@@ -246,7 +246,10 @@ pub fn encode_repeated_picks(
             // Room for the whole reply as the first pick's size foretells it (within
             // the limit): a big reply is not copied over and over as it grows.
             let foretold = (body.len() as u64).saturating_mul(count);
-            let foretold = foretold.min(room as u64).min(1 << 30) as usize;
+            // A reply bound for the limit gets a little more, so that the pick passing
+            // the limit does not copy the body either.
+            let slack = if foretold > room as u64 { 1 << 16 } else { 0 };
+            let foretold = foretold.min(room as u64).min(1 << 30) as usize + slack;
             body.reserve(foretold.saturating_sub(body.len()));
         }
         if body.len() > room {
