@@ -56,6 +56,12 @@ impl<'a> Ctx<'a> {
         self.ex.reply_room(self.client)
     }
 
+    /// Whether this command's reply may be streamed as the socket drains
+    /// (`Executor::reply_streamable`).
+    pub fn may_stream_reply(&self) -> bool {
+        self.ex.reply_streamable(self.client)
+    }
+
     /// Closes the client as its output-buffer limit does (a reply could not fit).
     pub fn output_limit_reached(&mut self) -> Reply {
         self.ex.close_for_output_limit(self.client);
@@ -205,22 +211,51 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Collects up to `count` picks for a reply that may repeat elements (negative counts
-/// of SRANDMEMBER, HRANDFIELD, ZRANDMEMBER). `pick` gives an element and its
-/// approximate encoded size. Like Redis, which stops adding once the client is marked
-/// to close, building stops (`None`) when the reply would need more than `room` bytes
-/// (`Ctx::reply_room`); the caller then answers `Ctx::output_limit_reached`.
-pub fn repeated_picks<T>(
+/// Fewest picks a random-pick reply must announce to be streamed (`PickStream`):
+/// smaller ones are encoded at once.
+pub const STREAM_MIN_PICKS: u64 = 8192;
+
+/// Whether a reply of `picks` independent picks from a collection of `len` elements
+/// is streamed (`Reply::Picks`): it must be big, at least as long as the collection
+/// (the snapshot of the candidates then costs no more than the reply), and the client
+/// must be one that may stream (`may_stream`, from `Ctx::may_stream_reply`).
+pub fn stream_picks(may_stream: bool, picks: u64, len: usize) -> bool {
+    may_stream && picks >= STREAM_MIN_PICKS && picks >= len as u64
+}
+
+/// Encodes up to `count` picks for a reply that may repeat elements (negative counts
+/// of SRANDMEMBER, HRANDFIELD, ZRANDMEMBER) into an array of `elems_per_pick`
+/// elements per pick. `pick` appends one pick's encoding (false when there is none).
+/// Nothing is reserved from the count. Like Redis, which stops adding once the client
+/// is marked to close, building stops (`None`) when the reply would need more than
+/// `room` bytes (`Ctx::reply_room`); the caller then answers
+/// `Ctx::output_limit_reached`.
+pub fn encode_repeated_picks(
     count: u64,
-    mut room: usize,
-    mut pick: impl FnMut() -> Option<(T, usize)>,
-) -> Option<Vec<T>> {
-    // Grown as elements come, never reserved from the count.
-    let mut out = Vec::with_capacity(count.min(1024) as usize);
+    elems_per_pick: usize,
+    room: usize,
+    mut pick: impl FnMut(&mut Vec<u8>) -> bool,
+) -> Option<Reply> {
+    let mut body = Vec::new();
+    let mut picked = 0usize;
     for _ in 0..count {
-        let Some((item, size)) = pick() else { break };
-        room = room.checked_sub(size)?;
-        out.push(item);
+        if !pick(&mut body) {
+            break;
+        }
+        if picked == 0 {
+            // Room for the whole reply as the first pick's size foretells it (within
+            // the limit): a big reply is not copied over and over as it grows.
+            let foretold = (body.len() as u64).saturating_mul(count);
+            // A reply bound for the limit gets a little more, so that the pick passing
+            // the limit does not copy the body either.
+            let slack = if foretold > room as u64 { 1 << 16 } else { 0 };
+            let foretold = foretold.min(room as u64).min(1 << 30) as usize + slack;
+            body.reserve(foretold.saturating_sub(body.len()));
+        }
+        if body.len() > room {
+            return None;
+        }
+        picked += 1;
     }
-    Some(out)
+    Some(Reply::EncodedArray(picked * elems_per_pick, body))
 }

@@ -11,13 +11,14 @@
 //! Active expiry is `active_expire_fields`, called from the executor's cron.
 
 use crate::command;
-use crate::commands::ctx::{notify, repeated_picks};
+use crate::commands::ctx::{encode_repeated_picks, notify, stream_picks};
 use crate::commands::flags::*;
 use crate::commands::keys::parse_cursor;
 use crate::commands::{arg_i64, errors, is, wrong_arity, Command, Ctx};
 use crate::exec::Executor;
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
-use crate::protocol::Reply;
+use crate::protocol::reply::encode_bulk;
+use crate::protocol::{PickStream, Reply};
 use crate::types::hash::{Hash, HashLimits};
 use crate::util::glob::glob_match;
 use crate::util::numeric::{self, format_i64};
@@ -483,22 +484,38 @@ fn hrandfield(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let proto = ctx.proto();
     let room = ctx.reply_room();
+    let may_stream = ctx.may_stream_reply();
     let h = match read_hash(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(h)) => h,
     };
     let pairs: Vec<(Vec<u8>, Vec<u8>)> = if count < 0 {
-        let picks = repeated_picks(count.unsigned_abs(), room, || {
-            h.random().map(|(k, v)| {
-                let size = k.len() + 16 + if with_values { v.len() + 16 } else { 0 };
-                ((k, v), size)
-            })
-        });
-        match picks {
-            Some(p) => p,
-            None => return ctx.output_limit_reached(),
+        // One pick: the field, and its value (a pair of its own in RESP3).
+        let encode_pick = |k: &[u8], v: &[u8], b: &mut Vec<u8>| {
+            if with_values && proto >= 3 {
+                b.extend_from_slice(b"*2\r\n");
+            }
+            encode_bulk(k, b);
+            if with_values {
+                encode_bulk(v, b);
+            }
+        };
+        let picks = count.unsigned_abs();
+        let elems_per_pick = if with_values && proto < 3 { 2 } else { 1 };
+        if stream_picks(may_stream, picks, h.len()) {
+            let mut stream = PickStream::new(picks * elems_per_pick as u64, picks);
+            h.for_each(|k, v| stream.add_candidate(|b| encode_pick(k, v, b)));
+            return Reply::Picks(Box::new(stream));
         }
+        let reply = encode_repeated_picks(picks, elems_per_pick, room, |b| match h.random() {
+            Some((k, v)) => {
+                encode_pick(&k, &v, b);
+                true
+            }
+            None => false,
+        });
+        return reply.unwrap_or_else(|| ctx.output_limit_reached());
     } else {
         h.random_distinct(count as usize)
     };

@@ -7,13 +7,14 @@
 //! empty intset member by member, so they end in the encoding Redis would pick.
 
 use crate::command;
-use crate::commands::ctx::{notify, repeated_picks};
+use crate::commands::ctx::{encode_repeated_picks, notify, stream_picks};
 use crate::commands::flags::*;
 use crate::commands::hashes::{parse_rand_count, parse_scan_opts, scan_reply};
 use crate::commands::keys::parse_cursor;
 use crate::commands::{arg_i64, errors, Command, Ctx, KeySpec};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
-use crate::protocol::Reply;
+use crate::protocol::reply::encode_bulk;
+use crate::protocol::{PickStream, Reply};
 use crate::types::set::{Set, SetLimits};
 use crate::util::glob::glob_match;
 
@@ -272,26 +273,30 @@ fn srandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Err(e) => return e,
     };
     let room = ctx.reply_room();
+    let may_stream = ctx.may_stream_reply();
     let s = match read_set(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(s)) => s,
     };
-    let picked: Vec<Vec<u8>> = if count < 0 {
-        let picks = repeated_picks(count.unsigned_abs(), room, || {
-            s.random().map(|m| {
-                let size = m.len() + 16;
-                (m, size)
-            })
-        });
-        match picks {
-            Some(p) => p,
-            None => return ctx.output_limit_reached(),
+    if count >= 0 {
+        let picked = s.random_distinct(count as usize);
+        return Reply::Array(picked.into_iter().map(Reply::Bulk).collect());
+    }
+    let picks = count.unsigned_abs();
+    if stream_picks(may_stream, picks, s.len()) {
+        let mut stream = PickStream::new(picks, picks);
+        s.for_each(|m| stream.add_candidate(|b| encode_bulk(m, b)));
+        return Reply::Picks(Box::new(stream));
+    }
+    let reply = encode_repeated_picks(picks, 1, room, |b| match s.random() {
+        Some(m) => {
+            encode_bulk(&m, b);
+            true
         }
-    } else {
-        s.random_distinct(count as usize)
-    };
-    Reply::Array(picked.into_iter().map(Reply::Bulk).collect())
+        None => false,
+    });
+    reply.unwrap_or_else(|| ctx.output_limit_reached())
 }
 
 fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

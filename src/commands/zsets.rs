@@ -16,12 +16,13 @@
 //! The sorted-set internals (encodings, rank index) live in `types::zset`.
 
 use crate::command;
-use crate::commands::ctx::{notify, repeated_picks};
+use crate::commands::ctx::{encode_repeated_picks, notify, stream_picks};
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
-use crate::protocol::Reply;
+use crate::protocol::reply::encode_bulk;
+use crate::protocol::{PickStream, Reply};
 use crate::types::zset::{AddFlags, AddOutcome, LexBound, LexRange, Limits, ScoreRange, ZSet};
 use crate::util::numeric::parse_f64;
 
@@ -957,24 +958,42 @@ fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let proto = ctx.proto();
     let room = ctx.reply_room();
+    let may_stream = ctx.may_stream_reply();
     let z = match read_zset(ctx, args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(z)) => z,
     };
     let len = z.len();
+    // One pick: the member, and its score (a pair of its own in RESP3).
+    let encode_pick = |m: &[u8], s: f64, b: &mut Vec<u8>| {
+        if withscores && proto >= 3 {
+            b.extend_from_slice(b"*2\r\n");
+        }
+        encode_bulk(m, b);
+        if withscores {
+            Reply::Double(s).encode(proto, b);
+        }
+    };
     let items: Vec<(Vec<u8>, f64)> = if l < 0 {
         // Repetitions allowed: independent picks.
-        let picks = repeated_picks(l.unsigned_abs(), room, || {
-            z.at_rank(fastrand::usize(..len)).map(|(m, s)| {
-                let size = m.len() + if withscores { 48 } else { 16 };
-                ((m, s), size)
-            })
-        });
-        match picks {
-            Some(p) => p,
-            None => return ctx.output_limit_reached(),
+        let picks = l.unsigned_abs();
+        let elems_per_pick = if withscores && proto < 3 { 2 } else { 1 };
+        if stream_picks(may_stream, picks, len) {
+            let mut stream = PickStream::new(picks * elems_per_pick as u64, picks);
+            z.for_each(|m, s| stream.add_candidate(|b| encode_pick(m, s, b)));
+            return Reply::Picks(Box::new(stream));
         }
+        let reply = encode_repeated_picks(picks, elems_per_pick, room, |b| {
+            match z.at_rank(fastrand::usize(..len)) {
+                Some((m, s)) => {
+                    encode_pick(&m, s, b);
+                    true
+                }
+                None => false,
+            }
+        });
+        return reply.unwrap_or_else(|| ctx.output_limit_reached());
     } else if l as u64 >= len as u64 {
         let mut all = Vec::with_capacity(len);
         z.for_each(|m, s| all.push((m.to_vec(), s)));

@@ -4,7 +4,15 @@
 
 use std::time::Instant;
 
-use crate::protocol::Reply;
+use crate::protocol::{PickStream, Reply};
+
+/// An output buffer holding this much after a reply is sealed into a block of the
+/// reply list (`Client::seal`).
+pub const SEAL_AT: usize = 64 * 1024;
+
+/// Unwritten bytes a streamed reply keeps in the output buffer: it is topped up to
+/// this as the socket drains.
+pub const STREAM_CHUNK: usize = 64 * 1024;
 
 /// CLIENT REPLY modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +59,22 @@ pub struct Client {
     /// Close as soon as possible without writing more (CLIENT KILL, buffer limits).
     pub close_asap: bool,
     /// Encoded replies not yet written to the socket; `out_pos` bytes already written.
+    /// Replies are encoded here; once it holds `SEAL_AT` bytes it is moved to `sealed`
+    /// whole (`seal`), so a big backlog is a list of blocks, never one vector that
+    /// doubles and copies itself as it grows.
     pub out: Vec<u8>,
     pub out_pos: usize,
+    /// Output older than `out`, written first, each block freed once written (Redis's
+    /// reply list); `sealed_pos` bytes of the first are written (`out_pos` is then 0).
+    pub sealed: std::collections::VecDeque<Vec<u8>>,
+    pub sealed_pos: usize,
+    /// Unwritten bytes and allocated capacity of `sealed`.
+    pub sealed_bytes: usize,
+    pub sealed_cap: usize,
+    /// A reply still being produced as the socket drains (`fill_stream`): the
+    /// connection runs nothing else until it is complete, and pushes wait in
+    /// `deferred` behind it.
+    pub stream: Option<Box<PickStream>>,
     /// When the output buffer first went over the soft limit (unix seconds).
     pub soft_limit_since: Option<i64>,
     /// Name of the last command run (CLIENT LIST `cmd=`).
@@ -133,6 +155,11 @@ impl Client {
             close_asap: false,
             out: Vec::new(),
             out_pos: 0,
+            sealed: Default::default(),
+            sealed_pos: 0,
+            sealed_bytes: 0,
+            sealed_cap: 0,
+            stream: None,
             soft_limit_since: None,
             last_cmd: "NULL",
             qbuf: 0,
@@ -169,12 +196,130 @@ impl Client {
 
     /// Bytes of output not yet written.
     pub fn pending_output(&self) -> usize {
-        self.out.len() - self.out_pos
+        self.sealed_bytes + self.out.len() - self.out_pos
+    }
+
+    /// Output held, the written part of the first block included (what one vector
+    /// holding it all would have as its length).
+    pub fn buffered_len(&self) -> usize {
+        self.sealed_pos + self.sealed_bytes + self.out.len()
+    }
+
+    /// Written bytes still held at the front of the output.
+    pub fn written_len(&self) -> usize {
+        if self.sealed.is_empty() {
+            self.out_pos
+        } else {
+            self.sealed_pos
+        }
+    }
+
+    /// Capacity of the output buffer and its sealed blocks.
+    pub fn out_capacity(&self) -> usize {
+        self.out.capacity() + self.sealed_cap
     }
 
     /// Encodes `r` into the output buffer in the client's protocol.
     pub fn push_reply(&mut self, r: &Reply) {
         r.encode(self.proto, &mut self.out);
+        if self.out.len() >= SEAL_AT {
+            self.seal();
+        }
+    }
+
+    /// Writes an array of `n` elements whose encoding is `body`: the header, then
+    /// `body` itself as a block of the reply list.
+    pub fn push_encoded_array(&mut self, n: usize, body: Vec<u8>) {
+        crate::protocol::reply::encode_header(b'*', n, &mut self.out);
+        self.seal();
+        self.sealed_bytes += body.len();
+        self.sealed_cap += body.capacity();
+        self.sealed.push_back(body);
+    }
+
+    /// Moves the output buffer to the end of the sealed blocks; the next reply starts
+    /// a new one.
+    pub fn seal(&mut self) {
+        if self.out.len() == self.out_pos {
+            return;
+        }
+        if self.sealed.is_empty() {
+            self.sealed_pos = self.out_pos;
+        }
+        self.sealed_bytes += self.out.len() - self.out_pos;
+        self.sealed_cap += self.out.capacity();
+        self.out_pos = 0;
+        self.sealed.push_back(std::mem::take(&mut self.out));
+    }
+
+    /// Up to `max` slices of unwritten output, in order, for one vectored write.
+    pub fn unwritten_slices<'a>(&'a self, slices: &mut Vec<std::io::IoSlice<'a>>, max: usize) {
+        for (i, block) in self.sealed.iter().enumerate() {
+            if slices.len() == max {
+                return;
+            }
+            let from = if i == 0 { self.sealed_pos } else { 0 };
+            slices.push(std::io::IoSlice::new(&block[from..]));
+        }
+        if slices.len() < max && self.out.len() > self.out_pos {
+            slices.push(std::io::IoSlice::new(&self.out[self.out_pos..]));
+        }
+    }
+
+    /// Accounts `n` bytes written to the socket: sealed blocks written whole are freed.
+    pub fn consume_written(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some(front) = self.sealed.front() else {
+                break;
+            };
+            let left = front.len() - self.sealed_pos;
+            if n < left {
+                self.sealed_pos += n;
+                self.sealed_bytes -= n;
+                return;
+            }
+            n -= left;
+            self.sealed_bytes -= left;
+            self.sealed_cap -= front.capacity();
+            self.sealed_pos = 0;
+            self.sealed.pop_front();
+        }
+        self.out_pos += n;
+    }
+
+    /// Starts writing a streamed reply: its first piece now, the rest as the socket
+    /// drains.
+    pub fn start_stream(&mut self, stream: Box<PickStream>) {
+        self.stream = Some(stream);
+        self.fill_stream();
+    }
+
+    /// Tops the output buffer up from the streamed reply to `STREAM_CHUNK` unwritten
+    /// bytes; once the reply is complete, the pushes that waited behind it follow.
+    /// True while the reply is still being produced.
+    pub fn fill_stream(&mut self) -> bool {
+        let pending = self.pending_output();
+        let Some(stream) = self.stream.as_mut() else {
+            return false;
+        };
+        if pending >= STREAM_CHUNK {
+            return true;
+        }
+        if !stream.fill(&mut self.out, STREAM_CHUNK - pending) {
+            return true;
+        }
+        self.stream = None;
+        if !self.deferred.is_empty() && !self.executing {
+            let deferred = std::mem::take(&mut self.deferred);
+            self.out.extend_from_slice(&deferred);
+        }
+        false
+    }
+
+    /// Whether pushes addressed to this client must wait in `deferred`: its own
+    /// command runs, or a streamed reply is still being written.
+    pub fn defers_pushes(&self) -> bool {
+        self.executing || self.stream.is_some()
     }
 
     /// Encodes only the pushes of `r` (a `Push`, or those inside a `Multi`): what a

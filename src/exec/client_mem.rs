@@ -100,15 +100,14 @@ impl Client {
         if self.pending_output() == 0 {
             0
         } else {
-            self.out.len().min(self.reply_buf_size)
+            self.buffered_len().min(self.reply_buf_size)
         }
     }
 
     /// Unwritten bytes past the reply buffer: Redis's reply list (`omem`).
     pub fn reply_list_bytes(&self) -> usize {
-        self.out
-            .len()
-            .saturating_sub(self.reply_buf_size.max(self.out_pos))
+        self.buffered_len()
+            .saturating_sub(self.reply_buf_size.max(self.written_len()))
     }
 
     /// What `client-output-buffer-limit` measures for a normal or Pub/Sub client, as
@@ -139,7 +138,8 @@ impl Client {
         });
         let subs = self.subs.slots() * (std::mem::size_of::<(Vec<u8>, u64)>() + 1);
         std::mem::size_of::<Client>()
-            + self.out.capacity()
+            + self.out_capacity()
+            + self.stream.as_ref().map_or(0, |s| s.memory())
             + self.deferred.capacity()
             + self.qbuf
             + self.qbuf_free
@@ -164,7 +164,7 @@ impl Executor {
         let Some(c) = self.clients.get_mut(slot).and_then(|c| c.as_deref_mut()) else {
             return;
         };
-        let used = c.out.len().min(c.reply_buf_size);
+        let used = c.buffered_len().min(c.reply_buf_size);
         if used > c.reply_buf_peak {
             c.reply_buf_peak = used;
         }

@@ -231,7 +231,7 @@ impl Executor {
             .peers
             .iter()
             .filter_map(|p| self.clients.get(p.slot).and_then(|c| c.as_deref()))
-            .map(|c| c.out.capacity() + c.deferred.capacity())
+            .map(|c| c.out_capacity() + c.deferred.capacity())
             .sum();
         let aof = if self.aof.is_some() {
             self.stream.buf.capacity()

@@ -453,7 +453,15 @@ impl Executor {
             c.cluster_asking = false;
         }
         match c.reply_mode {
-            ReplyMode::On => c.push_reply(&reply),
+            ReplyMode::On => match reply {
+                // A random-pick reply goes out as the socket drains (client.rs).
+                Reply::Picks(stream) => c.start_stream(stream),
+                // A big encoded body joins the reply list as it is, not copied.
+                Reply::EncodedArray(n, body) if body.len() >= client::SEAL_AT => {
+                    c.push_encoded_array(n, body)
+                }
+                reply => c.push_reply(&reply),
+            },
             // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY
             // OFF/SKIP silences replies, never pushes.
             ReplyMode::Off => c.push_pushes_only(&reply),
@@ -948,6 +956,30 @@ impl Executor {
                 (hard as usize).saturating_sub(c.output_limit_usage()) + buffer_room
             }
         }
+    }
+
+    /// Whether a reply for `slot` may be written a piece at a time as its socket
+    /// drains (`Reply::Picks`) rather than built whole: only for a socket client
+    /// running a command of its own (not EXEC's, not a script's, not a replica's or
+    /// the master link's) with its reply on, while nothing measures its memory (no
+    /// output-buffer limit for its class, no maxmemory-clients), so that streaming
+    /// changes nothing a limit would have seen.
+    pub(crate) fn reply_streamable(&self, slot: usize) -> bool {
+        let c = self.client(slot);
+        if c.embedded
+            || c.script
+            || c.in_exec
+            || c.monitor
+            || c.repl_role.is_some()
+            || c.reply_mode != ReplyMode::On
+            || self.busy.is_some()
+            || self.client_mem.limit != usize::MAX
+        {
+            return false;
+        }
+        let class = if c.is_pubsub() { 2 } else { 0 };
+        let limit = self.config.client_output_buffer_limit[class];
+        limit.hard == 0 && limit.soft == 0
     }
 
     /// Schedules a client past its output-buffer limit to be closed, as Redis does.

@@ -200,11 +200,14 @@ impl Executor {
                 encode_push(c.proto, parts, &mut enc[i]);
                 ready[i] = true;
             }
-            if c.executing {
+            if c.defers_pushes() {
                 c.deferred.extend_from_slice(&enc[i]);
                 continue;
             }
             c.out.extend_from_slice(&enc[i]);
+            if c.out.len() >= super::client::SEAL_AT {
+                c.seal();
+            }
             self.mark_pending_write(slot);
             self.check_output_limits(slot);
         }
@@ -224,7 +227,7 @@ impl Executor {
         if c.close_asap {
             return;
         }
-        if c.executing {
+        if c.defers_pushes() {
             r.encode(c.proto, &mut c.deferred);
             return;
         }
@@ -236,7 +239,7 @@ impl Executor {
     /// Appends pushes deferred during the client's own command after its reply.
     pub(crate) fn flush_deferred_pushes(&mut self, slot: usize) {
         let c = self.client_mut(slot);
-        if c.deferred.is_empty() {
+        if c.deferred.is_empty() || c.stream.is_some() {
             return;
         }
         let d = std::mem::take(&mut c.deferred);

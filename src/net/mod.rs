@@ -36,6 +36,12 @@ const READ_CHUNK: usize = 64 * 1024;
 const READ_BUDGET_PER_TURN: usize = 64 * 1024;
 /// Output buffers larger than this are released once drained.
 const OUT_KEEP: usize = 64 * 1024;
+/// Blocks of a reply list handed to one vectored write at most.
+const WRITE_SLICES: usize = 64;
+/// Pieces (`exec::client::STREAM_CHUNK` each) of a streamed reply written per
+/// connection per loop turn while its socket keeps taking them: other clients are
+/// served between such turns.
+const STREAM_PIECES_PER_TURN: usize = 4;
 /// A recently active client's own query buffer (Redis's PROTO_IOBUF_LEN): kept until
 /// the client has been idle for `QBUF_IDLE_SECS`, then freed by `clients_cron`.
 const QBUF_PRIVATE: usize = 16 * 1024;
@@ -108,6 +114,11 @@ struct Net {
     /// Connections whose output waits for a failed AOF write to succeed
     /// (`aof::reply_waits_for_write`); looked at again every turn.
     aof_held: Vec<usize>,
+    /// Connections whose streamed reply (`Client::stream`) the socket took to the last
+    /// byte this turn: written again next turn, as no writable event will come.
+    streaming: Vec<usize>,
+    /// Connections whose streamed reply just ended: their next commands run next turn.
+    stream_done: Vec<usize>,
 }
 
 pub struct Server {
@@ -187,6 +198,8 @@ impl Server {
             busy_events: Events::with_capacity(256),
             busy_swept: None,
             aof_held: Vec::new(),
+            streaming: Vec::new(),
+            stream_done: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -248,7 +261,10 @@ impl Server {
         loop {
             let timeout = {
                 let net = self.net.borrow();
-                if self.ex.has_pending_timer_work() {
+                if self.ex.has_pending_timer_work()
+                    || !net.streaming.is_empty()
+                    || !net.stream_done.is_empty()
+                {
                     Duration::ZERO
                 } else if net.pending_reads.is_empty() && net.held.is_empty() {
                     Duration::from_millis(self.ex.ms_until_cron().max(1))
@@ -309,6 +325,17 @@ impl Server {
             let held = std::mem::take(&mut self.net.borrow_mut().held);
             for slot in held {
                 self.process(slot);
+            }
+            // Streamed replies: the pipeline of one that ended goes on; one the socket
+            // keeps draining is written again this turn.
+            let done = std::mem::take(&mut self.net.borrow_mut().stream_done);
+            for slot in done {
+                self.process(slot);
+            }
+            for slot in std::mem::take(&mut self.net.borrow_mut().streaming) {
+                if self.ex.has_client(slot) {
+                    self.ex.mark_pending_write(slot);
+                }
             }
             // MIGRATEs whose transfer finished (commands/migrate.rs).
             if self.ex.migrate.busy() {
@@ -444,7 +471,8 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
         }
         {
             let c = ex.client(slot);
-            if c.close_after_reply || c.close_asap {
+            // A streamed reply still being written holds the rest of the pipeline.
+            if c.close_after_reply || c.close_asap || c.stream.is_some() {
                 break;
             }
         }
@@ -1002,21 +1030,53 @@ impl Net {
             }
             return;
         }
-        let c = ex.client_mut(slot);
-        if c.pending_output() > 0 || conn.stream.wants_write() {
-            match conn.stream.write(&c.out[c.out_pos..]) {
-                Ok(n) => {
-                    c.out_pos += n;
-                    ex.stats.total_net_output_bytes += n as u64;
-                    ex.stats.total_writes_processed += 1;
+        let streamed = ex.client(slot).stream.is_some();
+        let mut pieces = 0;
+        loop {
+            let c = ex.client_mut(slot);
+            let streaming = streamed && c.fill_stream();
+            if c.pending_output() > 0 || conn.stream.wants_write() {
+                let written = if c.sealed.is_empty() {
+                    conn.stream.write(&c.out[c.out_pos..])
+                } else {
+                    let mut slices = Vec::with_capacity(WRITE_SLICES);
+                    c.unwritten_slices(&mut slices, WRITE_SLICES);
+                    conn.stream.write_vectored(&slices)
+                };
+                match written {
+                    Ok(n) => {
+                        c.consume_written(n);
+                        ex.stats.total_net_output_bytes += n as u64;
+                        ex.stats.total_writes_processed += 1;
+                    }
+                    Err(e)
+                        if e.kind() == io::ErrorKind::WouldBlock
+                            || e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        self.close(ex, slot);
+                        return;
+                    }
                 }
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.close(ex, slot);
-                    return;
-                }
+            }
+            if !streamed {
+                break;
+            }
+            let c = ex.client_mut(slot);
+            if !streaming {
+                // Complete: the pipeline behind it runs next turn.
+                self.stream_done.push(slot);
+                break;
+            }
+            if c.pending_output() > 0 {
+                // The socket is full: its writable event resumes the stream.
+                break;
+            }
+            c.out.clear();
+            c.out_pos = 0;
+            pieces += 1;
+            if pieces == STREAM_PIECES_PER_TURN {
+                self.streaming.push(slot);
+                break;
             }
         }
         let c = ex.client_mut(slot);
@@ -1047,7 +1107,7 @@ impl Net {
             if c.out.capacity() > OUT_KEEP {
                 c.out.shrink_to(OUT_KEEP);
             }
-            if c.close_after_reply && !left {
+            if c.close_after_reply && !left && c.stream.is_none() {
                 self.close(ex, slot);
                 return;
             }
@@ -1065,7 +1125,10 @@ impl Net {
     fn close_marked(&mut self, ex: &mut Executor) {
         let marked: Vec<usize> = ex
             .clients()
-            .filter(|(_, c)| c.close_asap || (c.close_after_reply && c.pending_output() == 0))
+            .filter(|(_, c)| {
+                c.close_asap
+                    || (c.close_after_reply && c.pending_output() == 0 && c.stream.is_none())
+            })
             .map(|(s, _)| s)
             .collect();
         for slot in marked {

@@ -52,6 +52,9 @@ pub enum Reply {
     /// this way to skip a `Reply` and its allocations per element; `decoded()` gives
     /// the tree back for the few consumers that look inside (scripts).
     EncodedArray(usize, Vec<u8>),
+    /// Independent random picks written a piece at a time as the client's socket
+    /// drains (`picks.rs`); encoded whole where it cannot stream (inside EXEC).
+    Picks(Box<super::picks::PickStream>),
 }
 
 impl Reply {
@@ -200,6 +203,10 @@ impl Reply {
                 encode_header(b'*', *n, out);
                 out.extend_from_slice(body);
             }
+            Reply::Picks(stream) => {
+                let mut stream = stream.clone();
+                while !stream.fill(out, usize::MAX) {}
+            }
         }
     }
 
@@ -211,14 +218,27 @@ impl Reply {
                 let items = (0..*n).map(|_| decode_item(body, &mut pos)).collect();
                 Reply::Array(items)
             }
+            Reply::Picks(_) => {
+                let mut encoded = Vec::new();
+                self.encode(2, &mut encoded);
+                let mut pos = 0;
+                decode_item(&encoded, &mut pos)
+            }
             r => r.clone(),
         }
     }
 }
 
-/// Decodes one array or bulk string written by `encode_header`/`encode_bulk`.
+/// Decodes one array or bulk string written by `encode_header`/`encode_bulk`, or a
+/// RESP3 double.
 fn decode_item(b: &[u8], pos: &mut usize) -> Reply {
     let kind = b[*pos];
+    if kind == b',' {
+        let nl = *pos + memchr::memchr(b'\r', &b[*pos..]).expect("encoded double");
+        let value = crate::util::numeric::parse_f64(&b[*pos + 1..nl]).unwrap_or(f64::NAN);
+        *pos = nl + 2;
+        return Reply::Double(value);
+    }
     let nl = *pos + memchr::memchr(b'\r', &b[*pos..]).expect("encoded header");
     let n: usize = std::str::from_utf8(&b[*pos + 1..nl])
         .ok()
@@ -249,6 +269,10 @@ impl From<Vec<u8>> for Reply {
 
 /// Appends a bulk string frame.
 pub fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
+    if b.len() > 4096 {
+        // One allocation for the whole frame, not a doubling for its `\r\n`.
+        out.reserve(b.len() + 24);
+    }
     encode_header(b'$', b.len(), out);
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");

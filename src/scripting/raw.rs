@@ -447,7 +447,7 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
             }
         }
         Reply::Array(items) | Reply::Push(items) => push_array(l, items, resp),
-        Reply::EncodedArray(..) => push_reply(l, &r.decoded(), resp),
+        Reply::EncodedArray(..) | Reply::Picks(_) => push_reply(l, &r.decoded(), resp),
         Reply::Map(pairs) => {
             if resp == 3 {
                 ffi::lua_createtable(l, 0, 1);
