@@ -243,6 +243,22 @@ fn check_rdb(dir: &Path) {
     }
 }
 
+/// Snapshot temp files in `dir` of any process but `live` (the running server).
+fn foreign_temp_files(dir: &Path, live: u32) -> Vec<String> {
+    let own = [
+        format!("temp-{live}-"),
+        format!("temp-{live}."),
+        format!("temp-repl-{live}."),
+    ];
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("temp-") && n.ends_with(".rdb"))
+        .filter(|n| !own.iter().any(|p| n.starts_with(p.as_str())))
+        .collect()
+}
+
 struct Cycles {
     dir: std::path::PathBuf,
     args: Vec<String>,
@@ -382,6 +398,11 @@ fn rdb_snapshots_killed_midway_leave_a_valid_file_of_one_instant() {
             std::thread::sleep(Duration::from_millis(some_ms(0, 300)));
         });
         check_rdb(&run.dir);
+        // The save the kill interrupted left no partial file behind for good.
+        assert_eq!(
+            foreign_temp_files(&run.dir, run.server.pid()),
+            Vec::<String>::new()
+        );
     }
     assert!(run.acked > 0);
 }
@@ -411,6 +432,11 @@ fn sigkill_during_an_aof_rewrite_loses_no_acknowledged_write() {
             );
         });
         check_aof(&run.dir);
+        let aofdir = run.dir.join("appendonlydir");
+        assert_eq!(
+            foreign_temp_files(&aofdir, run.server.pid()),
+            Vec::<String>::new()
+        );
         // The preloaded keys are all there too.
         let expected: i64 = 2000
             + run
@@ -517,4 +543,36 @@ fn sigkill_during_a_full_sync_loses_nothing_on_either_side() {
     replica.kill9();
     drop(replica);
     let _ = std::fs::remove_dir_all(&rdir);
+}
+
+#[test]
+fn temp_files_of_dead_processes_are_removed_at_startup_and_others_kept() {
+    let dir = temp_dir("kill9-temp");
+    let aofdir = dir.join("appendonlydir");
+    std::fs::create_dir_all(&aofdir).unwrap();
+    // No process has this pid (above any pid_max); this test process is alive.
+    let dead = [
+        "temp-999999999-1.rdb",
+        "temp-999999999.rdb",
+        "temp-repl-999999999.rdb",
+    ];
+    let live = format!("temp-{}-1.rdb", std::process::id());
+    for name in dead
+        .iter()
+        .copied()
+        .chain([live.as_str(), "temp-notes.txt"])
+    {
+        std::fs::write(dir.join(name), b"partial").unwrap();
+        std::fs::write(aofdir.join(name), b"partial").unwrap();
+    }
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--save", ""]);
+    for d in [&dir, &aofdir] {
+        for name in dead {
+            assert!(!d.join(name).exists(), "{name} kept in {}", d.display());
+        }
+        assert!(d.join(&live).exists());
+        assert!(d.join("temp-notes.txt").exists());
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -206,6 +206,16 @@ impl Server {
         crate::acl::load_at_startup(ex).map_err(io::Error::other)?;
         // The RDB loader serves clients between keys (they get -LOADING).
         ex.loading_server = Some(Rc::new(BusyServer(Rc::downgrade(&self.net))));
+        // Partial files of snapshots a crash interrupted (the working directory is `dir`).
+        let appenddir = std::path::PathBuf::from(&ex.config.appenddirname);
+        let stale =
+            crate::persistence::snapshot::remove_stale_temp_files(std::path::Path::new("."))
+                + crate::persistence::snapshot::remove_stale_temp_files(&appenddir);
+        if stale > 0 {
+            crate::log::notice(&format!(
+                "Removed {stale} temporary snapshot file(s) left by a previous run"
+            ));
+        }
         let loaded = crate::persistence::aof::load_at_startup(ex);
         ex.loading_server = None;
         loaded.map_err(io::Error::other)?;
