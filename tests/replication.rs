@@ -418,6 +418,8 @@ fn replica_applies_the_stream_whatever_its_acl_users_allow() {
 /// A raw replica: REPLCONF + PSYNC on a plain socket, read only when the test says.
 struct RawReplica {
     r: std::io::BufReader<std::net::TcpStream>,
+    /// The `+FULLRESYNC <replid> <offset>` line PSYNC was answered with.
+    fullresync: String,
 }
 
 impl RawReplica {
@@ -431,6 +433,7 @@ impl RawReplica {
         .unwrap();
         let mut r = RawReplica {
             r: std::io::BufReader::new(s.try_clone().unwrap()),
+            fullresync: String::new(),
         };
         // PSYNC with a reply still pending is refused, as by Redis.
         assert_eq!(r.line(), "+OK");
@@ -438,6 +441,7 @@ impl RawReplica {
             .unwrap();
         let l = r.line();
         assert!(l.starts_with("+FULLRESYNC "), "{l}");
+        r.fullresync = l;
         r
     }
 
@@ -858,4 +862,43 @@ fn published_messages_reach_subscribers_of_replicas() {
         sub.read_reply(),
         "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
     );
+}
+
+#[test]
+fn a_replica_arriving_after_the_waiting_ones_left_misses_no_write() {
+    let master = TestServer::start();
+    let mut m = master.raw(2);
+    assert_eq!(m.cmd(&["DEBUG", "POPULATE", "100"]), "+OK\r\n");
+    // A snapshot that takes seconds: the first replica's full sync is under way.
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]),
+        "+OK\r\n"
+    );
+    let first = RawReplica::connect(master.port);
+    // A write the running snapshot does not hold: only the first replica's held
+    // stream has it, and that replica goes away.
+    assert_eq!(m.cmd(&["SET", "during", "1"]), "+OK\r\n");
+    drop(first);
+    wait_until(|| {
+        m.cmd(&["INFO", "replication"])
+            .contains("connected_slaves:0\r\n")
+    });
+    let info = m.cmd(&["INFO", "replication"]);
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name).map(str::to_string))
+            .unwrap()
+    };
+    let (replid, offset) = (field("master_replid:"), field("master_repl_offset:"));
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]),
+        "+OK\r\n"
+    );
+    // The next replica must not join the old snapshot (its offset is behind the
+    // write, which nobody holds any more): its image starts at the current offset
+    // and holds the write.
+    let mut second = RawReplica::connect(master.port);
+    assert_eq!(second.fullresync, format!("+FULLRESYNC {replid} {offset}"));
+    let image = second.image();
+    assert!(image.windows(6).any(|w| w == b"during"));
 }

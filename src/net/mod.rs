@@ -103,6 +103,8 @@ struct Net {
     /// The shared read buffer (Redis 7.4's reusable query buffer): an idle connection
     /// owns no read buffer, so thousands of idle clients cost no 64 KB each.
     spare_rbuf: Vec<u8>,
+    /// The slot the next cron tick's share of clients starts at (`clients_cron`).
+    cron_cursor: usize,
     /// The running command's connection saw its peer close during a busy script's round.
     caller_peer_closed: bool,
     /// Connections whose next command is held back (CLIENT PAUSE).
@@ -193,6 +195,7 @@ impl Server {
             sigint,
             pending_reads: Vec::new(),
             spare_rbuf: Vec::new(),
+            cron_cursor: 0,
             caller_peer_closed: false,
             held: Vec::new(),
             busy_events: Events::with_capacity(256),
@@ -216,6 +219,16 @@ impl Server {
         crate::acl::load_at_startup(ex).map_err(io::Error::other)?;
         // The RDB loader serves clients between keys (they get -LOADING).
         ex.loading_server = Some(Rc::new(BusyServer(Rc::downgrade(&self.net))));
+        // Partial files of snapshots a crash interrupted (the working directory is `dir`).
+        let appenddir = std::path::PathBuf::from(&ex.config.appenddirname);
+        let stale =
+            crate::persistence::snapshot::remove_stale_temp_files(std::path::Path::new("."))
+                + crate::persistence::snapshot::remove_stale_temp_files(&appenddir);
+        if stale > 0 {
+            crate::log::notice(&format!(
+                "Removed {stale} temporary snapshot file(s) left by a previous run"
+            ));
+        }
         let loaded = crate::persistence::aof::load_at_startup(ex);
         ex.loading_server = None;
         loaded.map_err(io::Error::other)?;
@@ -986,15 +999,28 @@ impl Net {
         }
     }
 
-    /// Redis's clientsCron, each tick for every client: query buffers of idle
-    /// clients go, oversized ones shrink (`resize_query_buffer`); then the executor's
-    /// part (`Executor::client_cron`: soft output limits, reply buffer, memory).
+    /// Redis's clientsCron: query buffers of idle clients go, oversized ones shrink
+    /// (`resize_query_buffer`); then the executor's part (`Executor::client_cron`:
+    /// soft output limits, reply buffer, memory). As in Redis, each tick takes the
+    /// next `clients / hz` clients (at least 5), so every client is seen once a
+    /// second and a tick's cost does not grow with the number of clients: with
+    /// 10,000 connections a pass over all of them held every tick for 1.4 ms.
     fn clients_cron(&mut self, ex: &mut Executor) {
+        const MIN_ITERATIONS: usize = 5;
         let now_ms = crate::keyspace::unix_ms();
-        for (slot, conn) in self.conns.iter_mut().enumerate() {
-            if let Some(conn) = conn.as_deref_mut() {
+        let live = ex.client_count();
+        let hz = ex.config.effective_hz() as usize;
+        let mut left = (live / hz).max(live.min(MIN_ITERATIONS));
+        let slots = self.conns.len();
+        let mut looked = 0;
+        while left > 0 && looked < slots {
+            let slot = self.cron_cursor % slots;
+            self.cron_cursor = slot + 1;
+            looked += 1;
+            if let Some(conn) = self.conns[slot].as_deref_mut() {
                 conn.resize_query_buffer(ex.client_mut(slot));
                 ex.client_cron(slot, now_ms);
+                left -= 1;
             }
         }
     }

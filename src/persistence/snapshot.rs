@@ -146,6 +146,53 @@ pub fn temp_path_beside(dest: &Path) -> (PathBuf, PathBuf) {
     (dir, tmp)
 }
 
+/// Removes the temp files of snapshots whose process is gone from `dir`:
+/// `temp-<pid>-<n>.rdb` (BGSAVE, AOF base), `temp-<pid>.rdb` (the final save) and
+/// `temp-repl-<pid>.rdb` (a full sync). A snapshot's writer is a thread, so a server
+/// killed mid-save (SIGKILL, OOM killer, power loss) leaves its partial file behind,
+/// where Redis's forked child would have finished and renamed it; without this each
+/// such crash would leave one more for good. Called at startup, before any snapshot
+/// of this process exists, so a file named with this process's own pid (a reused
+/// pid) is stale too; one of another live process sharing the directory stays.
+/// Returns how many were removed.
+pub fn remove_stale_temp_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let own = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(stale_temp_pid) else {
+            continue;
+        };
+        if (pid == own || !process_alive(pid)) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The pid in a snapshot temp file's name (see `remove_stale_temp_files`).
+fn stale_temp_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("temp-")?.strip_suffix(".rdb")?;
+    let rest = rest.strip_prefix("repl-").unwrap_or(rest);
+    let (pid, tail) = rest.split_once('-').unwrap_or((rest, "0"));
+    if pid.is_empty() || tail.is_empty() || !tail.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// The aux fields Redis writes at the start of a file (with the replication ID and
 /// offset when this server has a replication history, `replication::rdb_aux`).
 fn aux_fields(ex: &Executor, aof_base: bool) -> Vec<(&'static str, Vec<u8>)> {
@@ -867,4 +914,20 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
         p.last_load_expired,
         p.last_load_keys,
     ));
+}
+
+#[cfg(test)]
+mod temp_file_tests {
+    use super::stale_temp_pid;
+
+    #[test]
+    fn snapshot_temp_names_give_their_pid() {
+        assert_eq!(stale_temp_pid("temp-123-456.rdb"), Some(123));
+        assert_eq!(stale_temp_pid("temp-123.rdb"), Some(123));
+        assert_eq!(stale_temp_pid("temp-repl-77.rdb"), Some(77));
+        assert_eq!(stale_temp_pid("temp-x-1.rdb"), None);
+        assert_eq!(stale_temp_pid("temp-1-.rdb"), None);
+        assert_eq!(stale_temp_pid("temp-appendonly.aof.manifest"), None);
+        assert_eq!(stale_temp_pid("dump.rdb"), None);
+    }
 }

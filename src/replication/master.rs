@@ -448,19 +448,31 @@ fn sync_with_snapshot(
     psync: bool,
 ) -> Option<Reply> {
     use crate::persistence::cow::Purpose;
-    let joining = ex
+    let running = ex
         .persist
         .snap
         .as_ref()
         .is_some_and(|s| s.purpose == Purpose::Replication && !s.is_cancelled());
-    let held = if joining {
-        // Another replica waits for the same image: same offset, same held stream.
-        ex.repl
-            .peers
-            .iter()
-            .find(|p| p.state == PeerState::WaitBgsave)
-            .map(|p| p.held.clone())
-            .unwrap_or_default()
+    // Another replica waits for the running image: same offset, same held stream.
+    // Only such a replica has the stream since the snapshot's instant; once every
+    // replica it was for has gone, nobody kept that stream, and a replica joining
+    // then would miss those writes for good. That snapshot is of no use any more.
+    let joined = running
+        .then(|| {
+            ex.repl
+                .peers
+                .iter()
+                .find(|p| p.state == PeerState::WaitBgsave)
+                .map(|p| p.held.clone())
+        })
+        .flatten();
+    if running && joined.is_none() {
+        if let Some(s) = ex.persist.snap.as_mut() {
+            s.cancel(None);
+        }
+    }
+    let held = if let Some(held) = joined {
+        held
     } else {
         if ex.persist.busy() {
             return None;

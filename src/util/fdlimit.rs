@@ -75,7 +75,9 @@ pub fn adjust(maxclients: usize) -> Result<usize, String> {
         ));
     }
     let lowered = (best - RESERVED_FDS) as usize;
-    let why = error.map(|e| e.to_string()).unwrap_or_default();
+    let why = error
+        .map(|e| crate::config::strerror(&e))
+        .unwrap_or_default();
     crate::log::warning(&format!(
         "You requested maxclients of {maxclients} requiring at least {wanted} max file descriptors."
     ));
