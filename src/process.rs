@@ -246,7 +246,7 @@ pub fn init_title_area(argv0: &str) {
     let Some([arg_start, arg_end, env_start, env_end]) = argv_env_bounds() else {
         return;
     };
-    if arg_start == 0 || arg_end <= arg_start {
+    if arg_start == 0 || arg_end <= arg_start || !holds_our_arguments(arg_start, arg_end) {
         return;
     }
     let mut end = arg_end;
@@ -258,6 +258,23 @@ pub fn init_title_area(argv0: &str) {
         len: end - arg_start,
         argv0: argv0.to_string(),
     });
+}
+
+/// Whether the kernel's command-line area holds this program's arguments. Under a
+/// loader that builds the program's argv elsewhere (valgrind), it holds the loader's
+/// own, which must not be overwritten: the title is then left alone.
+fn holds_our_arguments(arg_start: usize, arg_end: usize) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut ours = Vec::new();
+    for a in std::env::args_os() {
+        ours.extend_from_slice(a.as_bytes());
+        ours.push(0);
+    }
+    // SAFETY: the kernel reports [arg_start, arg_end) as this process's command-line
+    // strings, mapped (on the initial stack) for the life of the process; nothing
+    // writes them before the title is set, which happens after this check.
+    let area = unsafe { std::slice::from_raw_parts(arg_start as *const u8, arg_end - arg_start) };
+    area == ours.as_slice()
 }
 
 /// Copies every environment string to the heap and points `environ` at the copies.

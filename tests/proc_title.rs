@@ -72,3 +72,55 @@ fn bad_templates_are_refused() {
         "*2\r\n$19\r\nproc-title-template\r\n$35\r\n{title} {listen-addr} {server-mode}\r\n"
     );
 }
+
+/// Under valgrind the kernel's command-line area holds valgrind's own arguments (the
+/// program's argv is built elsewhere): the title must leave them alone, or valgrind
+/// finds its options blanked when it reads them again at exit (cachegrind's output
+/// file). Runs where valgrind is installed.
+#[test]
+fn title_leaves_a_loaders_arguments_alone() {
+    let has_valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_valgrind {
+        return;
+    }
+    let dir = common::temp_dir("proc-title-valgrind");
+    let out = dir.join("cg.out");
+    let port = common::free_port();
+    let mut child = std::process::Command::new("valgrind")
+        .args(["--tool=cachegrind", "--cache-sim=no"])
+        .arg(format!("--cachegrind-out-file={}", out.display()))
+        .arg(format!("--log-file={}", dir.join("vg.log").display()))
+        .arg(env!("CARGO_BIN_EXE_cinnabar"))
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_until(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    assert_eq!(
+        common::RawConn::connect(port, 2).cmd(&["PING"]),
+        "+PONG\r\n"
+    );
+    sigterm(child.id());
+    let status = child.wait().unwrap();
+    let log = std::fs::read_to_string(dir.join("vg.log")).unwrap_or_default();
+    assert!(status.success(), "{status:?} {log}");
+    assert!(!log.contains("Bad option"), "{log}");
+    assert!(out.exists(), "no cachegrind output: {log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn sigterm(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
