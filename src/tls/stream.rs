@@ -139,6 +139,26 @@ impl Write for TlsStream {
         Ok(taken)
     }
 
+    /// Every slice in turn, until one is not taken whole or the socket is full: the
+    /// caller waits for an edge-triggered writable event, which comes only after the
+    /// socket was full, so stopping earlier with output left would stall it.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut total = 0;
+        for b in bufs.iter().filter(|b| !b.is_empty()) {
+            match self.write(b) {
+                Ok(n) => {
+                    total += n;
+                    if n < b.len() || self.tls.wants_write() {
+                        break;
+                    }
+                }
+                Err(e) if total > 0 && e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.send_records()
     }
