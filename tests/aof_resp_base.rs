@@ -271,3 +271,23 @@ fn redis_server_loads_a_resp_base_written_here() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn timestamps_turned_on_with_config_set() {
+    let dir = temp_dir("aof-ts-config");
+    let s = TestServer::start_in(&dir, &["--save", "", "--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["SET", "before", "1"]), "+OK\r\n");
+    let incr = dir.join("appendonlydir/appendonly.aof.1.incr.aof");
+    assert!(!std::fs::read_to_string(&incr).unwrap().contains("#TS:"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "aof-timestamp-enabled", "yes"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd(&["SET", "after", "1"]), "+OK\r\n");
+    let text = std::fs::read_to_string(&incr).unwrap();
+    let ts = text.find("#TS:").expect("an annotation");
+    assert!(ts > text.find("before").unwrap() && ts < text.find("after").unwrap());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

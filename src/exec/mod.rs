@@ -1180,6 +1180,7 @@ impl Executor {
     pub fn apply_config(&mut self) {
         if let Some(aof) = self.aof.as_mut() {
             aof.fsync = crate::persistence::aof::fsync_mode(&self.config.appendfsync);
+            aof.timestamps = self.config.stored_bool("aof-timestamp-enabled");
         }
         self.sync_access_policy();
         self.sync_client_eviction_limit();

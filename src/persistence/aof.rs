@@ -266,8 +266,11 @@ pub struct Aof {
     written_pos: u64,
     sync_target: u64,
     fsynced_pos: u64,
-    /// The unix second of the last `#TS` annotation written (aof-timestamp-enabled).
+    /// The unix second of the last `#TS` annotation written, and whether
+    /// `aof-timestamp-enabled` asks for them (kept here, off the per-flush path's
+    /// config lookups; CONFIG SET updates it).
     annotated_secs: i64,
+    pub timestamps: bool,
 }
 
 impl Aof {
@@ -699,6 +702,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         sync_target: ex.stream.position(),
         fsynced_pos: ex.stream.position(),
         annotated_secs: 0,
+        timestamps: ex.config.stored_bool("aof-timestamp-enabled"),
     }));
     ex.stream.enabled = true;
     ex.stream.reset_db();
@@ -751,6 +755,7 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
         sync_target: ex.stream.position(),
         fsynced_pos: ex.stream.position(),
         annotated_secs: 0,
+        timestamps: ex.config.stored_bool("aof-timestamp-enabled"),
     }));
     // Until the image is taken there is nothing to log: the image will hold it.
     // (Replicas still need the stream.)
@@ -921,8 +926,12 @@ pub fn flush(ex: &mut Executor) {
     }
     // aof-timestamp-enabled: a `#TS:<unix time>` line before the first commands of
     // each new second, as Redis's feedAppendOnlyFile writes it.
-    let secs = crate::keyspace::unix_ms() / 1000;
-    let annotated = ex.config.stored_bool("aof-timestamp-enabled") && secs > aof.annotated_secs;
+    let secs = if aof.timestamps {
+        crate::keyspace::unix_ms() / 1000
+    } else {
+        0
+    };
+    let annotated = aof.timestamps && secs > aof.annotated_secs;
     let write_start = Instant::now();
     let (mut written, failure, annotation) = if annotated {
         let mut buf = Vec::with_capacity(data.len() + 24);
