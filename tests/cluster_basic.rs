@@ -320,8 +320,8 @@ fn hard_reset_takes_a_new_identity() {
 #[test]
 fn scripts_that_may_write_are_moved_from_a_replica() {
     let master = start_node(&[]);
-    let replica_bus = common::free_port();
-    let replica = common::cluster::start_node_on(&temp_dir("cluster"), None, replica_bus, &[]);
+    let replica = start_node(&[]);
+    let replica_bus = common::cluster::bus_port(replica.port);
     let mut m = master.raw(2);
     assert_eq!(
         m.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),

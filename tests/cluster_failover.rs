@@ -161,7 +161,7 @@ fn replica_takes_over_a_killed_master_once() {
         .parse()
         .unwrap();
     let dir = nodes[m].dir.clone();
-    nodes[m] = start_node_on(&dir, Some(mport), cport, &[]);
+    nodes[m] = start_node_on(&dir, Some(mport), Some(cport), &[]);
     wait_for("old master rejoins as a replica", 60, || {
         let own = nodes_line(mport, &dead_id);
         own.contains("slave") && own.split(' ').nth(3) == Some(rid.as_str())
@@ -294,7 +294,7 @@ fn whole_cluster_restarts_from_nodes_conf() {
     let dirs: Vec<std::path::PathBuf> = nodes.iter().map(|n| n.dir.clone()).collect();
     drop(nodes);
     let nodes: Vec<TestServer> = (0..6)
-        .map(|i| start_node_on(&dirs[i], Some(ports[i]), cports[i], &[]))
+        .map(|i| start_node_on(&dirs[i], Some(ports[i]), Some(cports[i]), &[]))
         .collect();
     wait_ok(&ports);
     let after: Vec<Vec<String>> = ports.iter().map(|&p| view(p)).collect();

@@ -5,9 +5,10 @@
 
 mod common;
 use common::cluster::{
-    cluster_create, myid, redis_cli, redis_cli_available, start_node_on, wait_for, wait_ok,
+    bus_port, cluster_create, myid, redis_cli, redis_cli_available, start_node_on, wait_for,
+    wait_ok,
 };
-use common::{free_port, temp_dir, RawConn, TestServer};
+use common::{temp_dir, RawConn, TestServer};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -26,8 +27,8 @@ struct Node {
 impl Node {
     fn start() -> Node {
         let dir = temp_dir("cluster-kill9");
-        let cport = free_port();
-        let server = start_node_on(&dir, None, cport, DURABLE);
+        let server = start_node_on(&dir, None, None, DURABLE);
+        let cport = bus_port(server.port);
         Node { server, dir, cport }
     }
 
@@ -39,7 +40,7 @@ impl Node {
     fn kill_and_restart(&mut self) {
         let port = self.port();
         self.server.kill9();
-        self.server = start_node_on(&self.dir, Some(port), self.cport, DURABLE);
+        self.server = start_node_on(&self.dir, Some(port), Some(self.cport), DURABLE);
     }
 }
 

@@ -12,40 +12,58 @@ pub fn start_node(extra: &[&str]) -> TestServer {
 }
 
 pub fn start_node_in(dir: &std::path::Path, extra: &[&str]) -> TestServer {
-    start_node_on(dir, None, free_port(), extra)
+    start_node_on(dir, None, None, extra)
 }
 
-/// Starts a node on `port` (a free one when None) with bus port `cport`: a node
-/// restarted on its directory comes back where its peers know it.
+/// Starts a node on `port` with bus port `cport` (free ones when None): a node
+/// restarted on its directory comes back where its peers know it. A fresh bus port is
+/// drawn for each attempt, since another test may bind the one drawn first before
+/// this node does; `bus_port` tells the caller which one the node got.
 pub fn start_node_on(
     dir: &std::path::Path,
     port: Option<u16>,
-    cport: u16,
+    cport: Option<u16>,
     extra: &[&str],
 ) -> TestServer {
-    let cport = cport.to_string();
     let log = dir.join("node.log").display().to_string();
-    let mut args = vec![
-        "--cluster-enabled",
-        "yes",
-        "--cluster-port",
-        cport.as_str(),
-        "--cluster-node-timeout",
-        "2000",
-        "--appendonly",
-        "no",
-        "--save",
-        "",
-        "--loglevel",
-        "notice",
-        "--logfile",
-        log.as_str(),
-    ];
-    args.extend_from_slice(extra);
-    match port {
-        Some(p) => TestServer::start_on(dir, p, &args),
-        None => TestServer::start_in(dir, &args),
+    for _attempt in 0..5 {
+        let bus = cport.unwrap_or_else(free_port).to_string();
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            bus.as_str(),
+            "--cluster-node-timeout",
+            "2000",
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--loglevel",
+            "notice",
+            "--logfile",
+            log.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        let started = match port {
+            Some(p) => TestServer::try_start_on_port(dir, p, &args),
+            None => TestServer::try_start_in(dir, &args),
+        };
+        if let Some(server) = started {
+            return server;
+        }
     }
+    panic!("cinnabar did not start in cluster mode (see {log})")
+}
+
+/// The bus port a node listens on.
+pub fn bus_port(port: u16) -> u16 {
+    let reply = RawConn::connect(port, 2).cmd(&["CONFIG", "GET", "cluster-port"]);
+    reply
+        .lines()
+        .nth(4)
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("cluster-port of {port}: {reply:?}"))
 }
 
 pub fn redis_cli_available() -> bool {

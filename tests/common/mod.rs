@@ -116,6 +116,15 @@ impl TestServer {
         Self::try_start_on(dir, Some(port), extra).expect("cinnabar did not start")
     }
 
+    /// `start_on`, returning None if the server exits instead of serving.
+    pub fn try_start_on_port(
+        dir: &std::path::Path,
+        port: u16,
+        extra: &[&str],
+    ) -> Option<TestServer> {
+        Self::try_start_on(dir, Some(port), extra)
+    }
+
     fn try_start_on(
         dir: &std::path::Path,
         fixed_port: Option<u16>,
