@@ -430,15 +430,22 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
     for (i, r) in rports.iter().enumerate() {
         // A redis-server master that gave its last slot away becomes a replica of the
         // node that took it (cluster-allow-replica-migration) and loads its data.
-        // del-node sends CLUSTER FORGET to every node: none may still be loading (the
-        // others may be full-syncing as replicas too).
-        wait_for("the emptied redis-server nodes serving", 60, || {
-            rports[i..].iter().all(|p| {
-                !RawConn::connect(*p, 2)
-                    .cmd(&["CLUSTER", "NODES"])
-                    .starts_with("-LOADING")
-            })
-        });
+        // del-node sends CLUSTER FORGET to every node: none may be loading (the others
+        // become replicas too). Not loading at one instant is not enough, since a node
+        // may turn replica and start its full sync after it: each must be a replica
+        // whose link is up, its sync done.
+        wait_for(
+            "the emptied redis-server nodes synced as replicas",
+            60,
+            || {
+                rports[i..].iter().all(|p| {
+                    let info = RawConn::connect(*p, 2).cmd(&["INFO", "replication"]);
+                    info.contains("role:slave\r\n")
+                        && info.contains("master_link_status:up\r\n")
+                        && info.contains("master_sync_in_progress:0\r\n")
+                })
+            },
+        );
         assert_eq!(slots_of(*r), 0);
         let (ok, out) = redis_cli(&["--cluster", "del-node", &centry, &myid(*r)]);
         assert!(ok, "del-node: {out}");

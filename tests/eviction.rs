@@ -697,3 +697,42 @@ fn table_growth_does_not_evict_keys() {
     let stats = c.cmd(&["DEBUG", "HTSTATS", "0"]);
     assert!(stats.contains("table size: 8192"), "{stats}");
 }
+
+/// Evicting a key that ten RESP3 clients track queues an invalidation for each. As in
+/// Redis (whose beforeSleep follows its time events), that output is written before
+/// the next command's eviction pass measures memory, so a limit set just under the
+/// memory in use evicts a few dozen keys, not the whole database (Redis suite,
+/// unit/maxmemory "client tracking don't cause eviction feedback loop").
+#[test]
+fn tracking_invalidations_do_not_feed_eviction() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"]);
+    let mut trackers: Vec<RawConn> = (0..10).map(|_| s.raw(3)).collect();
+    for t in &mut trackers {
+        assert_eq!(t.cmd(&["CLIENT", "TRACKING", "on"]), "+OK\r\n");
+    }
+    for j in 0..300 {
+        let key = format!("{j}{}", "x".repeat(1000));
+        assert_eq!(c.cmd(&["SET", &key, "x"]), "+OK\r\n");
+        for t in &mut trackers {
+            assert_eq!(t.cmd(&["GET", &key]), "$1\r\nx\r\n");
+        }
+    }
+    // The first command after the loop allocates a query buffer; measure after it.
+    c.cmd(&["PING"]);
+    let limit = used_memory(&mut c) - 40_000;
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        "+OK\r\n"
+    );
+    let evicted = info_u64(&mut c, "stats", "evicted_keys");
+    let left: u64 = c.cmd(&["DBSIZE"]).trim()[1..].parse().unwrap();
+    assert!((10..=50).contains(&evicted), "evicted {evicted}");
+    assert!((200..=300).contains(&left), "{left} keys left");
+    // Each tracker was told about the evicted keys.
+    let push = trackers[0].read_reply();
+    assert!(push.starts_with(">2\r\n$10\r\ninvalidate\r\n"), "{push:?}");
+}

@@ -222,8 +222,19 @@ impl Client {
     /// Encodes `r` into the output buffer in the client's protocol.
     pub fn push_reply(&mut self, r: &Reply) {
         r.encode(self.proto, &mut self.out);
+        self.note_reply_peak();
         if self.out.len() >= SEAL_AT {
             self.seal();
+        }
+    }
+
+    /// Notes the reply buffer's peak use (CLIENT LIST `rbp`, the buffer's resizing in
+    /// `client_mem.rs`) after output was added.
+    #[inline]
+    pub fn note_reply_peak(&mut self) {
+        let used = self.buffered_len().min(self.reply_buf_size);
+        if used > self.reply_buf_peak {
+            self.reply_buf_peak = used;
         }
     }
 
@@ -235,6 +246,7 @@ impl Client {
         self.sealed_bytes += body.len();
         self.sealed_cap += body.capacity();
         self.sealed.push_back(body);
+        self.note_reply_peak();
     }
 
     /// Moves the output buffer to the end of the sealed blocks; the next reply starts
@@ -292,6 +304,7 @@ impl Client {
     pub fn start_stream(&mut self, stream: Box<PickStream>) {
         self.stream = Some(stream);
         self.fill_stream();
+        self.note_reply_peak();
     }
 
     /// Tops the output buffer up from the streamed reply to `STREAM_CHUNK` unwritten

@@ -183,6 +183,15 @@ impl Executor {
         }
     }
 
+    /// Recomputes a client's share of the maxmemory-clients sum after its buffers
+    /// changed outside a command (reads, writes); nothing to do without that limit.
+    #[inline]
+    pub fn update_client_mem_if_limited(&mut self, slot: usize) {
+        if self.client_mem.limit != usize::MAX {
+            self.update_client_mem(slot);
+        }
+    }
+
     /// Takes a leaving client out of the sum.
     pub(crate) fn forget_client_mem(&mut self, slot: usize) {
         if let Some(c) = self.clients.get_mut(slot).and_then(|c| c.as_deref_mut()) {

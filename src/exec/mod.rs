@@ -480,8 +480,9 @@ impl Executor {
             self.mark_pending_write(slot);
         }
         self.check_output_limits(slot);
-        // The command's output counts for maxmemory-clients before the next one runs.
-        self.update_client_mem(slot);
+        // The command's output counts for maxmemory-clients before the next one runs
+        // (its reply buffer peak was noted as the reply was added).
+        self.update_client_mem_if_limited(slot);
         // Keys made ready by this command (or MULTI/EXEC block, or script) wake
         // their waiters now that it has finished.
         // (Not while a script is busy: it is still in the middle of its work.)
@@ -911,10 +912,12 @@ impl Executor {
             None => {
                 let c = self.client(slot);
                 // Subscribed clients are held to the `pubsub` class.
-                (
-                    if c.is_pubsub() { 2 } else { 0 },
-                    c.output_limit_usage() as u64,
-                )
+                let class = if c.is_pubsub() { 2 } else { 0 };
+                let limit = self.config.client_output_buffer_limit[class];
+                if limit.hard == 0 && limit.soft == 0 {
+                    return;
+                }
+                (class, c.output_limit_usage() as u64)
             }
         };
         let limit = self.config.client_output_buffer_limit[class];

@@ -205,6 +205,7 @@ impl Executor {
                 continue;
             }
             c.out.extend_from_slice(&enc[i]);
+            c.note_reply_peak();
             if c.out.len() >= super::client::SEAL_AT {
                 c.seal();
             }
@@ -244,6 +245,7 @@ impl Executor {
         }
         let d = std::mem::take(&mut c.deferred);
         c.out.extend_from_slice(&d);
+        c.note_reply_peak();
         self.mark_pending_write(slot);
     }
 

@@ -34,7 +34,8 @@ use busy::BusyServer;
 /// 16 KB reads, so a PING from another client waits for at most about a millisecond.
 const READ_CHUNK: usize = 64 * 1024;
 const READ_BUDGET_PER_TURN: usize = 64 * 1024;
-/// Output buffers larger than this are released once drained.
+/// Written output at the front of a buffer that a slow reader leaves behind is
+/// dropped once it is this big and at least half of the buffer.
 const OUT_KEEP: usize = 64 * 1024;
 /// Blocks of a reply list handed to one vectored write at most.
 const WRITE_SLICES: usize = 64;
@@ -370,6 +371,21 @@ impl Server {
             if self.ex.cluster.is_some() {
                 crate::cluster::before_sleep(&mut self.ex);
             }
+            // Timers (Redis's time events) come before the turn's output goes out, as
+            // Redis's beforeSleep follows them: what they queue (invalidations and DELs
+            // of expired or evicted keys) is written now, not left to count against
+            // maxmemory when the next command's eviction pass begins.
+            if self.ex.cron() {
+                self.ex.close_pending = true;
+                self.net.borrow_mut().clients_cron(&mut self.ex);
+                self.ex.evict_if_over();
+                // The tick's start is when `cron` began it.
+                self.ex.stats.eventloop_cron_ns +=
+                    self.ex.cron_started().elapsed().as_nanos() as u64;
+            }
+            self.ex.expire_slice();
+            self.ex.eviction_slice();
+            crate::persistence::snapshot::tick(&mut self.ex);
             // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
@@ -397,17 +413,6 @@ impl Server {
             // Output that other clients' commands queued counts now (Redis's
             // beforeSleep eviction).
             self.ex.evict_if_over();
-            if self.ex.cron() {
-                self.ex.close_pending = true;
-                self.net.borrow_mut().clients_cron(&mut self.ex);
-                self.ex.evict_if_over();
-                // The tick's start is when `cron` began it.
-                self.ex.stats.eventloop_cron_ns +=
-                    self.ex.cron_started().elapsed().as_nanos() as u64;
-            }
-            self.ex.expire_slice();
-            self.ex.eviction_slice();
-            crate::persistence::snapshot::tick(&mut self.ex);
             if std::mem::take(&mut self.ex.close_pending) {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
@@ -464,7 +469,7 @@ impl Server {
         }
         drop(net);
         // The query buffer as it is now counts for maxmemory-clients.
-        self.ex.update_client_mem(slot);
+        self.ex.update_client_mem_if_limited(slot);
         self.ex.evict_if_over();
         if self.ex.has_client(slot) && self.ex.client(slot).evicted {
             self.net.borrow_mut().close(&mut self.ex, slot);
@@ -1130,8 +1135,11 @@ impl Net {
         if c.pending_output() == 0 {
             c.out.clear();
             c.out_pos = 0;
-            if c.out.capacity() > OUT_KEEP {
-                c.out.shrink_to(OUT_KEEP);
+            // What written output leaves allocated is the reply buffer's size, as
+            // Redis keeps its buffer and frees its reply list: the capacity counts in
+            // used_memory, which eviction sees.
+            if c.out.capacity() > c.reply_buf_size {
+                c.out.shrink_to(c.reply_buf_size);
             }
             if c.close_after_reply && !left && c.stream.is_none() {
                 self.close(ex, slot);
@@ -1144,7 +1152,8 @@ impl Net {
             c.out.drain(..written);
             c.out_pos = 0;
         }
-        ex.update_client_mem(slot);
+        // The reply buffer's peak was noted when the reply was added.
+        ex.update_client_mem_if_limited(slot);
     }
 
     /// Closes clients the executor marked (CLIENT KILL, idle timeout, buffer limits).
