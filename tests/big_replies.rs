@@ -340,11 +340,43 @@ fn a_slow_reader_past_the_output_limit_is_closed() {
     for _ in 0..200 {
         slow.send(&["GET", "big"]);
     }
+    // Nothing is read until the server gives up on the client: a pipeline of big
+    // replies runs a slice per loop turn, so a client that reads keeps up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info = c.cmd(&["INFO", "stats"]);
+        if info.contains("client_output_buffer_limit_disconnections:1\r\n") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{info}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     read_to_close(&mut slow);
     assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
-    let info = c.cmd(&["INFO", "stats"]);
-    assert!(
-        info.contains("client_output_buffer_limit_disconnections:1\r\n"),
-        "{info}"
-    );
+}
+
+/// A pipeline of big replies runs a megabyte of output per loop turn, the rest on the
+/// following turns: every reply still comes in order and whole, with another client's
+/// commands served between the slices.
+#[test]
+fn a_pipeline_of_big_replies_runs_in_slices_in_order() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    let value = "v".repeat(700 * 1024);
+    assert_eq!(c.cmd(&["SET", "big", &value]), "+OK\r\n");
+    let mut pipe = s.raw(2);
+    for i in 0..48 {
+        pipe.send(&["GET", "big"]);
+        pipe.send(&["ECHO", &i.to_string()]);
+    }
+    for i in 0..20 {
+        assert_eq!(c.cmd(&["INCR", "other"]), format!(":{}\r\n", i + 1));
+    }
+    let want = format!("${}\r\n{value}\r\n", value.len());
+    for i in 0..48 {
+        assert!(pipe.read_reply() == want, "reply {i}");
+        let n = i.to_string();
+        assert_eq!(pipe.read_reply(), format!("${}\r\n{n}\r\n", n.len()));
+    }
+    assert_eq!(pipe.cmd(&["PING"]), "+PONG\r\n");
 }

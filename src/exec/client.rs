@@ -249,6 +249,18 @@ impl Client {
         self.note_reply_peak();
     }
 
+    /// Writes a bulk string whose contents are `value`: the header, `value` itself as
+    /// a block of the reply list, then the line end.
+    pub fn push_big_bulk(&mut self, value: Vec<u8>) {
+        crate::protocol::reply::encode_header(b'$', value.len(), &mut self.out);
+        self.seal();
+        self.sealed_bytes += value.len();
+        self.sealed_cap += value.capacity();
+        self.sealed.push_back(value);
+        self.out.extend_from_slice(b"\r\n");
+        self.note_reply_peak();
+    }
+
     /// Moves the output buffer to the end of the sealed blocks; the next reply starts
     /// a new one.
     pub fn seal(&mut self) {

@@ -460,6 +460,9 @@ impl Executor {
                 Reply::EncodedArray(n, body) if body.len() >= client::SEAL_AT => {
                     c.push_encoded_array(n, body)
                 }
+                // So does a big bulk string (GET of a big value): copied once, from
+                // the keyspace, as Redis copies it once into its reply list.
+                Reply::Bulk(value) if value.len() >= client::SEAL_AT => c.push_big_bulk(value),
                 reply => c.push_reply(&reply),
             },
             // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY

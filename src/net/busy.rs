@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use mio::{Events, Token};
 
-use super::{run_commands, Net, LISTENER_BASE, READ_BUDGET_PER_TURN, SIGNAL_TOKEN};
+use super::{run_commands, Net, Stop, LISTENER_BASE, READ_BUDGET_PER_TURN, SIGNAL_TOKEN};
 use crate::exec::busy::ServeWhileBusy;
 use crate::exec::Executor;
 
@@ -172,10 +172,16 @@ impl Net {
             let Some(Some(conn)) = self.conns.get_mut(slot) else {
                 return;
             };
-            let held = run_commands(ex, slot, conn);
+            let stop = run_commands(ex, slot, conn);
             conn.settle_rbuf(&mut self.spare_rbuf, ex.client_mut(slot));
-            if held {
-                self.held.push(slot);
+            match stop {
+                Stop::Held => self.held.push(slot),
+                Stop::Yielded => {
+                    // The main loop goes on with it once the script is done.
+                    self.resume.push(slot);
+                    return;
+                }
+                Stop::Done => {}
             }
             if drained {
                 return;

@@ -37,6 +37,10 @@ const READ_BUDGET_PER_TURN: usize = 64 * 1024;
 /// Written output at the front of a buffer that a slow reader leaves behind is
 /// dropped once it is this big and at least half of the buffer.
 const OUT_KEEP: usize = 64 * 1024;
+/// Output one connection's commands may produce per loop turn before the rest of its
+/// pipeline waits for the next turn, as the read budget bounds input: a pipeline of
+/// a thousand 1 MB GETs no longer holds every other client for a second.
+const OUTPUT_BUDGET_PER_TURN: usize = 1024 * 1024;
 /// Blocks of a reply list handed to one vectored write at most.
 const WRITE_SLICES: usize = 64;
 /// Pieces (`exec::client::STREAM_CHUNK` each) of a streamed reply written per
@@ -120,8 +124,9 @@ struct Net {
     /// Connections whose streamed reply (`Client::stream`) the socket took to the last
     /// byte this turn: written again next turn, as no writable event will come.
     streaming: Vec<usize>,
-    /// Connections whose streamed reply just ended: their next commands run next turn.
-    stream_done: Vec<usize>,
+    /// Connections whose pipeline goes on next turn: their streamed reply just ended,
+    /// or their commands spent the turn's output budget (`OUTPUT_BUDGET_PER_TURN`).
+    resume: Vec<usize>,
 }
 
 pub struct Server {
@@ -203,7 +208,7 @@ impl Server {
             busy_swept: None,
             aof_held: Vec::new(),
             streaming: Vec::new(),
-            stream_done: Vec::new(),
+            resume: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -277,7 +282,7 @@ impl Server {
                 let net = self.net.borrow();
                 if self.ex.has_pending_timer_work()
                     || !net.streaming.is_empty()
-                    || !net.stream_done.is_empty()
+                    || !net.resume.is_empty()
                 {
                     Duration::ZERO
                 } else if net.pending_reads.is_empty() && net.held.is_empty() {
@@ -340,10 +345,11 @@ impl Server {
             for slot in held {
                 self.process(slot);
             }
-            // Streamed replies: the pipeline of one that ended goes on; one the socket
-            // keeps draining is written again this turn.
-            let done = std::mem::take(&mut self.net.borrow_mut().stream_done);
-            for slot in done {
+            // Pipelines that yielded (a streamed reply ended, or the output budget was
+            // spent) go on; a streamed reply the socket keeps draining is written
+            // again this turn.
+            let resumed = std::mem::take(&mut self.net.borrow_mut().resume);
+            for slot in resumed {
                 self.process(slot);
             }
             for slot in std::mem::take(&mut self.net.borrow_mut().streaming) {
@@ -458,14 +464,16 @@ impl Server {
             .get_mut(slot)
             .and_then(|c| c.take());
         let Some(mut conn) = taken else { return };
-        let held = run_commands(&mut self.ex, slot, &mut conn);
+        let stop = run_commands(&mut self.ex, slot, &mut conn);
         let mut net = self.net.borrow_mut();
         conn.settle_rbuf(&mut net.spare_rbuf, self.ex.client_mut(slot));
         // A FIN reported while a busy script's round served others.
         conn.peer_closed |= std::mem::take(&mut net.caller_peer_closed);
         net.conns[slot] = Some(conn);
-        if held {
-            net.held.push(slot);
+        match stop {
+            Stop::Held => net.held.push(slot),
+            Stop::Yielded => net.resume.push(slot),
+            Stop::Done => {}
         }
         drop(net);
         // The query buffer as it is now counts for maxmemory-clients.
@@ -479,8 +487,9 @@ impl Server {
 
 /// Runs every complete command in `conn`'s buffer; true when the client is held back
 /// (CLIENT PAUSE) with commands left.
-fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
-    let mut held = false;
+fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
+    let mut stop = Stop::Done;
+    let output_at_start = ex.client(slot).pending_output();
     loop {
         if conn.start == conn.end {
             conn.start = 0;
@@ -511,7 +520,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     .collect();
                 if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
-                    held = !ex.blocking.is_blocked(slot);
+                    if !ex.blocking.is_blocked(slot) {
+                        stop = Stop::Held;
+                    }
                     break;
                 }
                 conn.report_qbuf(ex.client_mut(slot));
@@ -521,6 +532,10 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
                 conn.parser.release_args();
+                if spent_output_budget(ex, slot, output_at_start) {
+                    stop = Stop::Yielded;
+                    break;
+                }
             }
             Ok(Some(Request::Inline { consumed, args })) => {
                 conn.inline = args;
@@ -528,7 +543,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                     conn.inline.iter().map(|a| a.as_slice()).collect();
                 if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
-                    held = !ex.blocking.is_blocked(slot);
+                    if !ex.blocking.is_blocked(slot) {
+                        stop = Stop::Held;
+                    }
                     break;
                 }
                 conn.report_qbuf(ex.client_mut(slot));
@@ -537,6 +554,10 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
                 }
                 ex.execute_and_reply(slot, &args);
                 conn.start += consumed;
+                if spent_output_budget(ex, slot, output_at_start) {
+                    stop = Stop::Yielded;
+                    break;
+                }
             }
             Err(e) => {
                 crate::log::verbose(&format!(
@@ -552,7 +573,25 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> bool {
             }
         }
     }
-    held
+    stop
+}
+
+/// Why `run_commands` stopped short of the end of the buffer, if it did.
+enum Stop {
+    /// Every complete command ran (or the client is blocked, or closing).
+    Done,
+    /// CLIENT PAUSE holds the next command back.
+    Held,
+    /// The turn's output budget is spent: the rest runs next turn.
+    Yielded,
+}
+
+/// Whether the commands run for `slot` this turn produced `OUTPUT_BUDGET_PER_TURN` of
+/// output: a pipeline of big replies then lets the other clients be served before it
+/// goes on (its output is written meanwhile).
+#[inline]
+fn spent_output_budget(ex: &Executor, slot: usize, at_start: usize) -> bool {
+    ex.client(slot).pending_output().saturating_sub(at_start) >= OUTPUT_BUDGET_PER_TURN
 }
 
 /// Redis's evictClients at the start of processCommand: clients over
@@ -1095,7 +1134,7 @@ impl Net {
             let c = ex.client_mut(slot);
             if !streaming {
                 // Complete: the pipeline behind it runs next turn.
-                self.stream_done.push(slot);
+                self.resume.push(slot);
                 break;
             }
             if c.pending_output() > 0 {
