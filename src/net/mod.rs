@@ -638,9 +638,9 @@ impl Conn {
         }
         // A big argument announced: room for all of it (as far as one turn's reads
         // would reserve anyway), as Redis sizes its buffer for a big bulk.
-        let big_arg = match self.parser.pending_bulk_end() {
-            Some((end, len)) if len >= QBUF_BIG_ARG => end.min(pending + READ_CHUNK * 16),
-            _ => 0,
+        let (big_arg, bulk_end) = match self.parser.pending_bulk_end() {
+            Some((end, len)) if len >= QBUF_BIG_ARG => (end.min(pending + READ_CHUNK * 16), end),
+            _ => (0, 0),
         };
         if self.rbuf_borrowed {
             let mut own = vec![0u8; QBUF_PRIVATE.max(pending).max(big_arg)];
@@ -655,9 +655,12 @@ impl Conn {
             self.rbuf.copy_within(self.start..self.end, 0);
             self.start = 0;
             self.end = pending;
+            // Geometric growth up to the argument's end: growing by one turn's reads
+            // at a time copied the whole buffer each turn (a 400 MB SET took 2.7 s).
+            let size = big_arg.max(self.rbuf.len() * 3 / 2).min(bulk_end);
             self.rbuf
-                .reserve_exact(big_arg.saturating_sub(self.rbuf.len()));
-            self.rbuf.resize(big_arg, 0);
+                .reserve_exact(size.saturating_sub(self.rbuf.len()));
+            self.rbuf.resize(size, 0);
         }
         self.rbuf_borrowed = false;
         c.qbuf = self.query_len();
