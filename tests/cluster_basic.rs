@@ -443,3 +443,49 @@ fn shard_channels_of_a_released_slot_are_unsubscribed() {
         "*3\r\n$8\r\nsmessage\r\n$1\r\nb\r\n$2\r\nhi\r\n"
     );
 }
+
+/// A replica that moves to another master drops the shard channels of the slots its
+/// new master does not serve, each subscriber told with `sunsubscribe` (Redis's
+/// clusterSetMaster).
+#[test]
+fn a_replica_moved_to_another_master_unsubscribes_its_old_shard_channels() {
+    let (a, b, r) = (start_node(&[]), start_node(&[]), start_node(&[]));
+    let mut ca = a.raw(2);
+    assert_eq!(
+        ca.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        b.raw(2).cmd(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]),
+        "+OK\r\n"
+    );
+    for n in [&b, &r] {
+        let (port, bus) = (n.port.to_string(), common::cluster::bus_port(n.port));
+        assert_eq!(
+            ca.cmd(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus.to_string()]),
+            "+OK\r\n"
+        );
+    }
+    common::cluster::wait_for("three nodes known to the replica", 30, || {
+        common::cluster::cluster_info_field(r.port, "cluster_known_nodes") == "3"
+    });
+    let (id_a, id_b) = (myid(a.port), myid(b.port));
+    let mut cr = r.raw(2);
+    assert_eq!(cr.cmd(&["CLUSTER", "REPLICATE", &id_a]), "+OK\r\n");
+    common::cluster::wait_ok(&[a.port, b.port, r.port]);
+    // Channel "b" hashes to slot 3300, served by the first master and its replica.
+    let mut sub = r.raw(2);
+    assert_eq!(
+        sub.cmd(&["SSUBSCRIBE", "b"]),
+        "*3\r\n$10\r\nssubscribe\r\n$1\r\nb\r\n:1\r\n"
+    );
+    assert_eq!(cr.cmd(&["CLUSTER", "REPLICATE", &id_b]), "+OK\r\n");
+    assert_eq!(
+        sub.read_reply(),
+        "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nb\r\n:0\r\n"
+    );
+    assert_eq!(
+        cr.cmd(&["PUBSUB", "SHARDNUMSUB", "b"]),
+        "*2\r\n$1\r\nb\r\n:0\r\n"
+    );
+}

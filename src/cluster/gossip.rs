@@ -987,6 +987,16 @@ pub fn set_my_master(cl: &mut Cluster, ex: &mut Executor, m: NodeId) {
     }
     cl.node_mut(me).replica_of = Some(m);
     cl.add_replica(m, me);
+    // Shard channels of the slots the new master does not serve are unsubscribed
+    // (Redis's removeAllNotOwnedShardChannelSubscriptions): their messages are now
+    // published in another shard.
+    if ex.pubsub.shard_channel_count() > 0 {
+        for s in 0..super::SLOTS {
+            if cl.slots[s] != Some(m) {
+                cl.mark_released(s);
+            }
+        }
+    }
     let shard = cl.node(m).shard_id;
     cl.node_mut(me).shard_id = shard;
     let (ip, port) = (cl.node(m).ip.clone(), replication_port(cl.node(m), ex));
