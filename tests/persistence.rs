@@ -329,3 +329,59 @@ fn flushes_count_changes_as_redis() {
     assert_eq!(text.matches("FLUSHDB").count(), 2, "{text}");
     assert_eq!(text.matches("FLUSHALL").count(), 2, "{text}");
 }
+
+/// Keys whose TTL passed while the server was down: a master drops them as it loads
+/// the file, a replica keeps them until its master's DELs arrive (Redis's rdbLoad
+/// skips them only when it runs on a master), hidden from reads meanwhile.
+#[test]
+fn expired_keys_are_dropped_by_a_master_and_kept_by_a_replica() {
+    let dir = temp_dir("persist");
+    let s = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 300)
+        .to_string();
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SET", "gone", "v", "PXAT", &at]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SET", "kept", "v"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SAVE"]), "+OK\r\n");
+    drop(s);
+    // Past the TTL before either server loads the file.
+    while c_now_ms() <= at.parse::<u128>().unwrap() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let no_master = free_port().to_string();
+    let replica = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--replicaof",
+            "127.0.0.1",
+            &no_master,
+        ],
+    );
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["DBSIZE"]), ":2\r\n");
+    assert_eq!(r.cmd(&["GET", "gone"]), "$-1\r\n");
+    drop(replica);
+    let master = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
+    let mut m = master.raw(2);
+    assert_eq!(m.cmd(&["DBSIZE"]), ":1\r\n");
+    let info = m.cmd(&["INFO", "keyspace"]);
+    assert!(info.contains("db0:keys=1,expires=0"), "{info}");
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn c_now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}

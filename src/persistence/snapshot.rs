@@ -753,8 +753,9 @@ pub fn load_image(
     crate::scripting::functions::load_libraries(ex, &info.functions, merge)
         .map_err(rdb::Error::Library)?;
     let (mut keys, mut expired) = (0u64, 0u64);
+    let skip_expired = !keeps_expired_keys_on_load(ex);
     for k in loaded {
-        if k.expire_ms.is_some_and(|t| t <= now) {
+        if skip_expired && k.expire_ms.is_some_and(|t| t <= now) {
             expired += 1;
             if let Some(keys) = ex.persist.expired_on_load.as_mut() {
                 keys.push((k.db, k.key));
@@ -783,6 +784,17 @@ pub fn load_image(
     ex.persist.last_load_keys = keys;
     ex.persist.last_load_expired = expired;
     Ok((info, used))
+}
+
+/// Whether a load keeps keys whose TTL has passed, as Redis's rdbLoad does unless it
+/// runs on a master: a replica (by `replicaof`, as a cluster replica in nodes.conf,
+/// loading its master's image, or replaying an AOF, whose expiry mode is not
+/// `Delete` then) holds them until its master's DELs arrive, so that commands of the
+/// master's stream find the keys the master still had.
+fn keeps_expired_keys_on_load(ex: &Executor) -> bool {
+    ex.ks.expire_mode != crate::keyspace::ExpireMode::Delete
+        || ex.config.replicaof.is_some()
+        || ex.cluster.as_ref().is_some_and(|cl| cl.me().is_replica())
 }
 
 /// Loads `dbfilename` at startup if it exists. A corrupt or unreadable file is an
