@@ -249,6 +249,27 @@ impl Client {
         self.note_reply_peak();
     }
 
+    /// Appends raw output (a replica's share of the write stream): a big backlog
+    /// becomes blocks of the reply list, never one vector that doubles as it grows.
+    pub fn append_output(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+        if self.out.len() >= SEAL_AT {
+            self.seal();
+        }
+    }
+
+    /// `append_output` of an owned buffer: a big one joins the reply list as it is.
+    pub fn append_output_owned(&mut self, bytes: Vec<u8>) {
+        if bytes.len() < SEAL_AT {
+            self.append_output(&bytes);
+            return;
+        }
+        self.seal();
+        self.sealed_bytes += bytes.len();
+        self.sealed_cap += bytes.capacity();
+        self.sealed.push_back(bytes);
+    }
+
     /// Writes a bulk string whose contents are `value`: the header, `value` itself as
     /// a block of the reply list, then the line end.
     pub fn push_big_bulk(&mut self, value: Vec<u8>) {

@@ -424,7 +424,7 @@ pub fn pump_images(ex: &mut Executor) {
         }
         p.state = PeerState::Online;
         let c = ex.client_mut(slot);
-        c.out.extend_from_slice(&held);
+        c.append_output_owned(held);
         crate::log::notice(&format!(
             "Synchronization with replica {} succeeded",
             c.addr

@@ -301,7 +301,7 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
         }
     }
     for &slot in &online {
-        ex.client_mut(slot).out.extend_from_slice(data);
+        ex.client_mut(slot).append_output(data);
         ex.mark_pending_write(slot);
     }
     for slot in online.into_iter().chain(syncing) {
