@@ -113,10 +113,12 @@ pub fn dataset_digest(ks: &crate::keyspace::Keyspace) -> Digest {
         let mut cursor = 0;
         loop {
             cursor = db.table.scan(cursor, |e| {
-                let kd = key_digest(e.key(), e.value(), e.expire().is_some());
-                for (a, b) in out.iter_mut().zip(kd) {
-                    *a ^= b;
-                }
+                // Folded with `xor` like any datum (Redis's xorDigest hashes what
+                // it folds in), not xored in raw.
+                xor(
+                    &mut out,
+                    &key_digest(e.key(), e.value(), e.expire().is_some()),
+                );
             });
             if cursor == 0 {
                 break;

@@ -432,14 +432,12 @@ fn put_len(out: &mut Vec<u8>, n: usize) {
 /// the integer encodings never apply.)
 fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     if s.len() > 20 {
-        if let Ok(c) = lzf::compress(s) {
-            if c.len() <= s.len() - 4 {
-                out.push(0xc3);
-                put_len(out, c.len());
-                put_len(out, s.len());
-                out.extend_from_slice(&c);
-                return;
-            }
+        if let Some(c) = crate::util::lzf::compress(s, s.len() - 4) {
+            out.push(0xc3);
+            put_len(out, c.len());
+            put_len(out, s.len());
+            out.extend_from_slice(&c);
+            return;
         }
     }
     put_len(out, s.len());

@@ -252,14 +252,12 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
         }
     }
     if compress && s.len() > 20 {
-        if let Ok(c) = lzf::compress(s) {
-            if c.len() + 4 <= s.len() {
-                out.push(0xC0 | ENC_LZF);
-                write_len(out, c.len() as u64);
-                write_len(out, s.len() as u64);
-                out.extend_from_slice(&c);
-                return;
-            }
+        if let Some(c) = crate::util::lzf::compress(s, s.len() - 4) {
+            out.push(0xC0 | ENC_LZF);
+            write_len(out, c.len() as u64);
+            write_len(out, s.len() as u64);
+            out.extend_from_slice(&c);
+            return;
         }
     }
     write_len(out, s.len() as u64);

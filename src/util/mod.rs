@@ -4,6 +4,7 @@
 pub mod fdlimit;
 pub mod glob;
 pub mod hashslot;
+pub mod lzf;
 pub mod numeric;
 
 /// A hash map with foldhash instead of SipHash: the server's internal maps (command

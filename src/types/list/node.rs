@@ -288,12 +288,10 @@ impl Node {
             return;
         }
         let src = self.redis_bytes();
-        let Ok(c) = lzf::compress(&src) else {
+        // Kept only when it saves at least MIN_COMPRESS_IMPROVE bytes.
+        let Some(c) = crate::util::lzf::compress(&src, sz - MIN_COMPRESS_IMPROVE - 1) else {
             return;
         };
-        if c.len() + MIN_COMPRESS_IMPROVE >= sz {
-            return;
-        }
         let mut b = Vec::with_capacity(LZF_PREFIX + c.len());
         b.extend_from_slice(&(sz as u64).to_le_bytes());
         b.extend_from_slice(&c);
