@@ -177,7 +177,7 @@ mod tests {
     fn the_longest_match_and_the_farthest_distance_encode() {
         let mut input = vec![7u8; 300];
         input.extend((0..8200u32).map(|i| (i % 251) as u8));
-        input.extend_from_slice(&input[300..600].to_vec());
+        input.extend_from_within(300..600);
         roundtrip(&input);
     }
 
