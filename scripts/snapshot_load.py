@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""A snapshot under write load, side by side: duration, memory growth, PING latency.
+
+    scripts/snapshot_load.py SERVER_BINARY PORT [bgsave|bgrewriteaof] [KEYS]
+
+Starts SERVER_BINARY (cinnabar, redis-server or valkey-server) with DEBUG POPULATE KEYS
+keys of 100 bytes (default 1,800,000), runs redis-benchmark SET -P 16 with 20 clients over
+the same keyspace, then starts the snapshot. Samples the PSS of the server and its
+children every 50 ms and a PING from another client every 10 ms. Prints the snapshot's
+duration, the peak PSS growth over the PSS just before it (as a share of that PSS), and
+the PING p99/max during the snapshot next to the same before it.
+"""
+import os, socket, subprocess, sys, tempfile, threading, time
+
+binary, port = sys.argv[1], int(sys.argv[2])
+kind = sys.argv[3] if len(sys.argv) > 3 else "bgsave"
+keys = int(sys.argv[4]) if len(sys.argv) > 4 else 1_800_000
+d = tempfile.mkdtemp()
+aof = "yes" if kind == "bgrewriteaof" else "no"
+srv = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", aof,
+                        "--enable-debug-command", "yes", "--dir", d],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def cli(*a):
+    return subprocess.run(["redis-cli", "-p", str(port), *a], capture_output=True,
+                          text=True).stdout.strip()
+
+def info(field):
+    for line in cli("info", "persistence").splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1]
+    return ""
+
+def pss(pid):
+    total = 0
+    pids = [pid]
+    try:
+        pids += [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in open(f"/proc/{p}/smaps_rollup"):
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+time.sleep(0.5)
+while cli("ping") != "PONG":
+    time.sleep(0.1)
+busy = "aof_rewrite_in_progress" if kind == "bgrewriteaof" else "rdb_bgsave_in_progress"
+while info(busy) == "1":
+    time.sleep(0.1)
+cli("debug", "populate", str(keys), "key", "100")
+bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-t", "set", "-n", "1000000000",
+                          "-c", "20", "-P", "16", "-r", str(keys), "-d", "100", "-q"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+lat = []  # (time, seconds)
+stop = False
+
+def pinger():
+    s = socket.create_connection(("127.0.0.1", port))
+    while not stop:
+        t = time.time()
+        s.sendall(b"PING\r\n")
+        s.recv(64)
+        lat.append((t, time.time() - t))
+        time.sleep(0.01)
+
+threading.Thread(target=pinger, daemon=True).start()
+time.sleep(3)
+base = pss(srv.pid)
+t0 = time.time()
+cli(kind)
+peak = base
+time.sleep(0.05)
+while info(busy) == "1":
+    peak = max(peak, pss(srv.pid))
+    time.sleep(0.05)
+t1 = time.time()
+stop = True
+bench.kill()
+time.sleep(0.1)
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))] * 1000 if xs else 0
+
+during = [l for t, l in lat if t0 <= t <= t1]
+before = [l for t, l in lat if t0 - (t1 - t0) - 0.5 <= t < t0]
+print(f"{os.path.basename(binary)} {kind}: {t1 - t0:.2f} s, PSS {base / 1024:.0f} MB, "
+      f"peak growth {(peak - base) * 100 / base:.1f}%, PING p99 {pct(during, 0.99):.2f} ms "
+      f"(max {max(during, default=0) * 1000:.1f}) during, {pct(before, 0.99):.2f} ms "
+      f"(max {max(before, default=0) * 1000:.1f}) before")
+srv.kill()
+srv.wait()
+subprocess.run(["rm", "-rf", d])
