@@ -278,11 +278,14 @@ impl Server {
         }
         crate::process::notify_ready(&self.ex.config, self.ex.repl.is_replica());
         loop {
+            // Pipelines that yielded last turn go on after this turn's events, so the
+            // clients those events are for are served first.
+            let resuming = std::mem::take(&mut self.net.borrow_mut().resume);
             let timeout = {
                 let net = self.net.borrow();
                 if self.ex.has_pending_timer_work()
                     || !net.streaming.is_empty()
-                    || !net.resume.is_empty()
+                    || !resuming.is_empty()
                 {
                     Duration::ZERO
                 } else if net.pending_reads.is_empty() && net.held.is_empty() {
@@ -345,11 +348,10 @@ impl Server {
             for slot in held {
                 self.process(slot);
             }
-            // Pipelines that yielded (a streamed reply ended, or the output budget was
-            // spent) go on; a streamed reply the socket keeps draining is written
-            // again this turn.
-            let resumed = std::mem::take(&mut self.net.borrow_mut().resume);
-            for slot in resumed {
+            // Pipelines that yielded last turn (a streamed reply ended, or the output
+            // budget was spent) go on; a streamed reply the socket keeps draining is
+            // written again this turn.
+            for slot in resuming {
                 self.process(slot);
             }
             for slot in std::mem::take(&mut self.net.borrow_mut().streaming) {
