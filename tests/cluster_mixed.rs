@@ -362,6 +362,12 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
     let cin: Vec<_> = (0..3).map(|_| start_node(&[])).collect();
     let entry = format!("127.0.0.1:{}", rports[0]);
     for c in &cin {
+        // add-node checks the cluster first and refuses while the node added before
+        // is not yet known alike to every node.
+        wait_for("the nodes to agree before add-node", 60, || {
+            let (ok, out) = redis_cli(&["--cluster", "check", &entry]);
+            ok && !out.contains("[ERR]")
+        });
         let (ok, out) = redis_cli(&[
             "--cluster",
             "add-node",

@@ -242,10 +242,7 @@ impl Client {
     /// `body` itself as a block of the reply list.
     pub fn push_encoded_array(&mut self, n: usize, body: Vec<u8>) {
         crate::protocol::reply::encode_header(b'*', n, &mut self.out);
-        self.seal();
-        self.sealed_bytes += body.len();
-        self.sealed_cap += body.capacity();
-        self.sealed.push_back(body);
+        self.push_block(body);
         self.note_reply_peak();
     }
 
@@ -264,22 +261,24 @@ impl Client {
             self.append_output(&bytes);
             return;
         }
-        self.seal();
-        self.sealed_bytes += bytes.len();
-        self.sealed_cap += bytes.capacity();
-        self.sealed.push_back(bytes);
+        self.push_block(bytes);
     }
 
     /// Writes a bulk string whose contents are `value`: the header, `value` itself as
     /// a block of the reply list, then the line end.
     pub fn push_big_bulk(&mut self, value: Vec<u8>) {
         crate::protocol::reply::encode_header(b'$', value.len(), &mut self.out);
-        self.seal();
-        self.sealed_bytes += value.len();
-        self.sealed_cap += value.capacity();
-        self.sealed.push_back(value);
+        self.push_block(value);
         self.out.extend_from_slice(b"\r\n");
         self.note_reply_peak();
+    }
+
+    /// Appends `block` to the reply list as it is, after whatever output is pending.
+    fn push_block(&mut self, block: Vec<u8>) {
+        self.seal();
+        self.sealed_bytes += block.len();
+        self.sealed_cap += block.capacity();
+        self.sealed.push_back(block);
     }
 
     /// Moves the output buffer to the end of the sealed blocks; the next reply starts
