@@ -487,8 +487,8 @@ impl Server {
     }
 }
 
-/// Runs every complete command in `conn`'s buffer; true when the client is held back
-/// (CLIENT PAUSE) with commands left.
+/// Runs the complete commands in `conn`'s buffer; says why it stopped short of the
+/// end, if it did (CLIENT PAUSE holds the client, or the turn's output budget is spent).
 fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
     let mut stop = Stop::Done;
     let output_at_start = ex.client(slot).pending_output();

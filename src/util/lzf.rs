@@ -13,14 +13,14 @@
 
 use std::cell::RefCell;
 
-const HASH_BITS: u32 = 14;
-const MAX_LITERALS: usize = 32;
-const MAX_DISTANCE: usize = 8192;
-const MIN_MATCH: usize = 3;
-const MAX_MATCH: usize = 264;
+const HASH_LOG: u32 = 16;
+const MAX_OFF: usize = 1 << 13;
+const MAX_REF: usize = (1 << 8) + (1 << 3);
+const MAX_LIT: usize = 1 << 5;
 
-/// Positions by hash of the three bytes there, as `base + position + 1` for the call
-/// whose `base` it was; anything not above the current `base` is from an earlier call.
+/// Positions by hash of the three bytes there, as `base + position` for the call whose
+/// `base` it was: an entry not above the current `base` (an earlier call's, or position
+/// 0, which is never a match) counts as empty.
 struct Table {
     slots: Box<[u32]>,
     base: u32,
@@ -28,44 +28,25 @@ struct Table {
 
 thread_local! {
     static TABLE: RefCell<Table> = RefCell::new(Table {
-        slots: vec![0; 1 << HASH_BITS].into_boxed_slice(),
+        slots: vec![0; 1 << HASH_LOG].into_boxed_slice(),
         base: 0,
     });
 }
 
 #[inline]
-fn hash(b: &[u8]) -> usize {
-    let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
-}
-
-fn push_literals(out: &mut Vec<u8>, mut lit: &[u8]) {
-    while !lit.is_empty() {
-        let n = lit.len().min(MAX_LITERALS);
-        out.push((n - 1) as u8);
-        out.extend_from_slice(&lit[..n]);
-        lit = &lit[n..];
-    }
-}
-
-fn push_match(out: &mut Vec<u8>, len: usize, distance: usize) {
-    let l = len - 2;
-    let off = distance - 1;
-    let high = (off >> 8) as u8;
-    if l < 7 {
-        out.push(((l as u8) << 5) | high);
-    } else {
-        out.push((7 << 5) | high);
-        out.push((l - 7) as u8);
-    }
-    out.push(off as u8);
+fn slot(h: u32) -> usize {
+    let h = u64::from(h);
+    ((h >> (24 - HASH_LOG)).wrapping_sub(h * 5) & ((1 << HASH_LOG) - 1)) as usize
 }
 
 /// Compresses `input`; None when the result would be longer than `max_out` bytes (the
-/// caller then stores the input as it is, as Redis does when compression saves too little).
+/// caller then stores the input as it is, as Redis does when compression saves too
+/// little). The output is liblzf's (what Redis writes) byte for byte, as the `lzf`
+/// crate's is: the hash, the match rules and the literal runs are the same; only the
+/// table is kept from call to call.
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     let n = input.len();
-    if n < MIN_MATCH || n >= (u32::MAX / 2) as usize {
+    if n < 2 || n >= (u32::MAX / 2) as usize {
         return None;
     }
     TABLE.with(|t| {
@@ -76,48 +57,112 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         }
         let base = t.base;
         t.base += n as u32 + 1;
-        let slots = &mut t.slots;
-        let mut out = Vec::with_capacity(max_out.min(n + n / 32 + 1));
-        let mut lit_start = 0;
-        let mut ip = 0;
-        while ip + MIN_MATCH <= n {
-            let h = hash(&input[ip..]);
-            let seen = slots[h];
-            slots[h] = base + ip as u32 + 1;
-            if seen > base {
-                let at = (seen - base - 1) as usize;
-                let distance = ip - at;
-                if distance <= MAX_DISTANCE
-                    && input[at..at + MIN_MATCH] == input[ip..ip + MIN_MATCH]
-                {
-                    let limit = MAX_MATCH.min(n - ip);
-                    let mut len = MIN_MATCH;
-                    while len < limit && input[at + len] == input[ip + len] {
-                        len += 1;
-                    }
-                    push_literals(&mut out, &input[lit_start..ip]);
-                    push_match(&mut out, len, distance);
-                    if out.len() > max_out {
-                        return None;
-                    }
-                    // The positions inside the match are hashed too, so that a run
-                    // repeating further on finds its nearest copy.
-                    let end = ip + len;
-                    let mut p = ip + 1;
-                    while p < end && p + MIN_MATCH <= n {
-                        slots[hash(&input[p..])] = base + p as u32 + 1;
-                        p += 1;
-                    }
-                    ip = end;
-                    lit_start = ip;
-                    continue;
-                }
-            }
-            ip += 1;
-        }
-        push_literals(&mut out, &input[lit_start..]);
+        let out = encode(input, &mut t.slots, base)?;
         (out.len() <= max_out).then_some(out)
     })
+}
+
+/// liblzf's compressor over a table whose live entries are those above `base`. The
+/// output buffer is the input's size, as Redis gives it; None when that is too small.
+fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
+    let n = data.len();
+    let mut out = vec![0u8; n];
+    // A literal run's control byte is reserved before its bytes (`o` starts past it).
+    let mut o: usize = 1;
+    let mut lit: usize = 0;
+    let mut ip: usize = 0;
+    let first = |p: usize| (u32::from(data[p]) << 8) | u32::from(data[p + 1]);
+    let mut hval = first(0);
+    while ip < n - 2 {
+        hval = (hval << 8) | u32::from(data[ip + 2]);
+        let h = slot(hval);
+        let seen = htab[h];
+        htab[h] = base + ip as u32;
+        let reference = if seen > base {
+            (seen - base) as usize
+        } else {
+            0
+        };
+        let off = ip.wrapping_sub(reference).wrapping_sub(1);
+        if off < MAX_OFF
+            && ip + 4 < n
+            && reference > 0
+            && reference < n - 2
+            && data[reference..reference + 3] == data[ip..ip + 3]
+        {
+            let maxlen = (n - ip - 2).min(MAX_REF);
+            // Close the literal run (or take back its reserved byte if it is empty).
+            out[o - lit - 1] = (lit as u8).wrapping_sub(1);
+            if lit == 0 {
+                o -= 1;
+            }
+            if o + 3 + 1 >= n {
+                return None;
+            }
+            let mut len = 3;
+            while len < maxlen && data[reference + len] == data[ip + len] {
+                len += 1;
+            }
+            let len = len - 2;
+            ip += 1;
+            if len < 7 {
+                out[o] = (off >> 8) as u8 + ((len as u8) << 5);
+                o += 1;
+            } else {
+                out[o] = (off >> 8) as u8 + (7 << 5);
+                out[o + 1] = (len as u8).wrapping_sub(7);
+                o += 2;
+            }
+            out[o] = off as u8;
+            o += 2;
+            lit = 0;
+            ip += len - 1;
+            if ip >= n {
+                break;
+            }
+            hval = first(ip);
+            hval = (hval << 8) | u32::from(data[ip + 2]);
+            htab[slot(hval)] = base + ip as u32;
+            ip += 1;
+            hval = (hval << 8) | u32::from(data[ip + 2]);
+            htab[slot(hval)] = base + ip as u32;
+            ip += 1;
+        } else {
+            if o >= n {
+                return None;
+            }
+            lit += 1;
+            out[o] = data[ip];
+            o += 1;
+            ip += 1;
+            if lit == MAX_LIT {
+                out[o - lit - 1] = (lit as u8).wrapping_sub(1);
+                lit = 0;
+                o += 1;
+            }
+        }
+    }
+    // At most three bytes are left.
+    if o + 3 > n {
+        return None;
+    }
+    while ip < n {
+        lit += 1;
+        out[o] = data[ip];
+        o += 1;
+        ip += 1;
+        if lit == MAX_LIT {
+            out[o - lit - 1] = (lit as u8).wrapping_sub(1);
+            lit = 0;
+            o += 1;
+        }
+    }
+    out[o - lit - 1] = (lit as u8).wrapping_sub(1);
+    if lit == 0 {
+        o -= 1;
+    }
+    out.truncate(o);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -126,7 +171,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn roundtrip(input: &[u8]) {
-        if let Some(c) = compress(input, usize::MAX) {
+        let ours = compress(input, usize::MAX);
+        // Byte for byte what the `lzf` crate (a port of liblzf, Redis's) writes.
+        assert_eq!(ours, lzf::compress(input).ok());
+        if let Some(c) = ours {
             assert_eq!(lzf::decompress(&c, input.len()).unwrap(), input);
         }
     }
