@@ -19,40 +19,80 @@ struct RedisNode {
 }
 
 impl RedisNode {
+    /// A redis-server cluster node on fresh client and bus ports; another try with
+    /// other ports when one of them was taken meanwhile (the process exits, or another
+    /// process answers on the port).
     fn start() -> RedisNode {
         let dir = temp_dir("redis-cluster");
-        let port = free_port();
-        let cport = free_port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--cluster-port",
-                &cport.to_string(),
-                "--cluster-enabled",
-                "yes",
-                "--cluster-node-timeout",
-                "2000",
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--repl-diskless-sync-delay",
-                "0",
-                "--dir",
-                &dir.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn redis-server");
-        wait_for("redis-server up", 20, || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        RedisNode { child, port, dir }
+        for _attempt in 0..5 {
+            let port = free_port();
+            let cport = free_port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--cluster-port",
+                    &cport.to_string(),
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--repl-diskless-sync-delay",
+                    "0",
+                    "--dir",
+                    &dir.display().to_string(),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn redis-server");
+            let own = format!("process_id:{}\r\n", child.id());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if answers_with(port, &own) {
+                    return RedisNode { child, port, dir };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start");
     }
+}
+
+/// Whether the server on `port` answers INFO with `text` in it (nothing here may
+/// panic: the port may belong to anything while a start attempt is lost).
+fn answers_with(port: u16, text: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    if s.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.len() < 64 * 1024 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        if String::from_utf8_lossy(&got).contains(text) {
+            return true;
+        }
+    }
+    false
 }
 
 impl Drop for RedisNode {
