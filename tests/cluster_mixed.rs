@@ -9,98 +9,27 @@ mod common;
 use common::cluster::{
     cluster_create, myid, redis_cli, redis_cli_available, start_node, wait_for, wait_ok,
 };
-use common::{free_port, redis_server_available, temp_dir, RawConn, TestServer};
-use std::process::{Child, Command, Stdio};
+use common::{free_port, redis_server_available, RawConn, RedisServer, TestServer};
+use std::process::Command;
 
-struct RedisNode {
-    child: Child,
-    port: u16,
-    dir: std::path::PathBuf,
-}
-
-impl RedisNode {
-    /// A redis-server cluster node on fresh client and bus ports; another try with
-    /// other ports when one of them was taken meanwhile (the process exits, or another
-    /// process answers on the port).
-    fn start() -> RedisNode {
-        let dir = temp_dir("redis-cluster");
-        for _attempt in 0..5 {
-            let port = free_port();
-            let cport = free_port();
-            let mut child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--cluster-port",
-                    &cport.to_string(),
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-node-timeout",
-                    "2000",
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--repl-diskless-sync-delay",
-                    "0",
-                    "--dir",
-                    &dir.display().to_string(),
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server");
-            let own = format!("process_id:{}\r\n", child.id());
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-            while std::time::Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                if answers_with(port, &own) {
-                    return RedisNode { child, port, dir };
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("redis-server did not start");
-    }
-}
-
-/// Whether the server on `port` answers INFO with `text` in it (nothing here may
-/// panic: the port may belong to anything while a start attempt is lost).
-fn answers_with(port: u16, text: &str) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-    if s.write_all(b"INFO server\r\n").is_err() {
-        return false;
-    }
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while got.len() < 64 * 1024 {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-        if String::from_utf8_lossy(&got).contains(text) {
-            return true;
-        }
-    }
-    false
-}
-
-impl Drop for RedisNode {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A redis-server cluster node (`RedisServer` with cluster directives; its bus port is
+/// drawn for each start attempt).
+fn redis_node() -> RedisServer {
+    RedisServer::start_with(|| {
+        [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-node-timeout",
+            "2000",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--cluster-port",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([free_port().to_string()])
+        .collect()
+    })
 }
 
 fn line_of(port: u16, id: &str) -> String {
@@ -118,7 +47,7 @@ fn cinnabar_and_redis_server_in_one_cluster() {
         return;
     }
     let mut cin: Vec<TestServer> = (0..2).map(|_| start_node(&[])).collect();
-    let red: Vec<RedisNode> = (0..2).map(|_| RedisNode::start()).collect();
+    let red: Vec<RedisServer> = (0..2).map(|_| redis_node()).collect();
     // Masters alternate kinds.
     let masters = [cin[0].port, red[0].port, cin[1].port, red[1].port];
     cluster_create(&masters, 0);
@@ -131,7 +60,7 @@ fn cinnabar_and_redis_server_in_one_cluster() {
 
     // A redis-server replica of a Cinnabar master, a Cinnabar replica of a
     // redis-server master.
-    let red_replica = RedisNode::start();
+    let red_replica = redis_node();
     let cin_replica = start_node(&[]);
     let cin_master_id = myid(cin[0].port);
     let red_master_id = myid(red[0].port);
@@ -206,8 +135,7 @@ fn cinnabar_and_redis_server_in_one_cluster() {
     let cin_replica_id = myid(cin_replica.port);
     let mut red = red;
     let red0_port = red[0].port;
-    let _ = red[0].child.kill();
-    let _ = red[0].child.wait();
+    red[0].kill9();
     let alive: Vec<u16> = alive.iter().copied().filter(|&p| p != red0_port).collect();
     wait_for("cinnabar replica promoted", 60, || {
         alive.iter().all(|&p| {
@@ -258,7 +186,7 @@ fn redis_server_cluster_moves_to_cinnabar_nodes() {
     if !redis_cli_available() || !redis_server_available() {
         return;
     }
-    let red: Vec<RedisNode> = (0..3).map(|_| RedisNode::start()).collect();
+    let red: Vec<RedisServer> = (0..3).map(|_| redis_node()).collect();
     let rports: Vec<u16> = red.iter().map(|n| n.port).collect();
     cluster_create(&rports, 0);
     wait_ok(&rports);
@@ -378,7 +306,7 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
     }
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let red: Vec<RedisNode> = (0..3).map(|_| RedisNode::start()).collect();
+    let red: Vec<RedisServer> = (0..3).map(|_| redis_node()).collect();
     let rports: Vec<u16> = red.iter().map(|n| n.port).collect();
     cluster_create(&rports, 0);
     wait_ok(&rports);

@@ -62,6 +62,20 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     })
 }
 
+/// Appends one literal byte at `o` to the open run of `lit` bytes; a full run gets its
+/// control byte and the next one's is reserved.
+#[inline]
+fn push_literal(out: &mut [u8], o: &mut usize, lit: &mut usize, byte: u8) {
+    *lit += 1;
+    out[*o] = byte;
+    *o += 1;
+    if *lit == MAX_LIT {
+        out[*o - *lit - 1] = (*lit as u8).wrapping_sub(1);
+        *lit = 0;
+        *o += 1;
+    }
+}
+
 /// liblzf's compressor over a table whose live entries are those above `base`. The
 /// output buffer is the input's size, as Redis gives it; None when that is too small.
 fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
@@ -131,31 +145,16 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
             if o >= n {
                 return None;
             }
-            lit += 1;
-            out[o] = data[ip];
-            o += 1;
+            push_literal(&mut out, &mut o, &mut lit, data[ip]);
             ip += 1;
-            if lit == MAX_LIT {
-                out[o - lit - 1] = (lit as u8).wrapping_sub(1);
-                lit = 0;
-                o += 1;
-            }
         }
     }
     // At most three bytes are left.
     if o + 3 > n {
         return None;
     }
-    while ip < n {
-        lit += 1;
-        out[o] = data[ip];
-        o += 1;
-        ip += 1;
-        if lit == MAX_LIT {
-            out[o - lit - 1] = (lit as u8).wrapping_sub(1);
-            lit = 0;
-            o += 1;
-        }
+    for &byte in &data[ip..] {
+        push_literal(&mut out, &mut o, &mut lit, byte);
     }
     out[o - lit - 1] = (lit as u8).wrapping_sub(1);
     if lit == 0 {

@@ -392,6 +392,13 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start() -> RedisServer {
+        Self::start_with(Vec::new)
+    }
+
+    /// `start` plus the directives `extra` gives for each start attempt (drawn anew
+    /// each time, so a cluster node's bus port lost to another process is not tried
+    /// again).
+    pub fn start_with(extra: impl Fn() -> Vec<String>) -> RedisServer {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("cinnabar-redis-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -413,6 +420,7 @@ impl RedisServer {
                     "--enable-debug-command",
                     "yes",
                 ])
+                .args(extra())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -442,6 +450,12 @@ impl RedisServer {
             .unwrap()
             .get_connection()
             .unwrap()
+    }
+
+    /// Kills the process with SIGKILL (a crash) and waits for it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
