@@ -366,6 +366,103 @@ fn transfer_in_flight_serves_others_and_holds_writes() {
     assert_eq!(c.cmd(&["SET", "slow", "2"]), "+OK\r\n");
 }
 
+/// Fills `key` with `n` members of `kind`, a thousand per command.
+fn fill_big(c: &mut RawConn, kind: &str, key: &str, n: usize) {
+    for base in (0..n).step_by(1000) {
+        let mut args: Vec<String> = match kind {
+            "hash" => vec!["HSET".into(), key.into()],
+            "zset" => vec!["ZADD".into(), key.into()],
+            "set" => vec!["SADD".into(), key.into()],
+            _ => vec!["RPUSH".into(), key.into()],
+        };
+        for i in base..(base + 1000).min(n) {
+            match kind {
+                "hash" => args.extend([format!("field:{i}"), format!("value:{i}")]),
+                "zset" => args.extend([format!("{}", i as f64 * 1.5), format!("member:{i}")]),
+                _ => args.push(format!("member:{i}")),
+            }
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = c.cmd(&refs);
+        assert!(r.starts_with(':'), "{r}");
+    }
+}
+
+/// Big keys are serialized a slice per loop turn: other clients are served
+/// meanwhile, writes to the keys wait until they have left, and each arrives whole.
+#[test]
+fn big_keys_move_in_slices_with_their_writes_held() {
+    let src = TestServer::start();
+    let dst = TestServer::start();
+    let dp = port_s(dst.port);
+    let mut c = src.raw(2);
+    let kinds = [("hash", "h"), ("zset", "z"), ("set", "s"), ("list", "l")];
+    let mut digests = Vec::new();
+    for (kind, key) in kinds {
+        fill_big(&mut c, kind, key, 200_000);
+        digests.push(c.cmd(&["DEBUG", "DIGEST-VALUE", key]));
+    }
+    c.cmd(&["SET", "small", "v"]);
+    let mut mover = src.raw(2);
+    mover.send(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &dp,
+        "",
+        "0",
+        "60000",
+        "KEYS",
+        "h",
+        "z",
+        "s",
+        "l",
+        "small",
+    ]);
+    // Once the MIGRATE runs (or has ended), writes to its keys come after it.
+    common::wait_until(|| {
+        let mut probe = [0u8; 1];
+        mover.stream.set_nonblocking(true).unwrap();
+        let answered = mover.stream.peek(&mut probe).is_ok();
+        mover.stream.set_nonblocking(false).unwrap();
+        answered || c.cmd(&["CLIENT", "LIST"]).contains("cmd=migrate")
+    });
+    let mut writer = src.raw(2);
+    writer.send(&["HSET", "h", "after", "1"]);
+    writer.send(&["RPUSH", "l", "after"]);
+    assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+    assert_eq!(mover.read_reply(), "+OK\r\n");
+    assert_eq!(writer.read_reply(), ":1\r\n");
+    assert_eq!(writer.read_reply(), ":1\r\n");
+    let mut d = dst.raw(2);
+    for ((_, key), digest) in kinds.iter().zip(&digests) {
+        assert_eq!(&d.cmd(&["DEBUG", "DIGEST-VALUE", key]), digest, "{key}");
+    }
+    assert_eq!(d.cmd(&["GET", "small"]), "$1\r\nv\r\n");
+    // Here only what the held writes created.
+    assert_eq!(c.cmd(&["HGETALL", "h"]), "*2\r\n$5\r\nafter\r\n$1\r\n1\r\n");
+    assert_eq!(c.cmd(&["LRANGE", "l", "0", "-1"]), "*1\r\n$5\r\nafter\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "z", "s", "small"]), ":0\r\n");
+
+    // With COPY the key stays, and a write waits only while it is being encoded.
+    fill_big(&mut c, "zset", "z", 100_000);
+    let before = c.cmd(&["DEBUG", "DIGEST-VALUE", "z"]);
+    assert_eq!(
+        c.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "z",
+            "0",
+            "60000",
+            "COPY",
+            "REPLACE"
+        ]),
+        "+OK\r\n"
+    );
+    assert_eq!(d.cmd(&["DEBUG", "DIGEST-VALUE", "z"]), before);
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST-VALUE", "z"]), before);
+}
+
 #[test]
 fn migrate_inside_multi_waits_in_place() {
     let src = TestServer::start();
@@ -396,8 +493,10 @@ fn interop_with_redis_server() {
         c.cmd(&["SADD", "set", "x", "y", "z"]);
         c.cmd(&["RPUSH", "l", "1", "2", "3"]);
         c.cmd(&["XADD", "st", "1-1", "f", "v"]);
+        // Big enough to be encoded in slices.
+        fill_big(c, "hash", "bigh", 20_000);
     };
-    let keys = ["s", "h", "z", "set", "l", "st"];
+    let keys = ["s", "h", "z", "set", "l", "st", "bigh"];
     for (from, to) in [(ours.port, theirs.port), (theirs.port, ours.port)] {
         let mut a = RawConn::connect(from, 2);
         let mut b = RawConn::connect(to, 2);
@@ -418,5 +517,10 @@ fn interop_with_redis_server() {
         assert_eq!(b.cmd(&["SCARD", "set"]), ":3\r\n");
         assert_eq!(b.cmd(&["LINDEX", "l", "2"]), "$1\r\n3\r\n");
         assert_eq!(b.cmd(&["XLEN", "st"]), ":1\r\n");
+        assert_eq!(b.cmd(&["HLEN", "bigh"]), ":20000\r\n");
+        assert_eq!(
+            b.cmd(&["HGET", "bigh", "field:19999"]),
+            "$11\r\nvalue:19999\r\n"
+        );
     }
 }

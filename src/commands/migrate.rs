@@ -21,10 +21,13 @@
 use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
-use crate::commands::migrate_conn::{push_command, Job, Outcome};
+use crate::commands::migrate_conn::{Job, Outcome};
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::exec::{blocking, Executor};
+use crate::keyspace::Keyspace;
+use crate::persistence::rdb::sliced::{self, SlicedDump, Step};
 use crate::protocol::Reply;
+use std::time::{Duration, Instant};
 
 pub static COMMANDS: &[Command] = &[
     command!("migrate", -6, WRITE | MOVABLE_KEYS, (3, 3, 1), &["keyspace", "write", "slow", "dangerous"], "generic", "2.6.0", "Atomically transfers a key from one Redis instance to another.", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.", migrate),
@@ -150,6 +153,37 @@ fn restore_asking(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     super::persistence::restore(ctx, args)
 }
 
+/// Serialization of big keys runs this long per event-loop turn.
+const SLICE: Duration = Duration::from_millis(1);
+/// Elements encoded between two looks at the clock.
+const STEP_ELEMENTS: usize = 512;
+
+/// A key's DUMP payload in the making.
+enum Payload {
+    /// Done: the payload, in pieces.
+    Whole(Vec<Vec<u8>>),
+    Sliced(SlicedDump),
+    /// The key went (it expired, its database was flushed) before its encoding
+    /// ended: it is not migrated, as if that had happened before the MIGRATE.
+    Gone,
+}
+
+struct KeyDump {
+    key: Vec<u8>,
+    expire_at: Option<i64>,
+    payload: Payload,
+}
+
+/// A MIGRATE whose big keys are being serialized a slice per loop turn
+/// (`serialize_slice`); its transfer starts when the last one is done.
+pub struct Serializing {
+    pending: Pending,
+    job: Job,
+    replace: bool,
+    restore_name: &'static [u8],
+    dumps: Vec<KeyDump>,
+}
+
 fn migrate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let o = match parse_options(args) {
         Ok(o) => o,
@@ -164,63 +198,186 @@ fn migrate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Err(e) => return e,
     };
     let timeout = if timeout <= 0 { 1000 } else { timeout };
-    let restore_name: &[u8] = if ctx.ex.cluster.is_some() {
+    let restore_name: &'static [u8] = if ctx.ex.cluster.is_some() {
         b"RESTORE-ASKING"
     } else {
         b"RESTORE"
     };
     let mut job = Job::new(args[1], args[2], timeout, dbid);
     job.auth = o.auth.clone();
-    let mut keys: Vec<Vec<u8>> = Vec::new();
+    // Inside MULTI/EXEC and scripts (and the embedded API) MIGRATE cannot block: it
+    // is done in place, as Redis. On a replica the master's stream writes to locked
+    // keys too, so nothing may be encoded across turns there.
+    let in_place =
+        ctx.ex.blocking.deny_blocking || ctx.ex.repl.registry.is_none() || ctx.ex.repl.is_replica();
     let now = ctx.now_ms;
+    let mut dumps = Vec::new();
     for &key in &args[o.first_key..o.first_key + o.num_keys] {
         let Some(e) = ctx.lookup_read(key) else {
             continue;
         };
-        let ttl = match e.expire() {
-            None => 0,
-            Some(at) if at - now < 0 => continue,
-            Some(at) => (at - now).max(1),
-        };
-        let payload = crate::persistence::rdb::dump_payload(e.value());
-        let ttl = ttl.to_string();
-        let mut argv: Vec<&[u8]> = vec![restore_name, key, ttl.as_bytes(), &payload];
-        if o.replace {
-            argv.push(b"REPLACE");
+        let expire_at = e.expire();
+        if expire_at.is_some_and(|at| at - now < 0) {
+            continue;
         }
-        push_command(&mut job.restores, &argv);
-        keys.push(key.to_vec());
+        let sliced = match in_place {
+            true => None,
+            false => SlicedDump::begin(e.value(), sliced::MIN_ELEMENTS),
+        };
+        let payload = match sliced {
+            Some(d) => Payload::Sliced(d),
+            None => Payload::Whole(vec![crate::persistence::rdb::dump_payload(e.value())]),
+        };
+        dumps.push(KeyDump {
+            key: key.to_vec(),
+            expire_at,
+            payload,
+        });
     }
-    if keys.is_empty() {
+    if dumps.is_empty() {
         // Nothing here to move (often a key that just expired): not an error.
         return Reply::Status("NOKEY".into());
     }
-    job.nkeys = keys.len();
-    if ctx.ex.blocking.deny_blocking || ctx.ex.repl.registry.is_none() {
-        // MULTI/EXEC, scripts (and the embedded API): wait here, as Redis.
-        let outcome = ctx.ex.migrate.run_now(job);
-        return finish_in_command(ctx, &keys, o.copy, outcome);
-    }
-    let id = ctx.ex.migrate.submit(ctx.ex.repl.registry.as_ref(), job);
-    if !o.copy {
-        for k in &keys {
-            ctx.ex.migrate.locked.insert((ctx.db, k.clone()));
-        }
-    }
     let client_id = ctx.client_ref().id;
-    ctx.ex.migrate.in_flight.insert(
-        id,
-        Pending {
+    let mut ser = Serializing {
+        pending: Pending {
             slot: ctx.client,
             client_id,
             db: ctx.db,
-            keys,
+            keys: Vec::new(),
             copy: o.copy,
             args: args.iter().map(|a| a.to_vec()).collect(),
             started: std::time::Instant::now(),
         },
-    );
+        job,
+        replace: o.replace,
+        restore_name,
+        dumps,
+    };
+    let deadline = Instant::now() + SLICE;
+    if !encode(&ctx.ex.ks, ctx.db, &mut ser.dumps, Some(deadline)) {
+        // Big keys: the rest is encoded a slice per loop turn, the keys locked
+        // meanwhile (with COPY too, so the value does not change under the encoder).
+        for d in &ser.dumps {
+            ctx.ex.migrate.locked.insert((ctx.db, d.key.clone()));
+        }
+        ctx.ex.migrate.serializing.push(ser);
+        return blocking::block(ctx, args, &[], "migrate", None, Reply::NoReply);
+    }
+    let (job, pending) = match into_job(ser, now) {
+        Ok(j) => j,
+        Err(nokey) => return nokey,
+    };
+    if in_place {
+        let outcome = ctx.ex.migrate.run_now(job);
+        return finish_in_command(ctx, &pending.keys, pending.copy, outcome);
+    }
+    start_transfer(ctx.ex, job, pending);
     blocking::block(ctx, args, &[], "migrate", None, Reply::NoReply)
+}
+
+/// Encodes the keys' payloads until all are done (true) or `deadline` passes.
+fn encode(ks: &Keyspace, db: usize, dumps: &mut [KeyDump], deadline: Option<Instant>) -> bool {
+    for d in dumps.iter_mut() {
+        while let Payload::Sliced(s) = &mut d.payload {
+            let Some(e) = ks.dbs[db].table.get(&d.key) else {
+                d.payload = Payload::Gone;
+                break;
+            };
+            match s.step(e.value(), STEP_ELEMENTS) {
+                Step::More => {}
+                Step::Done => {
+                    if let Payload::Sliced(s) = std::mem::replace(&mut d.payload, Payload::Gone) {
+                        d.payload = Payload::Whole(s.finish());
+                    }
+                    break;
+                }
+                Step::Changed => {
+                    // Not the value the encoding began with (the dataset was reloaded,
+                    // a field expired): encoded whole now.
+                    d.payload =
+                        Payload::Whole(vec![crate::persistence::rdb::dump_payload(e.value())]);
+                    break;
+                }
+            }
+            if deadline.is_some_and(|t| Instant::now() >= t) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The RESTOREs of the encoded keys, each with its TTL as of `now`; `Err(+NOKEY)`
+/// when every key went meanwhile.
+fn into_job(ser: Serializing, now: i64) -> Result<(Job, Pending), Reply> {
+    let Serializing {
+        mut pending,
+        mut job,
+        replace,
+        restore_name,
+        dumps,
+    } = ser;
+    for d in dumps {
+        let Payload::Whole(payload) = d.payload else {
+            continue;
+        };
+        // A key that expired while big keys were encoded was alive when MIGRATE ran:
+        // it goes with the shortest TTL, as if the transfer had been instant.
+        let ttl = d.expire_at.map_or(0, |at| (at - now).max(1)).to_string();
+        let mut argv: Vec<&[u8]> = vec![restore_name, &d.key, ttl.as_bytes()];
+        if replace {
+            argv.push(b"REPLACE");
+        }
+        job.restores.push_with(&argv, 3, payload);
+        pending.keys.push(d.key);
+    }
+    if pending.keys.is_empty() {
+        return Err(Reply::Status("NOKEY".into()));
+    }
+    job.nkeys = pending.keys.len();
+    Ok((job, pending))
+}
+
+/// Hands the exchange to the worker; the keys stay locked until its outcome is
+/// applied unless COPY.
+fn start_transfer(ex: &mut Executor, job: Job, pending: Pending) {
+    let id = ex.migrate.submit(ex.repl.registry.as_ref(), job);
+    if !pending.copy {
+        for k in &pending.keys {
+            ex.migrate.locked.insert((pending.db, k.clone()));
+        }
+    }
+    ex.migrate.in_flight.insert(id, pending);
+}
+
+/// One slice of the serializations in progress (called by the network loop every
+/// turn while any is): those that end start their transfer, or answer `+NOKEY`.
+pub fn serialize_slice(ex: &mut Executor) {
+    let deadline = Instant::now() + SLICE;
+    while let Some(ser) = ex.migrate.serializing.first_mut() {
+        let db = ser.pending.db;
+        if !encode(&ex.ks, db, &mut ser.dumps, Some(deadline)) {
+            return;
+        }
+        let ser = ex.migrate.serializing.remove(0);
+        for d in &ser.dumps {
+            ex.migrate.locked.remove(&(db, d.key.clone()));
+        }
+        let (slot, client_id) = (ser.pending.slot, ser.pending.client_id);
+        match into_job(ser, crate::keyspace::unix_ms()) {
+            Ok((job, pending)) => start_transfer(ex, job, pending),
+            Err(nokey) => {
+                let alive = ex.clients().any(|(s, c)| s == slot && c.id == client_id);
+                if alive && ex.blocking.is_blocked(slot) {
+                    blocking::unblock_with(ex, slot, &nokey);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+    }
 }
 
 fn outcome_reply(o: &Outcome) -> Reply {
@@ -254,8 +411,10 @@ pub fn collect(ex: &mut Executor) {
         let Some(p) = ex.migrate.in_flight.remove(&id) else {
             continue;
         };
-        for k in &p.keys {
-            ex.migrate.locked.remove(&(p.db, k.clone()));
+        if !p.copy {
+            for k in &p.keys {
+                ex.migrate.locked.remove(&(p.db, k.clone()));
+            }
         }
         let alive = ex
             .clients()
@@ -303,6 +462,11 @@ pub fn collect(ex: &mut Executor) {
 /// Whether `slot` is a client waiting for its MIGRATE (CLIENT UNBLOCK leaves it).
 pub fn is_migrating_client(ex: &Executor, slot: usize) -> bool {
     ex.migrate.in_flight.values().any(|p| p.slot == slot)
+        || ex
+            .migrate
+            .serializing
+            .iter()
+            .any(|s| s.pending.slot == slot)
 }
 
 /// Whether the command `args` of the client in `slot` must wait for a migration in
@@ -316,6 +480,14 @@ pub fn holds(ex: &Executor, slot: usize, args: &[&[u8]]) -> bool {
     let Some(cmd) = resolve(args) else {
         return false;
     };
+    // DEBUG RELOAD and LOADAOF replace every value, under an encoder's feet too.
+    if cmd.name == "debug"
+        && args
+            .get(1)
+            .is_some_and(|a| is(a, "reload") || is(a, "loadaof"))
+    {
+        return true;
+    }
     let db = c.db;
     let writes_locked = |cmd: &'static Command, args: &[&[u8]]| {
         let f = crate::scripting::command_flags(ex, cmd, args);

@@ -39,7 +39,7 @@ pub struct Job {
     pub auth: Option<(Option<Vec<u8>>, Vec<u8>)>,
     pub dbid: i64,
     /// The RESTORE (or RESTORE-ASKING) commands, encoded.
-    pub restores: Vec<u8>,
+    pub restores: Query,
     /// How many RESTOREs `restores` holds.
     pub nkeys: usize,
     reply_to: Option<Sender<(u64, Outcome)>>,
@@ -76,7 +76,10 @@ pub struct Migrations {
     next_id: u64,
     /// Jobs in flight: id → what to do with the outcome (see `commands::migrate`).
     pub in_flight: HashMap<u64, super::migrate::Pending>,
-    /// (db, key) of keys being moved without COPY: writes to them wait (`holds`).
+    /// MIGRATEs whose big keys are still being serialized, a slice per loop turn.
+    pub serializing: Vec<super::migrate::Serializing>,
+    /// (db, key) of keys being serialized, or moved without COPY: writes to them wait
+    /// (`holds`).
     pub locked: FastSet<(usize, Vec<u8>)>,
 }
 
@@ -90,8 +93,14 @@ impl Migrations {
         self.cached.load(Ordering::Relaxed)
     }
 
+    /// Whether a transfer is in flight (the loop collects outcomes).
     pub fn busy(&self) -> bool {
         !self.in_flight.is_empty()
+    }
+
+    /// Whether a MIGRATE is serializing (the loop turns at once for its next slice).
+    pub fn serializing(&self) -> bool {
+        !self.serializing.is_empty()
     }
 
     fn start(&mut self, registry: Option<&mio::Registry>) -> &Sender<Job> {
@@ -169,7 +178,7 @@ impl Job {
             timeout: Duration::from_millis(timeout_ms.max(1) as u64),
             auth: None,
             dbid,
-            restores: Vec::new(),
+            restores: Query::default(),
             nkeys: 0,
             reply_to: None,
         }
@@ -269,9 +278,68 @@ fn connect(host: &str, port: &str, timeout: Duration) -> Option<TcpStream> {
 pub fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
     for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        push_bulk(out, a);
+    }
+}
+
+fn push_bulk(out: &mut Vec<u8>, a: &[u8]) {
+    out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+    out.extend_from_slice(a);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Commands in RESP, written out in order: small ones share a buffer, a big
+/// argument (a DUMP payload of megabytes) is kept as the vector it was built in.
+#[derive(Default)]
+pub struct Query {
+    parts: Vec<Vec<u8>>,
+}
+
+/// Arguments at least this long are moved into the query rather than copied.
+const OWNED_ARG: usize = 64 * 1024;
+
+impl Query {
+    fn tail(&mut self) -> &mut Vec<u8> {
+        if self.parts.last().is_none_or(|p| p.len() >= OWNED_ARG) {
+            self.parts.push(Vec::new());
+        }
+        self.parts.last_mut().expect("pushed")
+    }
+
+    /// Appends a command.
+    pub fn push(&mut self, args: &[&[u8]]) {
+        push_command(self.tail(), args);
+    }
+
+    /// Appends a command whose argument at `at` is the concatenation of `pieces`,
+    /// taken over rather than copied when big.
+    pub fn push_with(&mut self, args: &[&[u8]], at: usize, pieces: Vec<Vec<u8>>) {
+        let len: usize = pieces.iter().map(Vec::len).sum();
+        if len < OWNED_ARG {
+            let arg = pieces.concat();
+            let mut all = args.to_vec();
+            all.insert(at, &arg);
+            return self.push(&all);
+        }
+        let out = self.tail();
+        out.extend_from_slice(format!("*{}\r\n", args.len() + 1).as_bytes());
+        for a in &args[..at] {
+            push_bulk(out, a);
+        }
+        out.extend_from_slice(format!("${len}\r\n").as_bytes());
+        self.parts
+            .extend(pieces.into_iter().filter(|p| !p.is_empty()));
+        let mut rest = b"\r\n".to_vec();
+        for a in &args[at..] {
+            push_bulk(&mut rest, a);
+        }
+        self.parts.push(rest);
+    }
+
+    /// The bytes, in one vector (tests).
+    #[cfg(test)]
+    pub fn concat(&self) -> Vec<u8> {
+        self.parts.concat()
     }
 }
 
@@ -330,7 +398,7 @@ fn attempt(cache: &mut HashMap<String, Cached>, name: &str, job: &Job) -> Result
     if select {
         push_command(&mut head, &[b"SELECT", job.dbid.to_string().as_bytes()]);
     }
-    for part in [&head[..], &job.restores[..]] {
+    for part in std::iter::once(&head).chain(&job.restores.parts) {
         for chunk in part.chunks(WRITE_CHUNK) {
             c.stream.write_all(chunk).map_err(Failure::Write)?;
         }
@@ -393,6 +461,34 @@ fn attempt(cache: &mut HashMap<String, Cached>, name: &str, job: &Job) -> Result
         None => {
             c.last_dbid = job.dbid;
             Ok(Outcome::Ok)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_big_argument_is_moved_into_the_query_between_its_neighbours() {
+        let big = vec![b'x'; OWNED_ARG];
+        let pieces = |p: &[u8]| p.chunks(1000).map(|c| c.to_vec()).collect::<Vec<_>>();
+        for (payload, replace) in [(b"small".to_vec(), true), (big.clone(), true), (big, false)] {
+            let mut q = Query::default();
+            q.push(&[b"SELECT", b"1"]);
+            let mut args: Vec<&[u8]> = vec![b"RESTORE", b"k", b"0"];
+            if replace {
+                args.push(b"REPLACE");
+            }
+            q.push_with(&args, 3, pieces(&payload));
+            q.push(&[b"PING"]);
+            let mut want = Vec::new();
+            push_command(&mut want, &[b"SELECT", b"1"]);
+            let mut all = args.clone();
+            all.insert(3, &payload);
+            push_command(&mut want, &all);
+            push_command(&mut want, &[b"PING"]);
+            assert_eq!(q.concat(), want);
         }
     }
 }

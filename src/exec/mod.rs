@@ -1100,6 +1100,7 @@ impl Executor {
             || self.persist.wants_turn()
             || self.tracking.has_pending_broadcast()
             || self.eviction_running
+            || self.migrate.serializing()
     }
 
     /// Ends one event-loop turn that began at `start` with `commands_before` commands

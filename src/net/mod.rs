@@ -359,7 +359,11 @@ impl Server {
                     self.ex.mark_pending_write(slot);
                 }
             }
-            // MIGRATEs whose transfer finished (commands/migrate.rs).
+            // MIGRATEs serializing big keys take their slice; those whose transfer
+            // finished are answered (commands/migrate.rs).
+            if self.ex.migrate.serializing() {
+                crate::commands::migrate::serialize_slice(&mut self.ex);
+            }
             if self.ex.migrate.busy() {
                 crate::commands::migrate::collect(&mut self.ex);
             }

@@ -353,25 +353,8 @@ fn write_object<O: Out>(out: &mut O, o: ObjRef<'_>) -> (u8, u16) {
             (TYPE_STREAM_LISTPACKS_2, RDB_VERSION)
         }
         ObjRef::List(l) => {
-            // Redis's layout: the nodes, each a container kind then its bytes (a
-            // listpack, or a plain node's element); a compressed node goes out as the
-            // LZF string it already is.
             out.length(l.node_count() as u64);
-            l.for_each_node(|n| match n {
-                NodeImage::Raw { plain, bytes } => {
-                    out.length(quicklist_container(plain));
-                    out.string(bytes);
-                }
-                NodeImage::Lzf { plain, data, len } => {
-                    out.length(quicklist_container(plain));
-                    let mut head = Vec::with_capacity(19);
-                    head.push(0xC0 | ENC_LZF);
-                    write_len(&mut head, data.len() as u64);
-                    write_len(&mut head, len as u64);
-                    out.raw(&head);
-                    out.raw(data);
-                }
-            });
+            l.for_each_node(|n| write_list_node(out, n));
             (TYPE_LIST_QUICKLIST_2, RDB_VERSION)
         }
         ObjRef::Set(s) => {
@@ -381,36 +364,78 @@ fn write_object<O: Out>(out: &mut O, o: ObjRef<'_>) -> (u8, u16) {
         }
         ObjRef::ZSet(z) => {
             out.length(z.len() as u64);
-            z.for_each(|m, score| {
-                out.string(m);
-                out.raw(&score.to_le_bytes());
-            });
+            z.for_each(|m, score| write_zset_member(out, m, score));
             (TYPE_ZSET_2, RDB_VERSION)
         }
-        ObjRef::Hash(h) if h.has_field_ttls() => {
-            // Redis 7.4's layout: the earliest expiry, then (ttl, field, value) with
-            // each ttl relative to it plus one (0 = no TTL).
-            let min = h.next_expire().unwrap_or(0);
-            out.raw(&(min as u64).to_le_bytes());
-            out.length(h.len() as u64);
-            h.for_each(|f, v| {
-                let ttl = match h.expire_of(f) {
-                    Some(at) => (at - min) as u64 + 1,
-                    None => 0,
-                };
-                out.length(ttl);
-                out.string(f);
-                out.string(v);
-            });
-            (TYPE_HASH_METADATA, 12)
-        }
         ObjRef::Hash(h) => {
-            out.length(h.len() as u64);
-            h.for_each(|f, v| {
-                out.string(f);
-                out.string(v);
-            });
-            (TYPE_HASH, RDB_VERSION)
+            let (t, v, layout) = write_hash_head(out, h);
+            h.for_each(|f, v| write_hash_field(out, h, layout, f, v));
+            (t, v)
+        }
+    }
+}
+
+/// How a hash's fields are written: plain pairs, or with Redis 7.4's field TTLs
+/// relative to the earliest one (`Some(earliest)`).
+#[derive(Clone, Copy)]
+pub(crate) struct HashLayout(Option<i64>);
+
+/// A hash's RDB type, the version it needs, and what precedes its fields: the field
+/// count, after the earliest field expiry when any field has a TTL.
+pub(crate) fn write_hash_head<O: Out>(out: &mut O, h: &Hash) -> (u8, u16, HashLayout) {
+    if h.has_field_ttls() {
+        let min = h.next_expire().unwrap_or(0);
+        out.raw(&(min as u64).to_le_bytes());
+        out.length(h.len() as u64);
+        (TYPE_HASH_METADATA, 12, HashLayout(Some(min)))
+    } else {
+        out.length(h.len() as u64);
+        (TYPE_HASH, RDB_VERSION, HashLayout(None))
+    }
+}
+
+/// One hash field: (ttl, field, value) with each ttl relative to the earliest plus one
+/// (0 = no TTL), or (field, value).
+pub(crate) fn write_hash_field<O: Out>(
+    out: &mut O,
+    h: &Hash,
+    layout: HashLayout,
+    f: &[u8],
+    v: &[u8],
+) {
+    if let HashLayout(Some(min)) = layout {
+        let ttl = match h.expire_of(f) {
+            Some(at) => (at - min) as u64 + 1,
+            None => 0,
+        };
+        out.length(ttl);
+    }
+    out.string(f);
+    out.string(v);
+}
+
+pub(crate) fn write_zset_member<O: Out>(out: &mut O, m: &[u8], score: f64) {
+    out.string(m);
+    out.raw(&score.to_le_bytes());
+}
+
+/// One quicklist node in Redis's layout: its container kind then its bytes (a
+/// listpack, or a plain node's element); a compressed node goes out as the LZF string
+/// it already is.
+pub(crate) fn write_list_node<O: Out>(out: &mut O, n: NodeImage<'_>) {
+    match n {
+        NodeImage::Raw { plain, bytes } => {
+            out.length(quicklist_container(plain));
+            out.string(bytes);
+        }
+        NodeImage::Lzf { plain, data, len } => {
+            out.length(quicklist_container(plain));
+            let mut head = Vec::with_capacity(19);
+            head.push(0xC0 | ENC_LZF);
+            write_len(&mut head, data.len() as u64);
+            write_len(&mut head, len as u64);
+            out.raw(&head);
+            out.raw(data);
         }
     }
 }
@@ -1393,6 +1418,7 @@ fn parse_file(
 }
 
 mod blobs;
+pub mod sliced;
 mod stream;
 
 use blobs::for_each_zipmap;

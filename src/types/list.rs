@@ -245,17 +245,35 @@ impl List {
 
     /// Calls `f` with each node as Redis stores it, head to tail (RDB).
     pub fn for_each_node(&self, mut f: impl FnMut(NodeImage<'_>)) {
-        for n in &self.nodes {
+        self.for_each_node_in(0, self.nodes.len(), |n, _| f(n));
+    }
+
+    /// As `for_each_node` for nodes `start..end`, with each node's element count.
+    pub fn for_each_node_in(
+        &self,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(NodeImage<'_>, usize),
+    ) {
+        let end = end.min(self.nodes.len());
+        for n in self.nodes[start.min(end)..end].iter() {
+            let count = n.count as usize;
             match n.lzf_blob() {
-                Some((data, len)) => f(NodeImage::Lzf {
-                    plain: n.plain,
-                    data,
-                    len,
-                }),
-                None => f(NodeImage::Raw {
-                    plain: n.plain,
-                    bytes: &n.redis_bytes(),
-                }),
+                Some((data, len)) => f(
+                    NodeImage::Lzf {
+                        plain: n.plain,
+                        data,
+                        len,
+                    },
+                    count,
+                ),
+                None => f(
+                    NodeImage::Raw {
+                        plain: n.plain,
+                        bytes: &n.redis_bytes(),
+                    },
+                    count,
+                ),
             }
         }
     }
