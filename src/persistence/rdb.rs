@@ -895,7 +895,9 @@ impl<'a> Reader<'a> {
             }
             TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
                 let nodes = self.count(1)?;
-                let mut items: Vec<Vec<u8>> = Vec::new();
+                // Each node's elements go into the list as one batch, borrowed from
+                // the node's bytes where they are strings: no allocation per element.
+                let mut list = List::new();
                 for _ in 0..nodes {
                     let container = if t == TYPE_LIST_QUICKLIST_2 {
                         self.read_len()?
@@ -909,20 +911,20 @@ impl<'a> Reader<'a> {
                     if blob.is_empty() {
                         return corrupt("Quicklist integrity check failed.");
                     }
-                    let before = items.len();
-                    let push = |e: Cow<'_, [u8]>| {
-                        items.push(e.into_owned());
+                    let mut items: Vec<Cow<'_, [u8]>> = Vec::new();
+                    let push = |e| {
+                        items.push(e);
                         Ok(())
                     };
                     // Empty nodes are skipped (an all-empty list is an empty key).
                     match container {
-                        1 => items.push(blob.into_owned()),
+                        1 => items.push(Cow::Borrowed(&blob[..])),
                         _ if t == TYPE_LIST_QUICKLIST_2 => {
                             for_each_listpack(&blob, self.deep, push)
                                 .map_err(as_corrupt("Listpack integrity check failed."))?;
                             if !self.deep && listpack_header_count(&blob) == 0 {
                                 // As for other listpacks (`blob_items`): an empty node.
-                                items.truncate(before);
+                                items.clear();
                             }
                         }
                         _ => {
@@ -930,8 +932,10 @@ impl<'a> Reader<'a> {
                                 .map_err(as_corrupt("Ziplist integrity check failed."))?;
                         }
                     }
+                    let refs: Vec<&[u8]> = items.iter().map(|c| &c[..]).collect();
+                    list.push(End::Tail, &refs, lim.list);
                 }
-                return Ok(build_list(items.iter().map(|v| v.as_slice()), lim));
+                return Ok((!list.is_empty()).then(|| Value::Obj(Object::List(Box::new(list)))));
             }
             TYPE_HASH_ZIPMAP
             | TYPE_LIST_ZIPLIST

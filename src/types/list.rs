@@ -363,8 +363,28 @@ impl List {
         let bytes: usize = items.iter().map(|i| i.len()).sum();
         self.grow_check(bytes, items.len(), pk.fill);
         let mut new_nodes = 0;
-        for v in items {
-            new_nodes += self.push_one(end, v, pk.fill) as usize;
+        if end == End::Tail {
+            // Runs of elements bound for the tail node go in with one reallocation
+            // (RPUSH of many elements, loading a list); the nodes come out as if
+            // pushed one by one.
+            let mut i = 0;
+            while i < items.len() {
+                let run = self.tail_run(&items[i..], pk.fill);
+                if run > 0 {
+                    let n = self.nodes.last_mut().expect("a tail node");
+                    n.make_raw();
+                    n.append_all(&items[i..i + run]);
+                    self.meta += run;
+                    i += run;
+                } else {
+                    new_nodes += self.push_one(end, items[i], pk.fill) as usize;
+                    i += 1;
+                }
+            }
+        } else {
+            for v in items {
+                new_nodes += self.push_one(end, v, pk.fill) as usize;
+            }
         }
         if new_nodes > 0 && pk.depth > 0 {
             // The new nodes sit at `end`; the node next to them may now be interior.
@@ -375,6 +395,31 @@ impl List {
             };
             self.settle(lo, hi, pk.depth);
         }
+    }
+
+    /// How many of `items` `push_one` would put, one after the other, into the
+    /// current tail node.
+    fn tail_run(&self, items: &[&[u8]], fill: i64) -> usize {
+        let Some(n) = self.nodes.last() else {
+            return 0;
+        };
+        if !self.is_quick() {
+            return items.len();
+        }
+        let (mut sz, mut count) = (n.sz(), n.count as usize);
+        let mut run = 0;
+        for v in items {
+            if n.plain
+                || is_large(v.len(), fill)
+                || exceeds_limit(fill, sz + v.len() + SIZE_ESTIMATE_OVERHEAD, count + 1)
+            {
+                break;
+            }
+            sz += node::entry_size(v);
+            count += 1;
+            run += 1;
+        }
+        run
     }
 
     /// Pushes one element; true when it took a new node.
@@ -1284,6 +1329,53 @@ mod tests {
                 got.reverse();
                 prop_assert_eq!(got, all[..m.len() - s].to_vec());
             }
+        }
+    }
+
+    /// A node's image as bytes, for comparing layouts.
+    fn layout(l: &List) -> Vec<(bool, Vec<u8>)> {
+        let mut v = Vec::new();
+        l.for_each_node(|n| match n {
+            NodeImage::Raw { plain, bytes } => v.push((plain, bytes.to_vec())),
+            NodeImage::Lzf { plain, data, .. } => v.push((plain, data.to_vec())),
+        });
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// A batch pushed at the tail (RPUSH a b c, loading) leaves exactly the nodes
+        /// that pushing its elements one at a time leaves (after the batch's
+        /// conversion check, as Redis's RPUSH).
+        #[test]
+        fn a_tail_batch_packs_as_single_pushes(
+            fill in prop_oneof![Just(-1i64), Just(-2), Just(1), Just(3), Just(0), Just(5)],
+            depth in 0usize..3,
+            before in proptest::collection::vec(elem(), 0..30),
+            batch in proptest::collection::vec(elem(), 0..300),
+        ) {
+            let pk = Packing { fill, depth };
+            let (mut a, mut b) = (List::new(), List::new());
+            for v in &before {
+                a.push(End::Tail, &[v], pk);
+                b.push(End::Tail, &[v], pk);
+            }
+            let refs: Vec<&[u8]> = batch.iter().map(|v| v.as_slice()).collect();
+            a.push(End::Tail, &refs, pk);
+            // The element-at-a-time path, after the conversion check for the whole batch.
+            let bytes: usize = refs.iter().map(|i| i.len()).sum();
+            b.grow_check(bytes, refs.len(), pk.fill);
+            let mut new_nodes = 0;
+            for v in &refs {
+                new_nodes += b.push_one(End::Tail, v, pk.fill) as usize;
+            }
+            if new_nodes > 0 && pk.depth > 0 {
+                let n = b.nodes.len();
+                b.settle(n.saturating_sub(new_nodes + 1), n, pk.depth);
+            }
+            prop_assert_eq!(a.len(), b.len());
+            prop_assert_eq!(layout(&a), layout(&b));
+            prop_assert_eq!(a.to_vecs(), before.iter().chain(&batch).cloned().collect::<Vec<_>>());
         }
     }
 }

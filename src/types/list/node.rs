@@ -342,6 +342,19 @@ impl Node {
         self.count += 1;
     }
 
+    /// Appends entries for `vs` at the end, reallocating once for all of them.
+    pub(super) fn append_all(&mut self, vs: &[&[u8]]) {
+        debug_assert!(!self.lzf);
+        let extra: usize = vs.iter().map(|v| entry_size(v)).sum();
+        let mut b = Vec::with_capacity(self.buf.len() + extra);
+        b.extend_from_slice(&self.buf);
+        for v in vs {
+            encode_entry(v, &mut b);
+        }
+        self.buf = b.into_boxed_slice();
+        self.count += vs.len() as u32;
+    }
+
     /// Removes bytes `from..to` holding `n` entries.
     pub(super) fn remove_bytes(&mut self, from: usize, to: usize, n: u32) {
         debug_assert!(!self.lzf);
