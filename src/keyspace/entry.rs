@@ -116,6 +116,18 @@ unsafe fn object_from_raw(kind: u32, q: *mut u8) -> Object {
     }
 }
 
+/// Hints the CPU to bring `p`'s cache line in; nothing on targets without the hint.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// An owning pointer to an entry. The key table holds these in its chains; it is the
 /// only owner, and frees entries with `into_value`.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -302,6 +314,38 @@ impl EntryPtr {
 
     pub fn set_lru(self, lru: u32) {
         self.set_meta((self.meta() & !LRU_MASK) | (lru & LRU_MASK));
+    }
+
+    /// Asks the CPU for the entry's first cache line (header and key).
+    #[inline(always)]
+    pub fn prefetch(self) {
+        prefetch(self.0.as_ptr());
+    }
+
+    /// Asks the CPU for what the value points to: a heap string's vector or a
+    /// collection's box. The entry itself should be cached already (`prefetch`).
+    #[inline(always)]
+    pub fn prefetch_value(self) {
+        if self.kind() >= KIND_RAW {
+            let p = self.0.as_ptr();
+            // SAFETY: for these kinds `new` wrote a pointer at the value offset.
+            let q = unsafe { ptr::read_unaligned(p.add(self.value_off()) as *const *const u8) };
+            prefetch(q);
+        }
+    }
+
+    /// Asks the CPU for a heap string's bytes (after `prefetch_value`).
+    #[inline(always)]
+    pub fn prefetch_string_bytes(self) {
+        if self.kind() == KIND_RAW {
+            let p = self.0.as_ptr();
+            // SAFETY: a raw string's payload is a pointer to its live boxed vector.
+            let bytes = unsafe {
+                let v = ptr::read_unaligned(p.add(self.value_off()) as *const *const Vec<u8>);
+                (*v).as_ptr()
+            };
+            prefetch(bytes);
+        }
     }
 
     /// A view of the value. The lifetime is chosen by the caller, which must tie it to

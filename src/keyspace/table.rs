@@ -49,6 +49,8 @@ fn growth_fits(more: usize) -> bool {
 }
 /// Buckets examined at most per rehash step when they turn out empty.
 const EMPTY_VISITS_PER_STEP: usize = 10;
+/// Buckets a snapshot walk requests memory for together (`cow_walk`).
+const WALK_BATCH: usize = 16;
 
 pub struct KeyTable {
     tables: [Vec<*mut u8>; 2],
@@ -708,8 +710,59 @@ impl KeyTable {
         };
         let mark = self.mark;
         let mut cursor = c.cursor;
-        for _ in 0..buckets.max(1) {
-            cursor = self.scan_ptrs(cursor, |e| c.save(e, mark, false));
+        let mut left = buckets.max(1);
+        while left > 0 {
+            if self.rehash_idx.is_some() || self.len == 0 {
+                cursor = self.scan_ptrs(cursor, |e| c.save(e, mark, false));
+                left -= 1;
+            } else {
+                // The next buckets in SCAN order lie all over the table, and each key
+                // is up to four dependent cache misses away (slot, entry, string
+                // vector, bytes): a batch's memory is requested level by level before
+                // any of it is read, so the misses overlap instead of queueing.
+                let t = &self.tables[0];
+                let m0 = (t.len() - 1) as u64;
+                let mut idx = [0usize; WALK_BATCH];
+                let mut n = 0;
+                while n < WALK_BATCH.min(left) {
+                    idx[n] = (cursor & m0) as usize;
+                    n += 1;
+                    cursor = (cursor | !m0).reverse_bits().wrapping_add(1).reverse_bits();
+                    if cursor == 0 {
+                        break;
+                    }
+                }
+                let heads = &idx[..n];
+                heads
+                    .iter()
+                    .for_each(|&i| super::entry::prefetch(&t[i] as *const _ as *const u8));
+                let entry = |i: usize| {
+                    // SAFETY: chains hold live entries; the table is borrowed immutably.
+                    (!t[i].is_null()).then(|| unsafe { EntryPtr::from_raw(t[i]) })
+                };
+                heads
+                    .iter()
+                    .filter_map(|&i| entry(i))
+                    .for_each(EntryPtr::prefetch);
+                heads
+                    .iter()
+                    .filter_map(|&i| entry(i))
+                    .for_each(EntryPtr::prefetch_value);
+                heads
+                    .iter()
+                    .filter_map(|&i| entry(i))
+                    .for_each(EntryPtr::prefetch_string_bytes);
+                for &i in heads {
+                    let mut p = t[i];
+                    while !p.is_null() {
+                        // SAFETY: as above.
+                        let e = unsafe { EntryPtr::from_raw(p) };
+                        p = e.next();
+                        c.save(e, mark, false);
+                    }
+                }
+                left -= n;
+            }
             if cursor == 0 {
                 c.sink.flush();
                 return true;
