@@ -1058,6 +1058,44 @@ fn io_text(e: &std::io::Error) -> String {
     e.raw_os_error().map_or_else(|| e.to_string(), errno_text)
 }
 
+/// Syncs `f` on a background thread covering everything written so far
+/// (`sync_target`), after the fsync already in flight, if any: files are synced in
+/// the order they were written, as Redis's single bio fsync queue does. A failure
+/// is recorded in `fsync_errno` (the disk-error state), not returned.
+fn spawn_fsync(aof: &mut Aof, f: File) {
+    aof.sync_target = aof.written_pos;
+    let status = aof.fsync_errno.clone();
+    let fail_with = aof.fsync_fail_with;
+    let before = aof.fsync_thread.take();
+    aof.fsync_thread = std::thread::Builder::new()
+        .name("cinnabar-aof-fsync".into())
+        .spawn(move || {
+            if let Some(t) = before {
+                let _ = t.join();
+            }
+            let synced = match fail_with {
+                0 => f.sync_data(),
+                e => Err(std::io::Error::from_raw_os_error(e)),
+            };
+            match synced {
+                // As Redis's bio: EBADF/EINVAL mean the file cannot be synced at all
+                // (not a disk error).
+                Err(e) if !matches!(e.raw_os_error(), Some(libc::EBADF) | Some(libc::EINVAL)) => {
+                    let code = e.raw_os_error().unwrap_or(libc::EIO);
+                    if status.swap(code, Ordering::Relaxed) == 0 {
+                        crate::log::warning(&format!(
+                            "Fail to fsync the AOF file: {}",
+                            io_text(&e)
+                        ));
+                    }
+                }
+                Err(_) => {}
+                Ok(()) => status.store(0, Ordering::Relaxed),
+            }
+        })
+        .ok();
+}
+
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
     flush(ex);
@@ -1083,38 +1121,7 @@ pub fn cron(ex: &mut Executor) {
         if let Ok(f) = aof.file.try_clone() {
             aof.unsynced = false;
             aof.last_fsync = Instant::now();
-            aof.sync_target = aof.written_pos;
-            let status = aof.fsync_errno.clone();
-            let fail_with = aof.fsync_fail_with;
-            aof.fsync_thread = std::thread::Builder::new()
-                .name("cinnabar-aof-fsync".into())
-                .spawn(move || {
-                    let synced = match fail_with {
-                        0 => f.sync_data(),
-                        e => Err(std::io::Error::from_raw_os_error(e)),
-                    };
-                    match synced {
-                        // As Redis's bio: EBADF/EINVAL mean the file cannot be synced at
-                        // all (not a disk error).
-                        Err(e)
-                            if !matches!(
-                                e.raw_os_error(),
-                                Some(libc::EBADF) | Some(libc::EINVAL)
-                            ) =>
-                        {
-                            let code = e.raw_os_error().unwrap_or(libc::EIO);
-                            if status.swap(code, Ordering::Relaxed) == 0 {
-                                crate::log::warning(&format!(
-                                    "Fail to fsync the AOF file: {}",
-                                    io_text(&e)
-                                ));
-                            }
-                        }
-                        Err(_) => {}
-                        Ok(()) => status.store(0, Ordering::Relaxed),
-                    }
-                })
-                .ok();
+            spawn_fsync(aof, f);
         }
     }
     let Some(aof) = ex.aof.as_mut() else { return };
@@ -1167,15 +1174,19 @@ pub fn start_rewrite(ex: &mut Executor) -> Result<(), String> {
         ex.stream.enabled = true;
         Some(temp)
     } else {
-        if let Err(e) = aof.file.sync_data() {
-            return Err(e.to_string());
-        }
         let new_file = open_append(&aof.dir.join(&new_incr.name)).map_err(|e| e.to_string())?;
         let mut m = aof.manifest.clone();
         m.incrs.push(new_incr.clone());
         publish_manifest(&aof.dir, &aof.prefix, &m).map_err(|e| e.to_string())?;
         aof.manifest = m;
-        aof.file = new_file;
+        let old_file = std::mem::replace(&mut aof.file, new_file);
+        // The old incremental file's tail is synced in the background, before any
+        // sync of the new one (Redis's bio close job): an fsync under write load
+        // takes tens of milliseconds. Under `always` every write is synced already.
+        if aof.fsynced_pos < aof.written_pos {
+            aof.unsynced = false;
+            spawn_fsync(aof, old_file);
+        }
         None
     };
     aof.incr_size = 0;
@@ -1256,7 +1267,7 @@ fn off_rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
     match published {
         Ok(()) => {
             for p in rw.old.iter().filter(|p| p.name != rw.base.name) {
-                let _ = std::fs::remove_file(rw.dir.join(&p.name));
+                unlink_in_background(ex, &rw.dir.join(&p.name));
             }
             ex.persist.off_rewrites += 1;
             crate::log::notice("Background AOF rewrite finished successfully");
@@ -1264,6 +1275,19 @@ fn off_rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
         Err(e) => {
             let _ = std::fs::remove_file(rw.dir.join(&rw.base.name));
             crate::log::warning(&format!("Background AOF rewrite failed: {e}"));
+        }
+    }
+}
+
+/// Removes a file's name now and frees its blocks on the lazy-free thread (Redis's
+/// bg_unlink): unlinking a file of hundreds of megabytes, whose blocks the
+/// filesystem frees on the spot, held the event loop for 70 ms.
+fn unlink_in_background(ex: &mut Executor, path: &Path) {
+    let open = File::open(path);
+    if std::fs::remove_file(path).is_ok() {
+        if let Ok(f) = open {
+            // The last descriptor's close frees the blocks.
+            ex.ks.lazyfree.free_other(Box::new(f), 0);
         }
     }
 }
@@ -1294,14 +1318,15 @@ pub fn rewrite_finished(ex: &mut Executor, result: Result<u64, String>) {
             };
             match publish_manifest(&aof.dir, &aof.prefix, &m) {
                 Ok(()) => {
-                    for p in &rw.old {
-                        let _ = std::fs::remove_file(aof.dir.join(&p.name));
-                    }
+                    let old: Vec<PathBuf> = rw.old.iter().map(|p| aof.dir.join(&p.name)).collect();
                     aof.manifest = m;
                     aof.wait_rewrite = false;
                     aof.last_rewrite_ok = true;
                     aof.rewrites += 1;
                     crate::log::notice("Background AOF rewrite finished successfully");
+                    for path in old {
+                        unlink_in_background(ex, &path);
+                    }
                     crate::commands::waitaof::fsync_progress(ex);
                 }
                 Err(e) => {
