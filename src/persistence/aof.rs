@@ -179,8 +179,9 @@ impl Manifest {
     /// The base and incremental files a rewrite of this history creates. An RDB base
     /// is named `.base.rdb`, a RESP one `.base.aof`, as Redis names them.
     fn next_parts(&self, prefix: &str, rdb_base: bool) -> (Part, Part) {
-        let seq = self.incrs.last().map_or(1, |p| p.seq).saturating_add(1);
-        let base_seq = self.base.as_ref().map_or(1, |p| p.seq).saturating_add(1);
+        // As Redis's counters, which start at 0 when the manifest names no such file.
+        let seq = self.incrs.last().map_or(0, |p| p.seq).saturating_add(1);
+        let base_seq = self.base.as_ref().map_or(0, |p| p.seq).saturating_add(1);
         let suffix = if rdb_base { "rdb" } else { "aof" };
         let base = Part {
             name: format!("{prefix}.{base_seq}.base.{suffix}"),
