@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """A snapshot under write load, side by side: duration, memory growth, PING latency.
 
-    scripts/snapshot_load.py SERVER_BINARY PORT [bgsave|bgrewriteaof] [KEYS]
+    scripts/snapshot_load.py SERVER_BINARY PORT [bgsave|bgrewriteaof|fullsync] [KEYS]
 
 Starts SERVER_BINARY (cinnabar, redis-server or valkey-server) with DEBUG POPULATE KEYS
 keys of 100 bytes (default 1,800,000), runs redis-benchmark SET -P 16 with 20 clients over
 the same keyspace, then starts the snapshot. Samples the PSS of the server and its
 children every 50 ms and a PING from another client every 10 ms. Prints the snapshot's
 duration, the peak PSS growth over the PSS just before it (as a share of that PSS), and
-the PING p99/max during the snapshot next to the same before it.
+the PING p99/max during the snapshot next to the same before it. `fullsync` starts a
+replica of the same binary on PORT+1 and times its REPLICAOF until the link is up and
+synced (the master's PSS and PINGs, as for the others).
 """
 import os, socket, subprocess, sys, tempfile, threading, time
 
@@ -23,15 +25,29 @@ srv = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly
                         "--enable-debug-command", "yes", "--dir", d],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-def cli(*a):
-    return subprocess.run(["redis-cli", "-p", str(port), *a], capture_output=True,
+def cli(*a, at=None):
+    return subprocess.run(["redis-cli", "-p", str(at or port), *a], capture_output=True,
                           text=True).stdout.strip()
 
-def info(field):
-    for line in cli("info", "persistence").splitlines():
+def info(field, section="persistence", at=None):
+    for line in cli("info", section, at=at).splitlines():
         if line.startswith(field + ":"):
             return line.split(":", 1)[1]
     return ""
+
+replica = None
+if kind == "fullsync":
+    rd = tempfile.mkdtemp()
+    replica = subprocess.Popen([binary, "--port", str(port + 1), "--save", "", "--appendonly",
+                                "no", "--dir", rd],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def in_progress():
+    if kind == "fullsync":
+        return not (info("master_link_status", "replication", port + 1) == "up"
+                    and info("master_sync_in_progress", "replication", port + 1) == "0")
+    busy = "aof_rewrite_in_progress" if kind == "bgrewriteaof" else "rdb_bgsave_in_progress"
+    return info(busy) == "1"
 
 def pss(pid):
     total = 0
@@ -52,8 +68,7 @@ def pss(pid):
 time.sleep(0.5)
 while cli("ping") != "PONG":
     time.sleep(0.1)
-busy = "aof_rewrite_in_progress" if kind == "bgrewriteaof" else "rdb_bgsave_in_progress"
-while info(busy) == "1":
+while kind != "fullsync" and in_progress():
     time.sleep(0.1)
 cli("debug", "populate", str(keys), "key", "100")
 bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-t", "set", "-n", "1000000000",
@@ -75,13 +90,18 @@ threading.Thread(target=pinger, daemon=True).start()
 time.sleep(3)
 base = pss(srv.pid)
 t0 = time.time()
-cli(kind)
+if kind == "fullsync":
+    cli("replicaof", "127.0.0.1", str(port), at=port + 1)
+else:
+    cli(kind)
 peak = base
 time.sleep(0.05)
-while info(busy) == "1":
+LIMIT = 90  # seconds: a full sync the load keeps breaking never ends
+while in_progress() and time.time() - t0 < LIMIT:
     peak = max(peak, pss(srv.pid))
     time.sleep(0.05)
 t1 = time.time()
+finished = not in_progress()
 stop = True
 bench.kill()
 time.sleep(0.1)
@@ -92,10 +112,14 @@ def pct(xs, q):
 
 during = [l for t, l in lat if t0 <= t <= t1]
 before = [l for t, l in lat if t0 - (t1 - t0) - 0.5 <= t < t0]
-print(f"{os.path.basename(binary)} {kind}: {t1 - t0:.2f} s, PSS {base / 1024:.0f} MB, "
+print(f"{os.path.basename(binary)} {kind}: {t1 - t0:.2f} s{'' if finished else ' (NOT FINISHED)'}, PSS {base / 1024:.0f} MB, "
       f"peak growth {(peak - base) * 100 / base:.1f}%, PING p99 {pct(during, 0.99):.2f} ms "
       f"(max {max(during, default=0) * 1000:.1f}) during, {pct(before, 0.99):.2f} ms "
       f"(max {max(before, default=0) * 1000:.1f}) before")
 srv.kill()
 srv.wait()
 subprocess.run(["rm", "-rf", d])
+if replica:
+    replica.kill()
+    replica.wait()
+    subprocess.run(["rm", "-rf", rd])

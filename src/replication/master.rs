@@ -25,7 +25,9 @@
 
 use std::time::Instant;
 
-use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, PendingFull, Waiter};
+use super::{
+    ensure_backlog, feed, HeldStream, ImageFeed, Peer, PeerConf, PeerState, PendingFull, Waiter,
+};
 use crate::commands::Ctx;
 use crate::exec::Executor;
 use crate::persistence::snapshot::ImageParts;
@@ -337,7 +339,7 @@ fn add_peer(
         ack_time: Instant::now(),
         old_protocol: old,
         state,
-        held: Vec::new(),
+        held: HeldStream::default(),
         image: None,
         rdb_only: conf.rdb_only,
         pending: None,
@@ -424,7 +426,9 @@ pub fn pump_images(ex: &mut Executor) {
         }
         p.state = PeerState::Online;
         let c = ex.client_mut(slot);
-        c.append_output_owned(held);
+        for block in held.into_blocks() {
+            c.append_output_owned(block);
+        }
         crate::log::notice(&format!(
             "Synchronization with replica {} succeeded",
             c.addr
@@ -482,7 +486,7 @@ fn sync_with_snapshot(
             return None;
         }
         ex.repl.snapshot_offset = ex.repl.offset;
-        Vec::new()
+        HeldStream::default()
     };
     let offset = ex.repl.snapshot_offset;
     start_full_sync(
