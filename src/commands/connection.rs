@@ -510,7 +510,7 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
     };
     let events = if c.pending_output() > 0 { "rw" } else { "r" };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
         c.id,
         c.addr,
         c.laddr,
@@ -542,6 +542,7 @@ pub fn client_line(c: &Client, blocked: bool, qbuf_free: usize) -> String {
         c.proto,
         s(&c.lib_name),
         s(&c.lib_ver),
+        c.io_thread,
     )
 }
 

@@ -197,12 +197,15 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "dump_payload_sanitizations:{}",
                 ex.persist.dump_payload_sanitizations
             ));
-            for k in [
-                "io_threaded_reads_processed:0",
-                "io_threaded_writes_processed:0",
-                "reply_buffer_shrinks:0",
-                "reply_buffer_expands:0",
-            ] {
+            f(format!(
+                "io_threaded_reads_processed:{}",
+                st.io_threaded_reads_processed
+            ));
+            f(format!(
+                "io_threaded_writes_processed:{}",
+                st.io_threaded_writes_processed
+            ));
+            for k in ["reply_buffer_shrinks:0", "reply_buffer_expands:0"] {
                 f(k.into());
             }
             f(format!(

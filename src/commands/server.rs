@@ -338,7 +338,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default()
             );
-            field!("io_threads_active:0");
+            field!("io_threads_active:{}", ex.stats.io_threads_active as u8);
             if let Some(ms) = crate::exec::shutdown::remaining_ms(ex) {
                 field!("shutdown_in_milliseconds:{ms}");
             }

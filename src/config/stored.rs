@@ -252,7 +252,8 @@ impl Config {
 
 /// The stored directives, in Redis's table order.
 pub static STORED: &[Directive] = &[
-    // No effect here: one event-loop thread does all I/O.
+    // No effect here, as in Redis 8: with `io-threads` above 1, reads are threaded
+    // as well as writes (net/io_threads.rs).
     stored!("io-threads-do-reads", &[], IMMUTABLE, Kind::Bool, "no"),
     // `yes`: the startup banner (process.rs) even when not logging to a terminal.
     stored!("always-show-logo", &[], IMMUTABLE, Kind::Bool, "no"),
@@ -730,6 +731,15 @@ pub static STORED: &[Directive] = &[
         "0"
     ),
     stored!("watchdog-period", &[], HIDDEN, Kind::Int(0, INT_MAX), "0"),
+    // Valkey's test switch: I/O threads take every read and write, however few
+    // (net/io_threads.rs), so a test with one client exercises them.
+    stored!(
+        "io-threads-always-active",
+        &[],
+        HIDDEN | IMMUTABLE,
+        Kind::Bool,
+        "no"
+    ),
     stored!(
         "cluster-ping-interval",
         &[],

