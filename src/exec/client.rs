@@ -9,6 +9,10 @@ use crate::protocol::{PickStream, Reply};
 /// An output buffer holding this much after a reply is sealed into a block of the
 /// reply list (`Client::seal`).
 pub const SEAL_AT: usize = 64 * 1024;
+/// Output blocks and query buffers from this size on are freed off the loop (on the
+/// lazy-free thread): unmapping megabytes takes long enough to show in every client's
+/// latency.
+pub const BIG_BLOCK: usize = 1024 * 1024;
 
 /// Unwritten bytes a streamed reply keeps in the output buffer: it is topped up to
 /// this as the socket drains.
@@ -314,8 +318,10 @@ impl Client {
         }
     }
 
-    /// Accounts `n` bytes written to the socket: sealed blocks written whole are freed.
-    pub fn consume_written(&mut self, mut n: usize) {
+    /// Accounts `n` bytes written to the socket: sealed blocks written whole are freed,
+    /// those of `BIG_BLOCK` bytes or more handed to `big` (the network layer frees them
+    /// off the loop).
+    pub fn consume_written(&mut self, mut n: usize, big: &mut Vec<Vec<u8>>) {
         while n > 0 {
             let Some(front) = self.sealed.front() else {
                 break;
@@ -330,7 +336,11 @@ impl Client {
             self.sealed_bytes -= left;
             self.sealed_cap -= front.capacity();
             self.sealed_pos = 0;
-            self.sealed.pop_front();
+            if let Some(block) = self.sealed.pop_front() {
+                if block.capacity() >= BIG_BLOCK {
+                    big.push(block);
+                }
+            }
         }
         self.out_pos += n;
     }
@@ -431,5 +441,33 @@ impl Client {
             f.push('N');
         }
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Written blocks are dropped as they are written, except big ones, handed back to
+    /// be freed off the loop; the counts follow either way.
+    #[test]
+    fn written_big_blocks_are_handed_back() {
+        let mut c = Client::new(1, "a".into(), "b".into(), 5, true);
+        c.out.extend_from_slice(b"+OK\r\n");
+        c.push_big_bulk(vec![7u8; BIG_BLOCK]);
+        c.push_big_bulk(vec![8u8; 100_000]);
+        let total = c.pending_output();
+        let mut big = Vec::new();
+        c.consume_written(5 + 10, &mut big);
+        assert!(big.is_empty());
+        c.consume_written(BIG_BLOCK, &mut big);
+        assert_eq!(big.len(), 1);
+        assert_eq!(big[0].len(), BIG_BLOCK);
+        assert!(big[0].iter().all(|&b| b == 7));
+        let left = total - 15 - BIG_BLOCK;
+        assert_eq!(c.pending_output(), left);
+        c.consume_written(left, &mut big);
+        assert_eq!(big.len(), 1, "a 100 KB block is freed in place");
+        assert_eq!(c.pending_output(), 0);
     }
 }

@@ -78,6 +78,8 @@ pub struct Stats {
     pub io_threaded_writes_processed: u64,
     /// The last read or write phase used I/O threads (INFO `io_threads_active`).
     pub io_threads_active: bool,
+    /// Time the loop waited for I/O threads to hand their batches back.
+    pub io_threads_wait_ns: u64,
     pub total_net_output_bytes: u64,
     pub total_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,

@@ -271,8 +271,8 @@ impl Phase<'_> {
 
     /// Hands each worker its batch, runs the loop's own, waits for the workers, and
     /// returns every job's result (the loop's batch first, then each worker's,
-    /// each in the order given).
-    pub fn run(self, done: &mut Vec<Done>) {
+    /// each in the order given); says how long it waited for the workers, in ns.
+    pub fn run(self, done: &mut Vec<Done>) -> u64 {
         let threads = self.threads;
         let mut handed = false;
         for w in &threads.workers {
@@ -287,6 +287,7 @@ impl Phase<'_> {
         threads.active = handed;
         threads.own.run();
         collect(&threads.own, done);
+        let waiting = Instant::now();
         for w in &threads.workers {
             let mut spins = 0u32;
             while w.mailbox.owner.load(Ordering::Acquire) != LOOP_OWNS {
@@ -302,6 +303,7 @@ impl Phase<'_> {
             // SAFETY: the worker handed the batch back (the Acquire load above).
             collect(unsafe { &*w.mailbox.batch.get() }, done);
         }
+        waiting.elapsed().as_nanos() as u64
     }
 }
 

@@ -535,7 +535,7 @@ impl Server {
         let mut io = net.io.take().expect("checked above");
         let mut on_loop: Vec<usize> = Vec::new();
         let mut asked: Vec<(usize, usize)> = Vec::with_capacity(slots.len());
-        {
+        let waited = {
             let mut phase = io.phase();
             for &slot in &slots {
                 let fd = match net.conns.get(slot) {
@@ -558,9 +558,10 @@ impl Server {
                 unsafe { phase.read(thread, asked.len(), fd, &mut conn.rbuf[from..limit]) };
                 asked.push((slot, limit - from));
             }
-            phase.run(&mut done);
-        }
+            phase.run(&mut done)
+        };
         net.io = Some(io);
+        self.ex.stats.io_threads_wait_ns += waited;
         self.ex.stats.io_threaded_reads_processed += done.len() as u64;
         drop(net);
         // The phase returns results by thread; each job's tag is its place in `asked`.
@@ -830,7 +831,7 @@ impl Conn {
     /// than 4 KB is freed (or cut to its pending bytes) when the client has been idle
     /// for more than two seconds, or, above 32 KB, trimmed to its recent peak when
     /// that is under half its size. The peak then restarts from what is pending.
-    fn resize_query_buffer(&mut self, c: &mut crate::exec::Client) {
+    fn resize_query_buffer(&mut self, c: &mut crate::exec::Client, big: &mut Vec<Vec<u8>>) {
         if self.rbuf_borrowed {
             return;
         }
@@ -847,15 +848,23 @@ impl Conn {
                 None
             };
             if let Some(target) = target {
-                self.rbuf.copy_within(self.start..self.end, 0);
+                if self.rbuf.capacity() >= crate::exec::client::BIG_BLOCK {
+                    // A new buffer with the pending bytes; the big one is freed off
+                    // the loop.
+                    let mut small = vec![0u8; target];
+                    small[..pending].copy_from_slice(&self.rbuf[self.start..self.end]);
+                    big.push(std::mem::replace(&mut self.rbuf, small));
+                } else {
+                    self.rbuf.copy_within(self.start..self.end, 0);
+                    if target == 0 {
+                        self.rbuf = Vec::new();
+                    } else {
+                        self.rbuf.truncate(target);
+                        self.rbuf.shrink_to_fit();
+                    }
+                }
                 self.start = 0;
                 self.end = pending;
-                if target == 0 {
-                    self.rbuf = Vec::new();
-                } else {
-                    self.rbuf.truncate(target);
-                    self.rbuf.shrink_to_fit();
-                }
             }
         }
         self.qbuf_peak = pending.max(bulk);
@@ -1262,7 +1271,11 @@ impl Net {
             self.cron_cursor = slot + 1;
             looked += 1;
             if let Some(conn) = self.conns[slot].as_deref_mut() {
-                conn.resize_query_buffer(ex.client_mut(slot));
+                let mut big = Vec::new();
+                conn.resize_query_buffer(ex.client_mut(slot), &mut big);
+                for buf in big {
+                    ex.ks.lazyfree.free_other(Box::new(buf), 0);
+                }
                 ex.client_cron(slot, now_ms);
                 left -= 1;
             }
@@ -1321,7 +1334,7 @@ impl Net {
         let mut io = self.io.take().expect("checked by the caller");
         let mut done = std::mem::take(&mut self.io_done);
         io_threads::decay(&mut done, threaded.len());
-        {
+        let waited = {
             let mut phase = io.phase();
             let mut slices = Vec::with_capacity(WRITE_SLICES);
             for (tag, &slot) in threaded.iter().enumerate() {
@@ -1334,9 +1347,10 @@ impl Net {
                 // below returns: nothing else runs in between.
                 unsafe { phase.write(conn.io_thread, tag, fd, &slices) };
             }
-            phase.run(&mut done);
-        }
+            phase.run(&mut done)
+        };
         self.io = Some(io);
+        ex.stats.io_threads_wait_ns += waited;
         ex.stats.io_threaded_writes_processed += done.len() as u64;
         done.sort_unstable_by_key(|d| d.tag);
         for (&slot, d) in threaded.iter().zip(done.drain(..)) {
@@ -1419,7 +1433,11 @@ impl Net {
     fn after_write(&mut self, ex: &mut Executor, slot: usize, written: io::Result<usize>) -> bool {
         match written {
             Ok(n) => {
-                ex.client_mut(slot).consume_written(n);
+                let mut big = Vec::new();
+                ex.client_mut(slot).consume_written(n, &mut big);
+                for block in big {
+                    ex.ks.lazyfree.free_other(Box::new(block), 0);
+                }
                 ex.stats.total_net_output_bytes += n as u64;
                 ex.stats.total_writes_processed += 1;
                 true
@@ -1471,10 +1489,16 @@ impl Net {
             // What written output leaves allocated is the reply buffer's size, as
             // Redis keeps its buffer and frees its reply list: the capacity counts in
             // used_memory, which eviction sees.
-            if c.out.capacity() > c.reply_buf_size {
+            // A big buffer is freed off the loop.
+            let closing = c.close_after_reply && !left && c.stream.is_none();
+            if c.out.capacity() >= crate::exec::client::BIG_BLOCK {
+                let fresh = Vec::with_capacity(c.reply_buf_size);
+                let old = std::mem::replace(&mut c.out, fresh);
+                ex.ks.lazyfree.free_other(Box::new(old), 0);
+            } else if c.out.capacity() > c.reply_buf_size {
                 c.out.shrink_to(c.reply_buf_size);
             }
-            if c.close_after_reply && !left && c.stream.is_none() {
+            if closing {
                 self.close(ex, slot);
                 return;
             }
@@ -1511,6 +1535,28 @@ impl Net {
                 self.spare_lent = false;
                 if self.spare_rbuf.is_empty() {
                     self.spare_rbuf = std::mem::take(&mut conn.rbuf);
+                }
+            }
+            // A big query buffer or reply blocks are freed off the loop.
+            let big = crate::exec::client::BIG_BLOCK;
+            if conn.rbuf.capacity() >= big {
+                ex.ks
+                    .lazyfree
+                    .free_other(Box::new(std::mem::take(&mut conn.rbuf)), 0);
+            }
+            if ex.has_client(slot) {
+                let c = ex.client_mut(slot);
+                let mut blocks: Vec<Vec<u8>> = c
+                    .sealed
+                    .iter_mut()
+                    .filter(|b| b.capacity() >= big)
+                    .map(std::mem::take)
+                    .collect();
+                if c.out.capacity() >= big {
+                    blocks.push(std::mem::take(&mut c.out));
+                }
+                for block in blocks {
+                    ex.ks.lazyfree.free_other(Box::new(block), 0);
                 }
             }
             ex.disconnect(slot);
