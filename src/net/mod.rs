@@ -360,7 +360,8 @@ impl Server {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             let mut net = self.net.borrow_mut();
                             if net.io.is_some() {
-                                // Read together after the events (`read_readable`).
+                                // Read together after the events (`read_readable`), in
+                                // the order the events came.
                                 net.readable.push(slot);
                             } else {
                                 drop(net);
@@ -527,9 +528,14 @@ impl Server {
             self.net.borrow_mut().readable = slots;
             return;
         }
-        // One job per connection (a slot is reported once per poll, but be sure).
-        slots.sort_unstable();
-        slots.dedup();
+        // Commands run in the order the events came, as with one thread: a client that
+        // wrote first is served first. A slot is reported once per poll (and accepts,
+        // which could reuse a slot, wait for the reads), so each has one job.
+        debug_assert!({
+            let mut seen = slots.clone();
+            seen.sort_unstable();
+            seen.windows(2).all(|w| w[0] != w[1])
+        });
         let mut done = std::mem::take(&mut net.io_done);
         io_threads::decay(&mut done, slots.len());
         let mut io = net.io.take().expect("checked above");
