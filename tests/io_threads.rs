@@ -33,6 +33,10 @@ fn pipeline(i: usize, r: usize) -> (Vec<u8>, Vec<u8>) {
     (cmds, want)
 }
 
+fn set(c: &mut redis::Connection, key: &str, value: &[u8]) {
+    let _: () = redis::cmd("SET").arg(key).arg(value).query(c).unwrap();
+}
+
 /// A field of INFO's server or stats section.
 fn stat(c: &mut redis::Connection, field: &str) -> String {
     let info: String = redis::cmd("INFO").arg("everything").query(c).unwrap();
@@ -160,11 +164,7 @@ fn every_kind_of_output_goes_through_always_active_threads() {
         TestServer::start_with(&["--io-threads", "3", "--io-threads-always-active", "yes"]);
     let mut c = server.client();
     let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&big)
-        .query(&mut c)
-        .unwrap();
+    set(&mut c, "big", &big);
     // A pipeline of big GETs, read slowly: the socket fills, writes are partial and
     // resume on writability.
     let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
@@ -296,11 +296,7 @@ fn big_output_blocks_and_query_buffers_are_freed() {
     let mut c = server.client();
     let used = |c: &mut redis::Connection| -> i64 { stat(c, "used_memory").parse().unwrap() };
     let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 241) as u8).collect();
-    let _: () = redis::cmd("SET")
-        .arg("big")
-        .arg(&big)
-        .query(&mut c)
-        .unwrap();
+    set(&mut c, "big", &big);
     let _: () = redis::cmd("SET")
         .arg("small")
         .arg("x")
@@ -333,4 +329,38 @@ fn big_output_blocks_and_query_buffers_are_freed() {
     });
     let got: String = redis::cmd("GET").arg("small").query(&mut c).unwrap();
     assert_eq!(got, "x");
+}
+
+/// Clients whose commands arrive in the same turn are served in the order they sent
+/// them, as with one thread, not in the order of their connections: the subscriber
+/// (connected later) unsubscribes before the publisher (connected first) publishes.
+#[test]
+fn commands_run_in_the_order_their_clients_sent_them() {
+    let server =
+        TestServer::start_with(&["--io-threads", "4", "--io-threads-always-active", "yes"]);
+    let mut publisher = server.raw(2);
+    let mut subscriber = server.raw(2);
+    assert_eq!(
+        subscriber.cmd(&["SUBSCRIBE", "ch"]),
+        "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+    );
+    for _ in 0..5 {
+        // The server sleeps, so both commands wait for the same turn.
+        let mut sleeper = server.raw(2);
+        sleeper.send(&["DEBUG", "SLEEP", "0.2"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        subscriber.send(&["UNSUBSCRIBE"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        publisher.send(&["PUBLISH", "ch", "hello"]);
+        assert_eq!(publisher.read_reply(), ":0\r\n");
+        assert_eq!(
+            subscriber.read_reply(),
+            "*3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n"
+        );
+        assert_eq!(sleeper.read_reply(), "+OK\r\n");
+        assert_eq!(
+            subscriber.cmd(&["SUBSCRIBE", "ch"]),
+            "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+        );
+    }
 }

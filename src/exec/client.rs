@@ -345,6 +345,21 @@ impl Client {
         self.out_pos += n;
     }
 
+    /// The output blocks (and output buffer) of `BIG_BLOCK` bytes or more, taken out of
+    /// a client that is going away so they can be freed off the loop.
+    pub fn take_big_output(&mut self) -> Vec<Vec<u8>> {
+        let mut big: Vec<Vec<u8>> = self
+            .sealed
+            .iter_mut()
+            .filter(|b| b.capacity() >= BIG_BLOCK)
+            .map(std::mem::take)
+            .collect();
+        if self.out.capacity() >= BIG_BLOCK {
+            big.push(std::mem::take(&mut self.out));
+        }
+        big
+    }
+
     /// Starts writing a streamed reply: its first piece now, the rest as the socket
     /// drains.
     pub fn start_stream(&mut self, stream: Box<PickStream>) {

@@ -380,7 +380,12 @@ impl Executor {
             self.clear_client_state(slot);
             self.forget_client_mem(slot);
             let internal = self.client(slot).embedded;
-            self.clients[slot] = None;
+            if let Some(mut gone) = self.clients[slot].take() {
+                // Reply blocks of megabytes are freed off the loop.
+                for block in gone.take_big_output() {
+                    self.ks.lazyfree.free_other(Box::new(block), 0);
+                }
+            }
             self.free_slots.push(slot);
             if !internal {
                 self.client_count -= 1;

@@ -15,6 +15,11 @@ impl Server {
     pub(super) fn read_readable(&mut self) {
         let mut net = self.net.borrow_mut();
         let mut slots = std::mem::take(&mut net.readable);
+        for &slot in &slots {
+            if let Some(Some(conn)) = net.conns.get_mut(slot) {
+                conn.read_noted = false;
+            }
+        }
         let threaded = net.io.as_ref().is_some_and(|io| io.worth_it(slots.len()));
         self.ex.stats.io_threads_active = threaded;
         if !threaded {
@@ -28,13 +33,8 @@ impl Server {
             return;
         }
         // Commands run in the order the events came, as with one thread: a client that
-        // wrote first is served first. A slot is reported once per poll (and accepts,
-        // which could reuse a slot, wait for the reads), so each has one job.
-        debug_assert!({
-            let mut seen = slots.clone();
-            seen.sort_unstable();
-            seen.windows(2).all(|w| w[0] != w[1])
-        });
+        // wrote first is served first. Each connection is listed once
+        // (`Net::note_readable`), so it has one job.
         let mut done = std::mem::take(&mut net.io_done);
         io_threads::decay(&mut done, slots.len());
         let mut io = net.io.take().expect("checked above");
@@ -59,7 +59,7 @@ impl Server {
                 let thread = conn.io_thread;
                 // SAFETY: the connection stays in the table, and its buffer is neither
                 // moved nor resized, until `run` below returns: nothing else runs in
-                // between.
+                // between; no other job of the phase is for this connection.
                 unsafe { phase.read(thread, asked.len(), fd, &mut conn.rbuf[from..limit]) };
                 asked.push((slot, limit - from));
             }
@@ -71,12 +71,11 @@ impl Server {
         drop(net);
         // The phase returns results by thread; each job's tag is its place in `asked`.
         done.sort_unstable_by_key(|d| d.tag);
-        let mut results = std::mem::take(&mut done);
         // Every read is taken in before any command runs: a busy script's round
         // (net/busy.rs) reads sockets itself, and must find each buffer's end where
         // its bytes end.
         let mut read: Vec<(usize, usize, bool)> = Vec::with_capacity(asked.len());
-        for (&(slot, want), d) in asked.iter().zip(results.drain(..)) {
+        for (&(slot, want), d) in asked.iter().zip(done.drain(..)) {
             let got = d.result;
             if matches!(&got, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
                 on_loop.push(slot);
@@ -105,8 +104,7 @@ impl Server {
             self.read_and_process(slot);
         }
         let mut net = self.net.borrow_mut();
-        results.clear();
-        net.io_done = results;
+        net.io_done = done;
         io_threads::decay_unused(&mut slots);
         slots.clear();
         net.readable = slots;
@@ -128,16 +126,15 @@ impl Net {
                 && c.stream.is_none()
                 && c.pending_output() > 0
                 && !c.close_asap;
-            if plain {
+            // One job per connection: a slot listed twice (its client gone and the
+            // slot reused within the turn) is written once.
+            if plain && std::mem::take(&mut ex.client_mut(slot).pending_write) {
                 threaded.push(slot);
             }
             !plain
         });
         // Replies that wait for a failed AOF write stay (`may_write`).
-        threaded.retain(|&slot| {
-            ex.client_mut(slot).pending_write = false;
-            self.may_write(ex, slot)
-        });
+        threaded.retain(|&slot| self.may_write(ex, slot));
         if threaded.is_empty() {
             return;
         }

@@ -138,8 +138,6 @@ pub(super) struct IoThreads {
     /// The loop's own batch (thread 0's).
     own: Batch,
     always_active: bool,
-    /// Threads were used by the last phase (INFO `io_threads_active`).
-    pub active: bool,
     /// The next thread a new connection is given (round robin over all of them).
     next: usize,
 }
@@ -166,7 +164,6 @@ impl IoThreads {
             workers,
             own: Batch::default(),
             always_active,
-            active: false,
             next: 0,
         })
     }
@@ -274,7 +271,6 @@ impl Phase<'_> {
     /// each in the order given); says how long it waited for the workers, in ns.
     pub fn run(self, done: &mut Vec<Done>) -> u64 {
         let threads = self.threads;
-        let mut handed = false;
         for w in &threads.workers {
             // SAFETY: still the loop's until the store below.
             if unsafe { (*w.mailbox.batch.get()).jobs.is_empty() } {
@@ -282,9 +278,7 @@ impl Phase<'_> {
             }
             w.mailbox.owner.store(WORKER_OWNS, Ordering::Release);
             w.thread.unpark();
-            handed = true;
         }
-        threads.active = handed;
         threads.own.run();
         collect(&threads.own, done);
         let waiting = Instant::now();

@@ -93,6 +93,8 @@ struct Conn {
     refusal: Option<&'static [u8]>,
     /// The I/O thread its reads and writes go to (`io-threads`; 0 is the loop's).
     io_thread: usize,
+    /// Listed in `Net::readable` this turn: one read job per connection per phase.
+    read_noted: bool,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -363,7 +365,7 @@ impl Server {
                             if net.io.is_some() {
                                 // Read together after the events (`read_readable`), in
                                 // the order the events came.
-                                net.readable.push(slot);
+                                net.note_readable(slot);
                             } else {
                                 drop(net);
                                 self.read_and_process(slot);
@@ -924,6 +926,7 @@ impl Net {
                 cn_auth,
                 refusal,
                 io_thread,
+                read_noted: false,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
@@ -1026,6 +1029,15 @@ impl Net {
                 continue;
             }
             return self.after_read(ex, slot, got, limit - from);
+        }
+    }
+
+    /// Lists a connection for the turn's threaded reads, once.
+    fn note_readable(&mut self, slot: usize) {
+        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+            if !std::mem::replace(&mut conn.read_noted, true) {
+                self.readable.push(slot);
+            }
         }
     }
 
@@ -1335,8 +1347,7 @@ impl Net {
             c.out_pos = 0;
             // What written output leaves allocated is the reply buffer's size, as
             // Redis keeps its buffer and frees its reply list: the capacity counts in
-            // used_memory, which eviction sees.
-            // A big buffer is freed off the loop.
+            // used_memory, which eviction sees. A big buffer is freed off the loop.
             let closing = c.close_after_reply && !left && c.stream.is_none();
             if c.out.capacity() >= crate::exec::client::BIG_BLOCK {
                 let fresh = Vec::with_capacity(c.reply_buf_size);
@@ -1384,27 +1395,12 @@ impl Net {
                     self.spare_rbuf = std::mem::take(&mut conn.rbuf);
                 }
             }
-            // A big query buffer or reply blocks are freed off the loop.
-            let big = crate::exec::client::BIG_BLOCK;
-            if conn.rbuf.capacity() >= big {
+            // A big query buffer is freed off the loop (big reply blocks are, in
+            // `Executor::disconnect`).
+            if conn.rbuf.capacity() >= crate::exec::client::BIG_BLOCK {
                 ex.ks
                     .lazyfree
                     .free_other(Box::new(std::mem::take(&mut conn.rbuf)), 0);
-            }
-            if ex.has_client(slot) {
-                let c = ex.client_mut(slot);
-                let mut blocks: Vec<Vec<u8>> = c
-                    .sealed
-                    .iter_mut()
-                    .filter(|b| b.capacity() >= big)
-                    .map(std::mem::take)
-                    .collect();
-                if c.out.capacity() >= big {
-                    blocks.push(std::mem::take(&mut c.out));
-                }
-                for block in blocks {
-                    ex.ks.lazyfree.free_other(Box::new(block), 0);
-                }
             }
             ex.disconnect(slot);
         }
