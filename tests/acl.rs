@@ -658,3 +658,128 @@ fn acl_load_disconnects_only_affected_clients_and_config_users_are_unique() {
         );
     }
 }
+
+/// SORT's BY and GET patterns may name any key, so they need read access to every
+/// key (unit/acl-v2 "Test sort with ACL permissions").
+#[test]
+fn sort_patterns_need_every_key_readable() {
+    let s = TestServer::start();
+    let mut admin = s.raw(2);
+    admin.cmd(&["SET", "v1", "1"]);
+    admin.cmd(&["LPUSH", "mylist", "1"]);
+    const BY: &str = "-ERR BY option of SORT denied due to insufficient ACL permissions.\r\n";
+    const GET: &str = "-ERR GET option of SORT denied due to insufficient ACL permissions.\r\n";
+    let mut c = {
+        admin.cmd(&[
+            "ACL",
+            "SETUSER",
+            "sorter",
+            "on",
+            "nopass",
+            "(+sort ~mylist)",
+        ]);
+        authed(&s, 2, "sorter", "x")
+    };
+    for (rules, allowed) in [
+        ("~v*", false),
+        ("%W~*", false),
+        ("%R~*", true),
+        ("allkeys", true),
+    ] {
+        admin.cmd(&["ACL", "SETUSER", "sorter", "resetkeys", "~mylist"]);
+        // Rules go into the selector the user was given.
+        admin.cmd(&["ACL", "SETUSER", "sorter", "clearselectors"]);
+        admin.cmd(&[
+            "ACL",
+            "SETUSER",
+            "sorter",
+            &format!("(+sort ~mylist {rules})"),
+        ]);
+        if allowed {
+            assert_eq!(c.cmd(&["SORT", "mylist", "BY", "v*"]), "*1\r\n$1\r\n1\r\n");
+            assert_eq!(c.cmd(&["SORT", "mylist", "GET", "v*"]), "*1\r\n$1\r\n1\r\n");
+        } else {
+            assert_eq!(c.cmd(&["SORT", "mylist", "BY", "v*"]), BY, "{rules}");
+            assert_eq!(c.cmd(&["SORT", "mylist", "GET", "v*"]), GET, "{rules}");
+            assert_eq!(c.cmd(&["SORT", "mylist", "GET", "#"]), GET, "{rules}");
+        }
+        // A BY without `*` names no key: always allowed.
+        assert_eq!(
+            c.cmd(&["SORT", "mylist", "BY", "nosort"]),
+            "*1\r\n$1\r\n1\r\n"
+        );
+    }
+}
+
+/// GEORADIUS's STORE and STOREDIST destinations are keys it writes (unit/acl-v2 "Test
+/// various odd commands for key permissions").
+#[test]
+fn georadius_store_destinations_are_checked_for_writing() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&[
+        "ACL",
+        "SETUSER",
+        "geo",
+        "+@all",
+        "%R~read*",
+        "%W~write*",
+        "%RW~rw*",
+    ]);
+    let denied = |k: &str| {
+        let text = format!("User geo has no permissions to access the '{k}' key");
+        format!("${}\r\n{text}\r\n", text.len())
+    };
+    for word in ["STORE", "STOREDIST"] {
+        let dry = |c: &mut RawConn, src: &str, dst: &str| {
+            c.cmd(&[
+                "ACL",
+                "DRYRUN",
+                "geo",
+                "GEORADIUS",
+                src,
+                "0",
+                "0",
+                "1",
+                "M",
+                word,
+                dst,
+            ])
+        };
+        assert_eq!(dry(&mut c, "read", "write"), "+OK\r\n");
+        assert_eq!(dry(&mut c, "read1", "read2"), denied("read2"));
+        assert_eq!(dry(&mut c, "write1", "write2"), denied("write1"));
+        assert_eq!(
+            c.cmd(&[
+                "ACL",
+                "DRYRUN",
+                "geo",
+                "GEORADIUSBYMEMBER",
+                "read",
+                "m",
+                "1",
+                "M",
+                word,
+                "read2"
+            ]),
+            denied("read2")
+        );
+    }
+    assert_eq!(
+        c.cmd(&[
+            "COMMAND",
+            "GETKEYS",
+            "GEORADIUS",
+            "src",
+            "0",
+            "0",
+            "1",
+            "M",
+            "STORE",
+            "a",
+            "STOREDIST",
+            "b"
+        ]),
+        "*3\r\n$3\r\nsrc\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+}

@@ -752,3 +752,99 @@ fn replay_does_not_expire_keys_midway() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An old-style single-file AOF whose value happens to read like a manifest line
+/// (integration/aof "old style resp AOF - has data in the same format as manifest") is
+/// loaded as an AOF, and upgraded to the multi-part layout.
+#[test]
+fn old_style_aof_holding_manifest_like_data_loads() {
+    let dir = temp_dir("aof-oldstyle");
+    let line = "file appendonly.aof.2.base.rdb seq 2 type b";
+    let mut text = String::new();
+    for args in [vec!["set", "file", "file"], vec!["set", line, line]] {
+        text.push_str(&format!("*{}\r\n", args.len()));
+        for a in args {
+            text.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+    }
+    std::fs::write(dir.join("appendonly.aof"), text).unwrap();
+    let s = TestServer::start_in(&dir, &["--save", "", "--appendonly", "yes"]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["GET", "file"]), "$4\r\nfile\r\n");
+    assert_eq!(
+        c.cmd(&["GET", line]),
+        format!("${}\r\n{line}\r\n", line.len())
+    );
+    assert!(dir.join("appendonlydir/appendonly.aof.manifest").exists());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// BGREWRITEAOF with the AOF off while a BGSAVE runs is scheduled behind it, as with
+/// the AOF on (unit/aofrw "BGREWRITEAOF is delayed if BGSAVE is in progress").
+#[test]
+fn bgrewriteaof_with_the_aof_off_waits_for_a_bgsave() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--save", ""]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "500000"]);
+    assert_eq!(c.cmd(&["BGSAVE"]), "+Background saving started\r\n");
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        "+Background append only file rewriting scheduled\r\n"
+    );
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert!(info.contains("aof_rewrite_scheduled:1\r\n"), "{info}");
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    wait_until(|| {
+        let info = c.cmd(&["INFO", "persistence"]);
+        info.contains("aof_rewrite_scheduled:0\r\n") && info.contains("aof_rewrites:1\r\n")
+    });
+    // While one runs, another is refused.
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        "+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        "-ERR Background append only file rewriting already in progress\r\n"
+    );
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+}
+
+/// Turning the AOF off during a rewrite cancels the rewrite and says so in the words
+/// of Redis's log (unit/aofrw "Turning off AOF kills the background writing child").
+#[test]
+fn turning_aof_off_cancels_a_rewrite_in_progress() {
+    let dir = temp_dir("aof-off-kill");
+    let log = dir.join("server.log");
+    let s = TestServer::start_in(
+        &dir,
+        &[
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--loglevel",
+            "notice",
+            "--logfile",
+            log.to_str().unwrap(),
+        ],
+    );
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "10000000"]);
+    assert_eq!(
+        c.cmd(&["BGREWRITEAOF"]),
+        "+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "appendonly", "no"]), "+OK\r\n");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("Killing running AOF rewrite child"), "{text}");
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert!(info.contains("aof_rewrite_in_progress:0\r\n"), "{info}");
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

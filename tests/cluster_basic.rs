@@ -489,3 +489,39 @@ fn a_replica_moved_to_another_master_unsubscribes_its_old_shard_channels() {
         "*2\r\n$1\r\nb\r\n:0\r\n"
     );
 }
+
+/// In cluster mode SORT's BY and GET patterns must name keys of the sorted key's own
+/// slot: a hash tag decides it, a wildcard before one does not (Redis's
+/// patternHashSlot). `GET #` is the element itself.
+#[test]
+fn sort_patterns_stay_in_the_sorted_keys_slot() {
+    let s = start_node(&[]);
+    let mut c = s.raw(2);
+    assert_eq!(
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    common::wait_until(|| c.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+    c.cmd(&["RPUSH", "{t}list", "2", "1"]);
+    c.cmd(&["SET", "{t}w_1", "20"]);
+    c.cmd(&["SET", "{t}w_2", "10"]);
+    let by = "-ERR BY option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n";
+    let get = "-ERR GET option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.\r\n";
+    c.check(&[
+        (
+            &["SORT", "{t}list", "BY", "{t}w_*"],
+            "*2\r\n$1\r\n2\r\n$1\r\n1\r\n",
+        ),
+        (&["SORT", "{t}list", "BY", "w_*"], by),
+        (&["SORT", "{t}list", "BY", "*{t}"], by),
+        (
+            &["SORT", "{t}list", "BY", "nosort"],
+            "*2\r\n$1\r\n2\r\n$1\r\n1\r\n",
+        ),
+        (
+            &["SORT", "{t}list", "GET", "#", "GET", "{t}w_*"],
+            "*4\r\n$1\r\n1\r\n$2\r\n20\r\n$1\r\n2\r\n$2\r\n10\r\n",
+        ),
+        (&["SORT", "{t}list", "GET", "{u}w_*"], get),
+    ]);
+}

@@ -314,3 +314,41 @@ fn register_function_only_while_loading() {
     );
     assert_eq!(c.cmd(&["FCALL", "f1", "0"]), "-ERR Function not found\r\n");
 }
+
+/// On a replica whose master is down and that serves no stale data, a function or a
+/// shebang script runs only with `allow-stale`, and then only commands allowed there
+/// (unit/functions "FUNCTION - allow stale").
+#[test]
+fn allow_stale_decides_on_a_stale_replica() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let lib = "#!lua name=test\n\
+        redis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='f2', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}\n\
+        redis.register_function{function_name='f3', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}\n\
+        redis.register_function{function_name='f4', callback=function() return #redis.call('time') end, flags={'allow-stale', 'no-writes'}}";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), "$4\r\ntest\r\n");
+    c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    // Port 1: nothing listens, the link stays down.
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", "1"]), "+OK\r\n");
+    let masterdown =
+        "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n";
+    c.check(&[
+        (&["FCALL", "f1", "0"], masterdown),
+        (&["FCALL", "f2", "0"], "$5\r\nhello\r\n"),
+        (
+            &["FCALL", "f3", "1", "x"],
+            "-ERR Can not execute the command on a stale replica script: f3, on @user_function:4.\r\n",
+        ),
+        (&["FCALL", "f4", "0"], ":2\r\n"),
+        (&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"], masterdown),
+        (&["EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0"], ":1\r\n"),
+        // Without a shebang EVAL is allowed (its row is STALE), its commands are not.
+        (
+            &["EVAL", "return redis.call('get','x')", "0"],
+            "-ERR Can not execute the command on a stale replica script: db94c2918043c41a85e5c7f5b637c7a9c9c7119c, on @user_script:1.\r\n",
+        ),
+        (&["REPLICAOF", "NO", "ONE"], "+OK\r\n"),
+        (&["FCALL", "f1", "0"], "$5\r\nhello\r\n"),
+    ]);
+}

@@ -245,6 +245,18 @@ fn check_selector(
     Ok(())
 }
 
+/// Whether any of `user`'s selectors lets it use `key` with `need` (READ/WRITE), the
+/// key matched as a plain string against each pattern (Redis's ACLUserCheckKeyPerm):
+/// SORT asks it for the key `*` to learn whether every key is readable.
+pub fn may_access_key(user: &User, key: &[u8], need: u8) -> bool {
+    user.selectors.iter().any(|s| {
+        s.allkeys
+            || s.keys
+                .iter()
+                .any(|p| p.flags & need == need && glob_match(&p.pattern, key, false))
+    })
+}
+
 /// Whether `user` may run `cmd` with `args`. With several selectors, any one that
 /// allows the command is enough; otherwise the refusal reported is the command one
 /// if no selector got past it, else the key/channel at the highest position.

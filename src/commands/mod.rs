@@ -157,6 +157,17 @@ impl Command {
         if self.name == "sort" && !keys.is_empty() {
             keys.extend(sort_store_position(args));
         }
+        if matches!(self.name, "georadius" | "georadiusbymember") && !keys.is_empty() {
+            // Key specs found by keyword: the argument after the first STORE, and
+            // after the first STOREDIST, from the first optional argument on.
+            let from = if self.name == "georadius" { 6 } else { 5 };
+            for word in ["store", "storedist"] {
+                let found = args.iter().skip(from).position(|a| is(a, word));
+                if let Some(at) = found.map(|i| i + from + 1).filter(|&at| at < args.len()) {
+                    keys.push(at);
+                }
+            }
+        }
         keys
     }
 

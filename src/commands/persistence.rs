@@ -60,6 +60,10 @@ fn bgrewriteaof(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
         if ctx.ex.persist.off_rewrite.is_some() {
             return Reply::err("ERR Background append only file rewriting already in progress");
         }
+        if ctx.ex.persist.busy() || ctx.client_ref().in_exec {
+            ctx.ex.persist.off_rewrite_scheduled = true;
+            return Reply::Status("Background append only file rewriting scheduled".into());
+        }
         return match aof::start_rewrite_off(ctx.ex) {
             Ok(()) => Reply::Status("Background append only file rewriting started".into()),
             Err(e) => {

@@ -87,7 +87,55 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse<'a>(args: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, Reply> {
+/// What BY and GET patterns may reach: keys the client can read, keys in the sorted
+/// key's slot (cluster mode).
+struct PatternScope {
+    /// The client may read every key (Redis asks its ACL for the key `*`).
+    all_readable: bool,
+    /// In cluster mode, the slot every pattern's keys must lie in.
+    slot: Option<u16>,
+}
+
+impl PatternScope {
+    fn of(ctx: &Ctx, key: &[u8]) -> Self {
+        let c = ctx.ex.client(ctx.client);
+        let all_readable = c.acl_free
+            || ctx
+                .ex
+                .acl
+                .user(&c.user)
+                .is_some_and(|u| crate::acl::may_access_key(u, b"*", crate::acl::user::READ));
+        let slot = ctx
+            .ex
+            .cluster
+            .is_some()
+            .then(|| crate::util::hashslot::key_slot(key));
+        PatternScope { all_readable, slot }
+    }
+
+    /// Refuses a BY (`what` = "BY") or GET pattern that may name keys out of scope.
+    fn check(&self, what: &str, pattern: &[u8]) -> Result<(), Reply> {
+        if let Some(slot) = self.slot {
+            // `GET #` is the element itself, no key; the ACL check still applies.
+            let own = what == "GET" && pattern == b"#";
+            if !own && crate::util::hashslot::pattern_slot(pattern) != Some(slot) {
+                return Err(Reply::error(format!("ERR {what} option of SORT denied in Cluster mode when keys formed by the pattern may be in different slots.")));
+            }
+        }
+        if !self.all_readable {
+            return Err(Reply::error(format!(
+                "ERR {what} option of SORT denied due to insufficient ACL permissions."
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn parse<'a>(
+    args: &[&'a [u8]],
+    readonly: bool,
+    scope: &PatternScope,
+) -> Result<Options<'a>, Reply> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -119,10 +167,14 @@ fn parse<'a>(args: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, Reply> {
             // A pattern without `*` names one key for every element: no sorting.
             if !p.contains(&b'*') {
                 o.dontsort = true;
+            } else {
+                scope.check("BY", p)?;
             }
             j += 1;
         } else if is(a, "get") && left >= 1 {
-            o.gets.push(args[j + 1]);
+            let p = args[j + 1];
+            scope.check("GET", p)?;
+            o.gets.push(p);
             j += 1;
         } else {
             return Err(errors::SYNTAX);
@@ -182,7 +234,8 @@ fn sort_ro(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> Reply {
-    let mut o = match parse(args, readonly) {
+    let scope = PatternScope::of(ctx, args[1]);
+    let mut o = match parse(args, readonly, &scope) {
         Ok(o) => o,
         Err(e) => return e,
     };

@@ -588,7 +588,7 @@ impl Executor {
             self.flag_transaction(slot);
             return self.reject(Some(cmd), reply);
         }
-        if let Some(text) = crate::replication::stale_data_error(self, slot, cmd) {
+        if let Some(text) = crate::replication::stale_data_error(self, slot, cmd, args) {
             return self.refuse(slot, cmd, text.to_string());
         }
         if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {

@@ -763,6 +763,8 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
     crate::replication::feed(ex);
     ex.stream.enabled = ex.repl.backlog.is_some();
     ex.stream.clear();
+    // The rewrite that turning AOF on starts stands for one asked while it was off.
+    ex.persist.off_rewrite_scheduled = false;
     if ex.persist.busy() {
         if let Some(a) = ex.aof.as_mut() {
             a.rewrite_scheduled = true;
@@ -784,7 +786,7 @@ pub fn stop_at_runtime(ex: &mut Executor) {
         return;
     }
     flush(ex);
-    super::snapshot::kill_aof_rewrite(ex);
+    super::snapshot::kill_aof_rewrite_at_stop(ex);
     if let Some(aof) = ex.aof.take() {
         if let Err(e) = aof.file.sync_all() {
             crate::log::warning(&format!("Error syncing the AOF: {e}"));
@@ -1100,6 +1102,14 @@ fn spawn_fsync(aof: &mut Aof, f: File) {
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
     flush(ex);
+    if ex.aof.is_none() && ex.persist.off_rewrite_scheduled && !ex.persist.busy() {
+        ex.persist.off_rewrite_scheduled = false;
+        if let Err(e) = start_rewrite_off(ex) {
+            crate::log::warning(&format!(
+                "Can't rewrite append only file in background: {e}"
+            ));
+        }
+    }
     let Some(aof) = ex.aof.as_mut() else { return };
     // The everysec fsync in flight finished: what it covered is on disk, unless it
     // failed (then the next second tries again).
@@ -1406,8 +1416,9 @@ fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
 pub fn info_fields(ex: &Executor, s: &mut String) {
     match ex.aof.as_ref() {
         None => s.push_str(&format!(
-            "aof_enabled:0\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:{}\r\naof_last_write_status:ok\r\n",
+            "aof_enabled:0\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:{}\r\naof_last_write_status:ok\r\n",
             ex.persist.off_rewrite.is_some() as u8,
+            ex.persist.off_rewrite_scheduled as u8,
             ex.persist.off_rewrites,
         )),
         Some(a) => s.push_str(&format!(

@@ -65,6 +65,8 @@ pub struct Persist {
     pub expired_on_load: Option<Vec<(usize, Vec<u8>)>>,
     /// A BGREWRITEAOF while the AOF is off (aof.rs `start_rewrite_off`).
     pub off_rewrite: Option<super::aof::OffRewrite>,
+    /// Such a BGREWRITEAOF waits for the snapshot in progress (or the EXEC).
+    pub off_rewrite_scheduled: bool,
     pub off_rewrites: u64,
 }
 
@@ -93,6 +95,7 @@ impl Default for Persist {
             last_load_expired: 0,
             expired_on_load: None,
             off_rewrite: None,
+            off_rewrite_scheduled: false,
             off_rewrites: 0,
         }
     }
@@ -562,9 +565,25 @@ pub fn kill_bgsave(ex: &mut Executor) {
 
 /// Cancels an AOF rewrite's snapshot in progress (SHUTDOWN).
 pub fn kill_aof_rewrite(ex: &mut Executor) {
+    cancel_aof_rewrite(ex, || {
+        crate::log::warning("There is a child rewriting the AOF. Killing it!")
+    });
+}
+
+/// Cancels an AOF rewrite's snapshot in progress because AOF was turned off, logged
+/// in the words of Redis's killAppendOnlyChild (our "child" is a thread).
+pub fn kill_aof_rewrite_at_stop(ex: &mut Executor) {
+    cancel_aof_rewrite(ex, || {
+        crate::log::notice(
+            "Killing running AOF rewrite child (a background thread of this process)",
+        )
+    });
+}
+
+fn cancel_aof_rewrite(ex: &mut Executor, log: impl FnOnce()) {
     if let Some(s) = ex.persist.snap.as_mut() {
         if s.purpose == Purpose::AofRewrite && !s.is_cancelled() {
-            crate::log::warning("There is a child rewriting the AOF. Killing it!");
+            log();
             s.cancel(None);
         }
     }

@@ -525,29 +525,39 @@ pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command
     ))
 }
 
+/// A replica whose link to its master is down, set not to serve stale data.
+pub fn refusing_stale(ex: &Executor) -> bool {
+    ex.repl.link.as_ref().is_some_and(|l| !l.is_up())
+        && !ex.config.stored_bool("replica-serve-stale-data")
+}
+
 /// `replica-serve-stale-data no`: while the link to the master is down, a replica
-/// answers only the commands flagged STALE.
+/// answers only the commands flagged STALE (a script's own flags decide for EVAL and
+/// FCALL: `allow-stale`).
 pub fn stale_data_error(
     ex: &Executor,
     slot: usize,
     cmd: &crate::commands::Command,
+    args: &[&[u8]],
 ) -> Option<&'static str> {
-    let link = ex.repl.link.as_ref()?;
-    if link.is_up() || link.client == Some(slot) {
+    if !refusing_stale(ex) || ex.repl.link.as_ref()?.client == Some(slot) {
         return None;
     }
-    let stale_ok = |c: &crate::commands::Command| c.flags & crate::commands::flags::STALE != 0;
+    let stale_ok = |c: &crate::commands::Command, args: &[&[u8]]| {
+        crate::scripting::command_flags(ex, c, args) & crate::commands::flags::STALE != 0
+    };
     // EXEC counts as its queued commands.
     let allowed = if cmd.name == "exec" {
-        ex.client(slot)
-            .tx
-            .multi
-            .as_ref()
-            .is_none_or(|m| m.queue.iter().all(|q| stale_ok(q.cmd)))
+        ex.client(slot).tx.multi.as_ref().is_none_or(|m| {
+            m.queue.iter().all(|q| {
+                let args: Vec<&[u8]> = q.args.iter().map(Vec::as_slice).collect();
+                stale_ok(q.cmd, &args)
+            })
+        })
     } else {
-        stale_ok(cmd)
+        stale_ok(cmd, args)
     };
-    if allowed || ex.config.stored_bool("replica-serve-stale-data") {
+    if allowed {
         return None;
     }
     Some("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")

@@ -629,6 +629,13 @@ impl CallCtx<'_> {
         {
             return Err(Reply::err(OOM));
         }
+        // A script let in on a stale replica (`allow-stale`, or EVAL without a
+        // shebang) still runs only the commands allowed there.
+        if cmd.flags & flags::STALE == 0 && crate::replication::refusing_stale(self.ex) {
+            return Err(Reply::err(
+                "ERR Can not execute the command on a stale replica",
+            ));
+        }
         Ok(())
     }
 }
