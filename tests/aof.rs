@@ -848,3 +848,65 @@ fn turning_aof_off_cancels_a_rewrite_in_progress() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Inside MULTI/EXEC a rewrite is only scheduled, and starts once the transaction is
+/// done (unit/multi "MULTI with BGREWRITEAOF", "MULTI with config set appendonly");
+/// every background snapshot counts in INFO's total_forks.
+#[test]
+fn rewrites_asked_inside_exec_start_after_it() {
+    let dir = temp_dir("aof-multi");
+    let log = dir.join("server.log");
+    let s = TestServer::start_in(
+        &dir,
+        &[
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--loglevel",
+            "notice",
+            "--logfile",
+            log.to_str().unwrap(),
+        ],
+    );
+    let mut c = s.raw(2);
+    let forks = |c: &mut RawConn| -> u64 {
+        let info = c.cmd(&["INFO", "stats"]);
+        let line = info
+            .lines()
+            .find(|l| l.starts_with("total_forks:"))
+            .unwrap();
+        line["total_forks:".len()..].parse().unwrap()
+    };
+    assert_eq!(forks(&mut c), 0);
+    for (i, (cmd, reply)) in [
+        (
+            vec!["BGREWRITEAOF"],
+            "+Background append only file rewriting scheduled\r\n",
+        ),
+        (vec!["CONFIG", "SET", "appendonly", "yes"], "+OK\r\n"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.cmd(&["MULTI"]);
+        c.cmd(&["SET", "foo", "bar"]);
+        c.cmd(&cmd);
+        assert_eq!(c.cmd(&["EXEC"]), format!("*2\r\n+OK\r\n{reply}"));
+        wait_until(|| forks(&mut c) == i as u64 + 1);
+        wait_until(|| {
+            let info = c.cmd(&["INFO", "persistence"]);
+            info.contains("aof_rewrite_in_progress:0\r\n")
+                && info.contains("aof_rewrite_scheduled:0\r\n")
+        });
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("AOF was enabled during a transaction. An AOF background was scheduled to start when possible."),
+        "{text}"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), "+OK\r\n");
+    assert_eq!(forks(&mut c), 0);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,3 +98,40 @@ fn clients_info_field_stats(r: &mut RawConn, field: &str) -> String {
         .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
         .unwrap()
 }
+
+fn info_u64(c: &mut RawConn, field: &str) -> u64 {
+    let info = c.cmd(&["INFO", "replication"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("{field} in {info}"))
+        .parse()
+        .unwrap()
+}
+
+/// A paused replica reads its master's stream on but applies none of the commands
+/// the pause holds back, as Redis postpones its master client (unit/pause "Test when
+/// replica paused, offset would not grow"); they run once it ends.
+#[test]
+fn a_paused_replica_holds_back_its_masters_writes() {
+    let master = TestServer::start();
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut m = master.raw(2);
+    let mut r = replica.raw(2);
+    wait_until(|| {
+        r.cmd(&["INFO", "replication"])
+            .contains("master_link_status:up")
+    });
+    m.cmd(&["SET", "foo", "bar"]);
+    let before = info_u64(&mut m, "master_repl_offset");
+    wait_until(|| info_u64(&mut r, "slave_repl_offset") == before);
+    assert_eq!(r.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), "+OK\r\n");
+    m.cmd(&["SET", "foo2", "bar2"]);
+    let after = info_u64(&mut m, "master_repl_offset");
+    wait_until(|| info_u64(&mut r, "slave_read_repl_offset") == after);
+    assert_eq!(info_u64(&mut r, "slave_repl_offset"), before);
+    assert_eq!(r.cmd(&["GET", "foo2"]), "$-1\r\n");
+    assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    wait_until(|| info_u64(&mut r, "slave_repl_offset") == after);
+    assert_eq!(r.cmd(&["GET", "foo2"]), "$4\r\nbar2\r\n");
+}

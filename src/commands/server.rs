@@ -463,8 +463,8 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
             field!("pubsub_channels:{}", ex.pubsub.channel_count());
             field!("pubsub_patterns:{}", ex.pubsub.pattern_count());
             field!("pubsubshard_channels:{}", ex.pubsub.shard_channel_count());
-            field!("latest_fork_usec:0");
-            field!("total_forks:0");
+            field!("latest_fork_usec:{}", ex.persist.latest_start_us);
+            field!("total_forks:{}", ex.persist.snapshot_starts);
             field!("tracking_total_keys:{}", ex.tracking.total_keys());
             field!("tracking_total_items:{}", ex.tracking.total_items());
             field!("tracking_total_prefixes:{}", ex.tracking.total_prefixes());
@@ -680,7 +680,9 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if ctx.ex.config.appendonly != aof_was {
         if aof_was {
             crate::persistence::aof::stop_at_runtime(ctx.ex);
-        } else if let Err(e) = crate::persistence::aof::start_at_runtime(ctx.ex) {
+        } else if let Err(e) =
+            crate::persistence::aof::start_at_runtime(ctx.ex, ctx.client_ref().in_exec)
+        {
             crate::log::warning(&format!("Unable to turn on AOF: {e}"));
             ctx.ex.config = previous;
             return Reply::error(

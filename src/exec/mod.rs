@@ -1254,6 +1254,8 @@ impl Executor {
         *ks = Default::default();
         let r = &mut self.repl;
         (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
+        self.persist.snapshot_starts = 0;
+        self.persist.latest_start_us = 0;
     }
 
     /// Uptime in seconds.

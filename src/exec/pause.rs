@@ -107,13 +107,29 @@ impl Executor {
         paused
     }
 
+    /// Whether a pause holds back `args` from our master. As Redis, the master's
+    /// commands wait as any client's would; the link reads on meanwhile.
+    pub(crate) fn master_command_paused(&mut self, slot: usize, args: &[&[u8]]) -> bool {
+        match self.current_pause() {
+            None => false,
+            Some(p) => self.command_paused(slot, args, p.write_only),
+        }
+    }
+
     /// Whether a pause (of writes only, or of everything) holds `args` back.
     fn pause_applies(&self, slot: usize, args: &[&[u8]], write_only: bool) -> bool {
         let c = self.client(slot);
-        // Replicas are never paused (the master link and its pseudo-client neither).
+        // Replicas are never paused, nor in-process clients (the master link's
+        // commands are held before they reach its client: `master_command_paused`).
         if c.repl_role.is_some() || c.embedded {
             return false;
         }
+        self.command_paused(slot, args, write_only)
+    }
+
+    /// The pause rules for `args`, whoever sends them.
+    fn command_paused(&self, slot: usize, args: &[&[u8]], write_only: bool) -> bool {
+        let c = self.client(slot);
         // Commands rejected before the pause check get their error at once.
         let Some(cmd) = resolve(args) else {
             return false;

@@ -317,7 +317,10 @@ impl Server {
                     || !resuming.is_empty()
                 {
                     Duration::ZERO
-                } else if net.pending_reads.is_empty() && net.held.is_empty() {
+                } else if net.pending_reads.is_empty()
+                    && net.held.is_empty()
+                    && !crate::replication::replica::held(&self.ex)
+                {
                     Duration::from_millis(self.ex.ms_until_cron().max(1))
                 } else if net.pending_reads.is_empty() {
                     Duration::from_millis(1)
@@ -399,6 +402,7 @@ impl Server {
             for slot in held {
                 self.process(slot);
             }
+            crate::replication::replica::resume_held(&mut self.ex);
             // Pipelines that yielded last turn (a streamed reply ended, or the output
             // budget was spent) go on; a streamed reply the socket keeps draining is
             // written again this turn.

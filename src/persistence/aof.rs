@@ -718,7 +718,7 @@ fn temp_incr_path(dir: &Path, prefix: &str) -> PathBuf {
 /// the current dataset, written by a rewrite (scheduled when a BGSAVE is running).
 /// Whatever AOF the directory holds is stale history until that rewrite publishes
 /// the new manifest, and is deleted then.
-pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
+pub fn start_at_runtime(ex: &mut Executor, in_exec: bool) -> Result<(), String> {
     if ex.aof.is_some() {
         return Ok(());
     }
@@ -765,7 +765,17 @@ pub fn start_at_runtime(ex: &mut Executor) -> Result<(), String> {
     ex.stream.clear();
     // The rewrite that turning AOF on starts stands for one asked while it was off.
     ex.persist.off_rewrite_scheduled = false;
-    if ex.persist.busy() {
+    // The rewrite waits for a snapshot in progress, or for the transaction's end (as
+    // Redis's startAppendOnly: a rewrite started inside EXEC would see it half done).
+    let wait = if ex.persist.busy() {
+        Some("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.")
+    } else if in_exec {
+        Some("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.")
+    } else {
+        None
+    };
+    if let Some(why) = wait {
+        crate::log::notice(why);
         if let Some(a) = ex.aof.as_mut() {
             a.rewrite_scheduled = true;
         }

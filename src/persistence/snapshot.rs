@@ -68,6 +68,10 @@ pub struct Persist {
     /// Such a BGREWRITEAOF waits for the snapshot in progress (or the EXEC).
     pub off_rewrite_scheduled: bool,
     pub off_rewrites: u64,
+    /// Background snapshots started, and how long the last start held the loop (INFO
+    /// `total_forks`, `latest_fork_usec`: our snapshots stand where Redis forks).
+    pub snapshot_starts: u64,
+    pub latest_start_us: u64,
 }
 
 impl Default for Persist {
@@ -97,6 +101,8 @@ impl Default for Persist {
             off_rewrite: None,
             off_rewrite_scheduled: false,
             off_rewrites: 0,
+            snapshot_starts: 0,
+            latest_start_us: 0,
         }
     }
 }
@@ -267,7 +273,12 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
             access: rdb::AccessSave::for_policy(&ex.config.maxmemory_policy, ex.ks.lfu_params),
         }
     };
+    let started = std::time::Instant::now();
     let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, format)?;
+    // Where Redis forks, the loop stops for as long as this start takes (INFO's
+    // total_forks and latest_fork_usec count these starts).
+    ex.persist.snapshot_starts += 1;
+    ex.persist.latest_start_us = started.elapsed().as_micros() as u64;
     snap.set_key_delay(ex.config.stored_i64("rdb-key-save-delay"));
     ex.persist.snap = Some(snap);
     Ok(())

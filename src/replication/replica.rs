@@ -92,6 +92,9 @@ pub struct Link {
     transfer: Option<Transfer>,
     /// Processed bytes not yet forwarded (a MULTI block in progress).
     forward: Vec<u8>,
+    /// A CLIENT PAUSE holds back the master's next command: the stream is read on
+    /// (`read_reploff` grows) but not applied until the pause ends (`resume_held`).
+    held: bool,
     /// The database the master's stream had selected when the link went down (or
     /// as an RDB recorded it): a `+CONTINUE`d stream goes on in it, as Redis's
     /// cached master keeps its db.
@@ -115,6 +118,7 @@ impl Link {
             client: None,
             reploff: 0,
             read_reploff: 0,
+            held: false,
             last_io: now,
             down_since: Some(now),
             retry_at: now,
@@ -859,6 +863,20 @@ fn connected(ex: &mut Executor) {
     link.send_ack(d);
 }
 
+/// Whether the master's stream waits for a CLIENT PAUSE to end.
+pub fn held(ex: &Executor) -> bool {
+    ex.repl.link.as_ref().is_some_and(|l| l.held)
+}
+
+/// Applies what a pause held back, once it no longer holds (the loop asks every turn
+/// while `held`, as for held clients).
+pub fn resume_held(ex: &mut Executor) {
+    if held(ex) {
+        apply(ex);
+        flush(ex);
+    }
+}
+
 /// Runs the master's commands in the read buffer.
 fn apply(ex: &mut Executor) {
     let Some(slot) = ex.repl.link.as_ref().and_then(|l| l.client) else {
@@ -871,6 +889,7 @@ fn apply(ex: &mut Executor) {
     let mut link = ex.repl.link.take().expect("link");
     ex.repl.applying_master = true;
     ex.ks.expire_mode = ExpireMode::Keep;
+    link.held = false;
     loop {
         let mut getack = false;
         let buf = &link.rbuf[link.rpos..];
@@ -884,11 +903,19 @@ fn apply(ex: &mut Executor) {
                     .iter()
                     .map(|&(s, e)| &buf[s..e])
                     .collect();
+                if ex.master_command_paused(slot, &args) {
+                    link.held = true;
+                    break;
+                }
                 getack = run(ex, slot, &args);
                 consumed
             }
             Ok(Some(Request::Inline { consumed, args })) => {
                 let args: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                if ex.master_command_paused(slot, &args) {
+                    link.held = true;
+                    break;
+                }
                 getack = run(ex, slot, &args);
                 consumed
             }
