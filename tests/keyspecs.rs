@@ -126,3 +126,35 @@ fn getkeys_errors_and_resolved_flags_as_redis() {
         ),
     ]);
 }
+
+/// COMMAND's flags are Redis 7.4's, in its order, with may_replicate and protected
+/// hidden as there (unit/scripting's stale-replica tests rely on ECHO being STALE).
+#[test]
+fn command_flags_are_redis_ones_in_its_order() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let flags = |c: &mut RawConn, name: &str| -> String {
+        let r = c.cmd(&["COMMAND", "INFO", name]);
+        // *1 *10 $name :arity *N flags...
+        let lines: Vec<&str> = r.split("\r\n").collect();
+        let n: usize = lines[5][1..].parse().unwrap();
+        (0..n)
+            .map(|i| lines[6 + i].trim_start_matches('+'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (name, want) in [
+        ("publish", "pubsub loading stale fast"),
+        ("echo", "loading stale fast"),
+        ("bgsave", "admin noscript no_async_loading"),
+        ("sync", "admin noscript no_async_loading no_multi"),
+        (
+            "eval",
+            "noscript stale skip_monitor no_mandatory_keys movablekeys",
+        ),
+        ("hexpire", "write denyoom fast"),
+        ("debug", "admin noscript loading stale"),
+    ] {
+        assert_eq!(flags(&mut c, name), want, "{name}");
+    }
+}

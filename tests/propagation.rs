@@ -581,3 +581,38 @@ fn publish_goes_to_replicas_not_to_the_aof() {
     let s = TestServer::start_in(&dir, &["--appendonly", "yes"]);
     assert_eq!(s.raw(2).cmd(&["GET", "k"]), "$1\r\nv\r\n");
 }
+
+/// `redis.set_repl` narrows where a script's next commands go: replicas get a and d
+/// (and e), the AOF a, c and d; b goes nowhere (unit/scripting "Test selective
+/// replication of certain Redis commands from Lua").
+#[test]
+fn set_repl_sends_a_scripts_commands_where_it_says() {
+    let dir = temp_dir("set-repl");
+    let s = TestServer::start_in(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = s.raw(2);
+    let mut repl = ReplStream::attach(&s);
+    let script = "redis.call('set','a','1'); \
+        redis.set_repl(redis.REPL_NONE); redis.call('set','b','2'); \
+        redis.set_repl(redis.REPL_AOF); redis.call('set','c','3'); \
+        redis.set_repl(redis.REPL_ALL); redis.call('set','d','4')";
+    assert_eq!(c.cmd(&["EVAL", script, "4", "a", "b", "c", "d"]), "$-1\r\n");
+    let only_replicas = "redis.set_repl(redis.REPL_REPLICA); redis.call('set','e','5')";
+    assert_eq!(c.cmd(&["EVAL", only_replicas, "1", "e"]), "$-1\r\n");
+    // The next script starts with everything propagated again.
+    assert_eq!(
+        c.cmd(&["EVAL", "redis.call('set','f','6')", "1", "f"]),
+        "$-1\r\n"
+    );
+    assert_eq!(
+        repl.until_sentinel(&mut c, "1"),
+        ["multi", "select 0", "set a 1", "set d 4", "exec", "set e 5", "set f 6",]
+    );
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), "+OK\r\n");
+    assert_eq!(
+        c.cmd(&["MGET", "a", "b", "c", "d", "e", "f"]),
+        "*6\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n$1\r\n4\r\n$-1\r\n$1\r\n6\r\n"
+    );
+    drop(repl);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

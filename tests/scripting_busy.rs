@@ -225,9 +225,16 @@ fn write_script_is_unkillable_and_shutdown_nosave_ends_it() {
         BUSY_EVAL,
     ];
     assert_eq!(t, want);
-    // SHUTDOWN NOSAVE ends the server; the reply never comes.
+    // SHUTDOWN NOSAVE ends the server; the reply never comes. Once the connection
+    // closes nobody can connect any more (the listeners are closed before the exit,
+    // unit/scripting "SHUTDOWN NOSAVE can kill a timedout script anyway").
     let mut other = s.raw(2);
     other.send(&["SHUTDOWN", "NOSAVE"]);
+    let mut rest = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut other.reader, &mut rest);
+    assert_eq!(rest, b"");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", s.port)).map_err(|e| e.kind());
+    assert_eq!(refused.err(), Some(std::io::ErrorKind::ConnectionRefused));
     let deadline = Instant::now() + Duration::from_secs(20);
     while s.is_running() {
         assert!(Instant::now() < deadline, "server did not exit");

@@ -80,3 +80,22 @@ fn blocking_command_is_logged_when_served() {
     assert_eq!(blocked.read_reply(), "*2\r\n$6\r\nmylist\r\n$1\r\n1\r\n");
     assert_eq!(blpops(&mut c), 1);
 }
+
+/// With `slowlog-max-len 0` the log is off: commands are not even numbered, so the
+/// next entry logged after it is turned back on takes the next id (unit/slowlog
+/// "logged entry sanity check", Redis 7.4).
+#[test]
+fn a_zero_length_log_numbers_nothing() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["CONFIG", "SET", "slowlog-max-len", "0"]);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    for _ in 0..10 {
+        assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+    }
+    assert_eq!(c.cmd(&["SLOWLOG", "LEN"]), ":0\r\n");
+    c.cmd(&["CONFIG", "SET", "slowlog-max-len", "10"]);
+    // The CONFIG SET that turned it on is the first entry.
+    let first = c.cmd(&["SLOWLOG", "GET", "1"]);
+    assert!(first.starts_with("*1\r\n*6\r\n:0\r\n"), "{first}");
+}

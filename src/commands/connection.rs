@@ -56,7 +56,7 @@ pub static COMMANDS: &[Command] = &[
     command!(
         "echo",
         2,
-        FAST,
+        LOADING | STALE | FAST,
         (0, 0, 0),
         CONN,
         "connection",

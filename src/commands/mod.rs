@@ -80,7 +80,12 @@ pub mod flags {
     pub const PROTECTED: u32 = 1 << 18;
     /// Accepted for an IMPORTING slot without ASKING (RESTORE-ASKING).
     pub const ASKING: u32 = 1 << 19;
+    /// Refused by Redis while it loads a replication image asynchronously
+    /// (`repl-diskless-load swapdb`); shown by COMMAND, as Redis does.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
+    /// In Redis's order (addReplyCommandFlags); MAY_REPLICATE and PROTECTED are
+    /// hidden, as there.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -96,11 +101,11 @@ pub mod flags {
         (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
-        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
     ];
 }
 

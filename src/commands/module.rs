@@ -48,7 +48,7 @@ static MODULE_SUBCOMMANDS: &[Command] = &[
     command!(
         "module|load",
         -3,
-        ADMIN | NOSCRIPT | PROTECTED,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED,
         (0, 0, 0),
         ADMIN_ACL,
         "server",
@@ -60,7 +60,7 @@ static MODULE_SUBCOMMANDS: &[Command] = &[
     command!(
         "module|loadex",
         -3,
-        ADMIN | NOSCRIPT | PROTECTED,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED,
         (0, 0, 0),
         ADMIN_ACL,
         "server",
@@ -72,7 +72,7 @@ static MODULE_SUBCOMMANDS: &[Command] = &[
     command!(
         "module|unload",
         3,
-        ADMIN | NOSCRIPT | PROTECTED,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | PROTECTED,
         (0, 0, 0),
         ADMIN_ACL,
         "server",

@@ -13,9 +13,9 @@ use crate::protocol::Reply;
 
 pub static COMMANDS: &[Command] = &[
     command!("dump", 2, READONLY, (1, 1, 1), &["keyspace", "read", "slow"], "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", dump),
-    command!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
-    command!("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
-    command!("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", bgrewriteaof),
+    command!("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
+    command!("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
+    command!("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", bgrewriteaof),
     command!("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), &["admin", "fast", "dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
     command!("restore", -4, WRITE | DENYOOM, (1, 1, 1), &["keyspace", "write", "slow", "dangerous"], "generic", "2.6.0", "Creates a key from the serialized representation of a value.", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", restore),
 ];

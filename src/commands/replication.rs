@@ -9,14 +9,14 @@ use crate::protocol::Reply;
 use crate::replication::{failover, master, replica};
 
 pub static COMMANDS: &[Command] = &[
-    command!("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "An internal command used in replication.", "", sync),
-    command!("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "2.8.0", "An internal command used in replication.", "", psync),
+    command!("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "An internal command used in replication.", "", sync),
+    command!("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "2.8.0", "An internal command used in replication.", "", psync),
     command!("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "3.0.0", "An internal command for configuring the replication stream.", "O(1)", replconf),
     command!("wait", 3, BLOCKING, (0, 0, 0), &["slow", "connection"], "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "O(1)", wait),
     command!("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), &["admin", "fast", "dangerous"], "server", "2.8.12", "Returns the replication role.", "O(1)", role),
-    command!("replicaof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", "O(1)", replicaof),
+    command!("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", "O(1)", replicaof),
     command!("failover", -1, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "6.2.0", "Starts a coordinated failover from a server to one of its replicas.", "O(1)", failover),
-    command!("slaveof", 3, ADMIN | NOSCRIPT | STALE, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", "O(1)", replicaof),
+    command!("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, (0, 0, 0), &["admin", "slow", "dangerous"], "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", "O(1)", replicaof),
 ];
 
 fn sync(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {

@@ -71,8 +71,8 @@ pub static COMMANDS: &[Command] = &[
 
 static SCRIPT_SUBS: &[Command] = &[
     command!("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache.", "O(N) with N being the length in bytes of the script body.", script_load),
-    command!("script|exists", -3, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
-    command!("script|flush", -2, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
+    command!("script|exists", -3, NOSCRIPT, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
+    command!("script|flush", -2, NOSCRIPT, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
     command!("script|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Terminates a server-side Lua script during execution.", "O(1)", script_kill),
     command!("script|help", 2, LOADING | STALE, (0, 0, 0), SCRIPTING, "scripting", "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", script_help),
 ];

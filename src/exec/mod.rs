@@ -570,7 +570,7 @@ impl Executor {
         }
         if self.pre_command_oom
             && self.busy.is_none()
-            && (cmd.flags & flags::DENYOOM != 0 || self.exec_queues_denyoom(slot, cmd))
+            && self.effective_flags(slot, cmd, args) & flags::DENYOOM != 0
         {
             // EXEC of a queue holding a command that may grow memory is refused as that
             // command would be, aborting the transaction (Redis 7).
@@ -581,17 +581,16 @@ impl Executor {
         if max_keys != 0 && self.tracking.total_keys() as u64 > max_keys {
             self.tracking_limit_keys(Some(slot));
         }
-        if let Some(text) = self.disk_error_rejection(slot, cmd) {
+        if let Some(text) = self.disk_error_rejection(slot, cmd, args) {
             return self.refuse(slot, cmd, text);
         }
-        if let Some(reply) = crate::replication::readonly_error(self, slot, cmd) {
-            self.flag_transaction(slot);
-            return self.reject(Some(cmd), reply);
+        if let Some(text) = crate::replication::readonly_error(self, slot, cmd, args) {
+            return self.refuse(slot, cmd, text.to_string());
         }
         if let Some(text) = crate::replication::stale_data_error(self, slot, cmd, args) {
             return self.refuse(slot, cmd, text.to_string());
         }
-        if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd) {
+        if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd, args) {
             return self.refuse(slot, cmd, text.to_string());
         }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
@@ -614,15 +613,25 @@ impl Executor {
         self.reject(Some(cmd), Reply::error(text))
     }
 
-    /// Whether `cmd` is an EXEC whose queue holds a `denyoom` command.
-    fn exec_queues_denyoom(&self, slot: usize, cmd: &Command) -> bool {
-        cmd.name == "exec"
-            && self
-                .client(slot)
-                .tx
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|q| q.cmd.flags & flags::DENYOOM != 0))
+    /// The flags `args` runs with, as Redis's getCommandFlags: EVAL and FCALL take
+    /// their script's declared ones; EXEC adds those of every queued command (Redis's
+    /// `mstate.cmd_flags`). Called only where a refusal may apply.
+    pub(crate) fn effective_flags(
+        &self,
+        slot: usize,
+        cmd: &'static Command,
+        args: &[&[u8]],
+    ) -> u32 {
+        if cmd.name == "exec" {
+            let queued = self.client(slot).tx.multi.as_ref().map_or(0, |m| {
+                m.queue.iter().fold(0, |f, q| {
+                    let qargs: Vec<&[u8]> = q.args.iter().map(Vec::as_slice).collect();
+                    f | crate::scripting::command_flags(self, q.cmd, &qargs)
+                })
+            });
+            return cmd.flags | queued;
+        }
+        crate::scripting::command_flags(self, cmd, args)
     }
 
     /// Calls a resolved command: the handler, then statistics, slow log and the
@@ -753,20 +762,18 @@ impl Executor {
     /// commands, an EXEC with writes queued and PING are refused, as Redis's
     /// processCommand does after the OOM check. The master's stream is applied anyway
     /// only with replica-ignore-disk-write-errors; otherwise the replica stops, as in Redis.
-    fn disk_error_rejection(&mut self, slot: usize, cmd: &'static Command) -> Option<String> {
-        let writes = cmd.is_write()
-            || cmd.name == "ping"
-            || (cmd.name == "exec"
-                && self
-                    .client(slot)
-                    .tx
-                    .multi
-                    .as_ref()
-                    .is_some_and(|m| m.queue.iter().any(|q| q.cmd.is_write())));
+    fn disk_error_rejection(
+        &mut self,
+        slot: usize,
+        cmd: &'static Command,
+        args: &[&[u8]],
+    ) -> Option<String> {
+        let error = crate::persistence::disk_error(self)?;
+        let writes =
+            cmd.name == "ping" || self.effective_flags(slot, cmd, args) & flags::WRITE != 0;
         if !writes || self.persist.loading {
             return None;
         }
-        let error = crate::persistence::disk_error(self)?;
         if self
             .repl
             .link
@@ -879,7 +886,8 @@ impl Executor {
 
     pub(crate) fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
-        if threshold < 0 || (usec as i64) < threshold {
+        // A zero-length log is off: entries are not even numbered (Redis 7.4).
+        if threshold < 0 || (usec as i64) < threshold || self.config.slowlog_max_len == 0 {
             return;
         }
         let max_args = 32;

@@ -24,6 +24,8 @@
 //! - SELECT is inserted whenever the database of the next command differs.
 //! - PUBLISH goes to replicas only (Redis's PROPAGATE_REPL): its bytes are marked and
 //!   the AOF skips them (`aof_bytes`).
+//! - A script may narrow where its commands go with `redis.set_repl`: to the AOF only
+//!   (marked; replicas skip them, `repl_bytes`), to replicas only, or nowhere.
 //!
 //! Nothing is recorded while the stream is disabled (no consumer) or while loading.
 
@@ -69,12 +71,51 @@ pub struct WriteStream {
     /// Absolute byte ranges of `buf` meant for replicas only (PUBLISH, which Redis
     /// propagates with PROPAGATE_REPL): the AOF skips them (`aof_bytes`).
     repl_only: Vec<(u64, u64)>,
+    /// Absolute byte ranges of `buf` meant for the AOF only (a script's
+    /// `redis.set_repl(redis.REPL_AOF)`): replicas skip them (`repl_bytes`).
+    aof_only: Vec<(u64, u64)>,
+    /// Where the running script's commands must not go (`SKIP_AOF` | `SKIP_REPL`,
+    /// from `redis.set_repl`); 0 outside scripts.
+    pub(crate) script_skip: u8,
     /// Nesting of command calls (EXEC and scripts call commands).
     depth: u32,
     /// Bytes consumed from the front of `buf` since the start: positions (`position`,
     /// call marks) are absolute, so a prefix can be flushed while a busy script's
     /// call is still open (exec/busy.rs).
     base: u64,
+}
+
+/// `script_skip`: the script's commands stay out of the AOF.
+pub const SKIP_AOF: u8 = 1;
+/// `script_skip`: the script's commands stay out of the replicas' stream.
+pub const SKIP_REPL: u8 = 2;
+
+/// `bytes` without the parts in `ranges` (absolute positions, `base` at index 0),
+/// from index `from` on.
+fn without_ranges<'a>(
+    bytes: &'a [u8],
+    base: u64,
+    ranges: &[(u64, u64)],
+    from: usize,
+) -> std::borrow::Cow<'a, [u8]> {
+    let inside = |&(_, e): &(u64, u64)| e > base + from as u64;
+    if !ranges.iter().any(inside) {
+        return std::borrow::Cow::Borrowed(&bytes[from..]);
+    }
+    let mut out = Vec::with_capacity(bytes.len() - from);
+    let mut at = from;
+    for &(s, e) in ranges {
+        let s = (s.saturating_sub(base) as usize).min(bytes.len());
+        let e = (e.saturating_sub(base) as usize).min(bytes.len());
+        if s > at {
+            out.extend_from_slice(&bytes[at..s]);
+        }
+        at = at.max(e);
+    }
+    if at < bytes.len() {
+        out.extend_from_slice(&bytes[at..]);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// What `begin` remembers for `end`.
@@ -114,21 +155,27 @@ impl WriteStream {
 
     /// The buffered bytes the AOF takes: all but the replica-only ranges.
     pub fn aof_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
-        if self.repl_only.is_empty() {
-            return std::borrow::Cow::Borrowed(&self.buf);
-        }
-        let mut out = Vec::with_capacity(self.buf.len());
-        let mut at = 0usize;
-        for &(s, e) in &self.repl_only {
-            let s = (s.saturating_sub(self.base) as usize).min(self.buf.len());
-            let e = (e.saturating_sub(self.base) as usize).min(self.buf.len());
-            if s > at {
-                out.extend_from_slice(&self.buf[at..s]);
+        without_ranges(&self.buf, self.base, &self.repl_only, 0)
+    }
+
+    /// The buffered bytes from absolute position `from` on that replicas take: all
+    /// but the AOF-only ranges.
+    pub fn repl_bytes(&self, from: u64) -> std::borrow::Cow<'_, [u8]> {
+        let from = (from.saturating_sub(self.base) as usize).min(self.buf.len());
+        without_ranges(&self.buf, self.base, &self.aof_only, from)
+    }
+
+    /// Marks the bytes from absolute position `start` to the end as one target's
+    /// only (`skip` names the other).
+    fn mark_since(&mut self, start: u64, skip: u8) {
+        let end = self.position();
+        if end > start {
+            match skip {
+                SKIP_AOF => self.repl_only.push((start, end)),
+                SKIP_REPL => self.aof_only.push((start, end)),
+                _ => {}
             }
-            at = at.max(e);
         }
-        out.extend_from_slice(&self.buf[at..]);
-        std::borrow::Cow::Owned(out)
     }
 
     /// How many buffered bytes the first `n` bytes of `aof_bytes` stand for.
@@ -150,13 +197,14 @@ impl WriteStream {
     fn forget_consumed_ranges(&mut self) {
         let base = self.base;
         self.repl_only.retain(|&(_, e)| e > base);
+        self.aof_only.retain(|&(_, e)| e > base);
     }
 
     /// Inserts `bytes` at buffer index `at`, keeping the ranges after it in place.
     fn insert_at(&mut self, at: usize, bytes: &[u8]) {
         let abs = self.base + at as u64;
         let n = bytes.len() as u64;
-        for r in &mut self.repl_only {
+        for r in self.repl_only.iter_mut().chain(self.aof_only.iter_mut()) {
             if r.0 >= abs {
                 r.0 += n;
                 r.1 += n;
@@ -217,6 +265,7 @@ impl WriteStream {
         self.buf.truncate(keep);
         let end = self.position();
         self.repl_only.retain(|&(s, _)| s < end);
+        self.aof_only.retain(|&(s, _)| s < end);
     }
 
     /// The database the stream's reader has selected, if it was said.
@@ -306,13 +355,16 @@ impl Executor {
     ) {
         let over = self.stream.override_cmds.take();
         let forced = std::mem::take(&mut self.stream.force);
+        let skip = self.script_skip();
         // PUBLISH reaches subscribers of the replicas too (outside cluster mode,
         // where the bus carries it), but not the AOF.
         if matches!(cmd.name, "publish" | "spublish")
             && self.cluster.is_none()
             && self.repl.backlog.is_some()
         {
-            self.stream.append_repl_only(db, args);
+            if skip & SKIP_REPL == 0 {
+                self.stream.append_repl_only(db, args);
+            }
             return;
         }
         if RUNS_COMMANDS.contains(&cmd.name) {
@@ -334,6 +386,43 @@ impl Executor {
         if !cmd.is_write() && !forced && over.is_none() {
             return;
         }
+        if skip == SKIP_AOF | SKIP_REPL {
+            return;
+        }
+        // The SELECT goes to both targets, so that each keeps its database.
+        self.stream.select(db);
+        let start = self.stream.position();
+        self.stream_own_writes(over, cmd, args, reply, db);
+        self.stream.mark_since(start, skip);
+    }
+
+    /// Where the running script's commands must not go (`redis.set_repl`), a target
+    /// with no consumer counted as skipped (Redis's shouldPropagate), so that what
+    /// only it would get does not count towards a MULTI/EXEC wrapping.
+    fn script_skip(&self) -> u8 {
+        let skip = self.stream.script_skip;
+        if skip == 0 {
+            return 0;
+        }
+        let no_aof = if self.aof.is_none() { SKIP_AOF } else { 0 };
+        let no_repl = if self.repl.backlog.is_none() || self.repl.link.is_some() {
+            SKIP_REPL
+        } else {
+            0
+        };
+        skip | no_aof | no_repl
+    }
+
+    /// The command's own writes: the handler's replacement commands, or the command
+    /// as `propagate_rewritten` words it.
+    fn stream_own_writes(
+        &mut self,
+        over: Option<Vec<Vec<Vec<u8>>>>,
+        cmd: &'static Command,
+        args: &[&[u8]],
+        reply: &Reply,
+        db: usize,
+    ) {
         if let Some(cmds) = over {
             // Several commands from one top-level command go out as one transaction,
             // as Redis 7's propagatePendingCommands wraps them (inside EXEC or a

@@ -99,6 +99,7 @@ impl Net {
             if !ex.config.pidfile.is_empty() {
                 let _ = std::fs::remove_file(&ex.config.pidfile);
             }
+            self.close_listeners();
             crate::log::warning("Cinnabar is now ready to exit, bye bye...");
             std::process::exit(0);
         }
@@ -121,6 +122,7 @@ impl Net {
             if !ex.config.pidfile.is_empty() {
                 let _ = std::fs::remove_file(&ex.config.pidfile);
             }
+            self.close_listeners();
             crate::log::warning("Cinnabar is now ready to exit, bye bye...");
             std::process::exit(0);
         }

@@ -488,7 +488,7 @@ impl Server {
             if self.ex.shutdown.is_some() {
                 crate::persistence::aof::flush(&mut self.ex);
                 self.net.borrow_mut().flush_pending(&mut self.ex);
-                self.net.borrow_mut().remove_unix_socket();
+                self.net.borrow_mut().close_listeners();
                 crate::process::notify_stopping(&self.ex.config);
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
                 return Ok(());
@@ -833,13 +833,18 @@ impl Net {
         }
     }
 
-    fn remove_unix_socket(&mut self) {
+    /// The last step before exit, as Redis's closeListeningSockets: the unix socket
+    /// file is removed and every listener closed now, so that no client connects in
+    /// the moment the kernel takes to tear the process down (its memory is released
+    /// before its files are closed).
+    fn close_listeners(&mut self) {
         for l in &self.listeners {
             if let Listener::Unix(_, shown) = l {
                 crate::log::notice("Removing the unix socket file.");
                 let _ = std::fs::remove_file(shown.trim_end_matches(":0"));
             }
         }
+        self.listeners.clear();
     }
 
     fn accept(&mut self, ex: &mut Executor, idx: usize) {

@@ -30,7 +30,6 @@ pub mod replica;
 use std::time::{Duration, Instant};
 
 use crate::exec::Executor;
-use crate::protocol::Reply;
 use backlog::Backlog;
 
 /// A replica attached to this server.
@@ -267,13 +266,14 @@ pub fn feed(ex: &mut Executor) {
         r.fed_upto = pos;
         return;
     }
-    let base = pos - ex.stream.buf.len() as u64;
-    let from = r.fed_upto.max(base);
+    let from = r.fed_upto;
     r.fed_upto = pos;
-    let start = (from - base) as usize;
-    // The stream buffer is only borrowed: copy the slice once for the sends.
-    let data = ex.stream.buf[start..].to_vec();
-    send_to_peers(ex, &data);
+    // The stream buffer is only borrowed: copy the slice once for the sends (what a
+    // script sent to the AOF only left out).
+    let data = ex.stream.repl_bytes(from).into_owned();
+    if !data.is_empty() {
+        send_to_peers(ex, &data);
+    }
 }
 
 /// Appends bytes that are not in the write stream (PING, REPLCONF GETACK, the master's
@@ -512,17 +512,23 @@ pub fn client_kind(ex: &Executor, slot: usize, c: &crate::exec::Client) -> u8 {
 }
 
 /// `READONLY` for writes by ordinary clients of a read-only replica.
-pub fn readonly_error(ex: &Executor, slot: usize, cmd: &crate::commands::Command) -> Option<Reply> {
+pub fn readonly_error(
+    ex: &Executor,
+    slot: usize,
+    cmd: &'static crate::commands::Command,
+    args: &[&[u8]],
+) -> Option<&'static str> {
     let link = ex.repl.link.as_ref()?;
-    if !ex.config.replica_read_only || link.client == Some(slot) || !cmd.is_write() {
+    if !ex.config.replica_read_only || link.client == Some(slot) {
         return None;
     }
     if ex.client(slot).embedded && ex.persist.loading {
         return None;
     }
-    Some(Reply::err(
-        "READONLY You can't write against a read only replica.",
-    ))
+    if ex.effective_flags(slot, cmd, args) & crate::commands::flags::WRITE == 0 {
+        return None;
+    }
+    Some("READONLY You can't write against a read only replica.")
 }
 
 /// A replica whose link to its master is down, set not to serve stale data.
@@ -591,19 +597,13 @@ pub fn enough_good_replicas(ex: &Executor) -> bool {
 pub fn noreplicas_error(
     ex: &Executor,
     slot: usize,
-    cmd: &crate::commands::Command,
+    cmd: &'static crate::commands::Command,
+    args: &[&[u8]],
 ) -> Option<&'static str> {
     if ex.config.min_replicas_to_write == 0 {
         return None;
     }
-    let write = cmd.is_write()
-        || (cmd.name == "exec"
-            && ex
-                .client(slot)
-                .tx
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|q| q.cmd.is_write())));
+    let write = ex.effective_flags(slot, cmd, args) & crate::commands::flags::WRITE != 0;
     (write && !enough_good_replicas(ex)).then_some(NOREPLICAS)
 }
 

@@ -345,7 +345,13 @@ pub fn refused_before_run(
     ro: bool,
 ) -> Option<Reply> {
     if script_flags & sflags::EVAL_COMPAT != 0 {
-        return None;
+        // A script without a shebang never runs on a stale replica (EVAL itself is
+        // allowed there: its row is STALE).
+        return crate::replication::refusing_stale(ex).then(|| {
+            Reply::err(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            )
+        });
     }
     if script_flags & sflags::NO_WRITES == 0 {
         let obey = ex
@@ -389,6 +395,8 @@ struct CallCtx<'a> {
     slot: usize,
     read_only: bool,
     resp: std::rc::Rc<std::cell::Cell<u8>>,
+    /// `redis.set_repl`'s last word (vm.rs REPL_* values).
+    repl: std::rc::Rc<std::cell::Cell<u8>>,
     /// A write command was called: SCRIPT KILL can no longer stop the script.
     wrote: bool,
     caller: usize,
@@ -507,6 +515,7 @@ pub fn run(
     spec: &RunSpec,
 ) -> Reply {
     vm.resp.set(2);
+    vm.repl.set(vm::REPL_ALL);
     let db = ex.client(caller).db;
     let caller_proto = ex.client(caller).proto;
     ex.client_mut(lua_slot).db = db;
@@ -515,6 +524,7 @@ pub fn run(
     vm.watchdog
         .arm(ex.config.busy_reply_threshold, !spec.as_args);
     let reply = run_body(ex, caller, caller_proto, lua_slot, vm, func, spec);
+    ex.stream.script_skip = 0;
     vm.watchdog.disarm(&vm.lua, &vm.redis);
     ex.busy = None;
     ex.blocking.deny_blocking = deny_before;
@@ -549,6 +559,7 @@ fn run_body(
         slot: lua_slot,
         read_only: spec.read_only,
         resp: vm.resp.clone(),
+        repl: vm.repl.clone(),
         wrote: false,
         caller,
         cluster_slot,
@@ -610,8 +621,8 @@ impl CallCtx<'_> {
         }
         // Once the script has written, it cannot fail half-way on the server's state.
         if cmd.is_write() && !self.wrote {
-            if let Some(e) = crate::replication::readonly_error(self.ex, self.slot, cmd) {
-                return Err(e);
+            if let Some(e) = crate::replication::readonly_error(self.ex, self.slot, cmd, argv) {
+                return Err(Reply::err(e));
             }
             if let Some(e) = crate::persistence::disk_error(self.ex) {
                 return Err(Reply::error(crate::persistence::disk_error_message(e)));
@@ -688,6 +699,8 @@ impl CallCtx<'_> {
             self.wrote = true;
         }
         self.ex.client_mut(self.slot).proto = self.resp.get();
+        // REPL_AOF (1) and REPL_REPLICA (2) are the targets kept: skip the others.
+        self.ex.stream.script_skip = !self.repl.get() & 3;
         self.ex.call(self.slot, cmd, argv)
     }
 }

@@ -52,6 +52,8 @@ pub struct Vm {
     pub state: *mut mlua::ffi::lua_State,
     /// The RESP version scripts asked for with `redis.setresp`.
     pub resp: Rc<Cell<u8>>,
+    /// Where the run's commands go, as `redis.set_repl` last said (REPL_* values).
+    pub repl: Rc<Cell<u8>>,
     /// The busy-script watchdog behind the VM's instruction-count hook (busy.rs).
     pub watchdog: Rc<super::busy::Watchdog>,
     /// The run in progress, for `redis.call` / `redis.pcall`.
@@ -125,6 +127,7 @@ impl Vm {
             real_g.raw_set(name, Value::Nil)?;
         }
         let resp = Rc::new(Cell::new(2u8));
+        let repl = Rc::new(Cell::new(REPL_ALL));
         super::patched::install(&lua, &real_g)?;
         install_math_random(&lua, &real_g)?;
         real_g.raw_set("redis", redis_table(&lua)?)?;
@@ -134,7 +137,7 @@ impl Vm {
         real_g.raw_set("struct", libs::structlib::open(&lua)?)?;
 
         let redis: Table = real_g.get("redis")?;
-        install_static_hooks(&lua, &redis, resp.clone())?;
+        install_static_hooks(&lua, &redis, resp.clone(), repl.clone())?;
         let calls = Rc::new(super::CallSlot::default());
         super::install_call_hooks(&lua, &redis, &calls)?;
         let (globals, run, protect, set_globals_index, missing_global): (
@@ -177,6 +180,7 @@ impl Vm {
             handler_key,
             state,
             resp,
+            repl,
         })
     }
 
@@ -269,7 +273,7 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
         ("REPL_AOF", 1),
         ("REPL_SLAVE", 2),
         ("REPL_REPLICA", 2),
-        ("REPL_ALL", 3),
+        ("REPL_ALL", REPL_ALL as i64),
     ] {
         t.raw_set(k, v)?;
     }
@@ -372,7 +376,15 @@ where
     lua.create_function(move |lua, a: Variadic<Value>| raising(f(lua, a)))
 }
 
-fn install_static_hooks(lua: &Lua, redis: &Table, resp: Rc<Cell<u8>>) -> mlua::Result<()> {
+/// `redis.REPL_ALL`: a run's commands go to the AOF and to replicas.
+pub const REPL_ALL: u8 = 3;
+
+fn install_static_hooks(
+    lua: &Lua,
+    redis: &Table,
+    resp: Rc<Cell<u8>>,
+    repl: Rc<Cell<u8>>,
+) -> mlua::Result<()> {
     redis.raw_set(
         "setresp",
         raising_fn(lua, move |lua, args: Variadic<Value>| {
@@ -433,7 +445,7 @@ fn install_static_hooks(lua: &Lua, redis: &Table, resp: Rc<Cell<u8>>) -> mlua::R
     )?;
     redis.raw_set(
         "set_repl",
-        raising_fn(lua, |lua, args: Variadic<Value>| {
+        raising_fn(lua, move |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return err_table(lua, "ERR redis.set_repl() requires one argument.");
             }
@@ -448,6 +460,7 @@ fn install_static_hooks(lua: &Lua, redis: &Table, resp: Rc<Cell<u8>>) -> mlua::R
                     "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
                 );
             }
+            repl.set(v as u8);
             Ok((true, Value::Nil))
         })?,
     )?;
