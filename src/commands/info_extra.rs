@@ -221,8 +221,10 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
                 "total_writes_processed:{}",
                 st.total_writes_processed
             ));
-            // Cinnabar never evicts cached scripts, so evicted_scripts stays 0.
-            f("evicted_scripts:0".into());
+            f(format!(
+                "evicted_scripts:{}",
+                ex.scripting.as_ref().map_or(0, |e| e.evicted_scripts)
+            ));
             f(format!("eventloop_cycles:{}", st.eventloop_cycles));
             f(format!("eventloop_duration_sum:{}", st.eventloop_usec));
             f(format!(

@@ -151,7 +151,7 @@ fn eval_with(
         }
         std::borrow::Cow::Borrowed(sha)
     } else {
-        match engine.load_script(args[1]) {
+        match engine.load_eval_script(args[1]) {
             Ok(s) => std::borrow::Cow::Owned(s),
             Err(e) => return e,
         }
@@ -178,14 +178,16 @@ fn eval_with(
         allow_oom: script.flags & sflags::ALLOW_OOM != 0,
         cross_slot: script.flags & (sflags::ALLOW_CROSS_SLOT | sflags::EVAL_COMPAT) != 0,
     };
-    scripting::run(
+    let reply = scripting::run(
         ctx.ex,
         ctx.client,
         lua_slot,
         &engine.eval,
         &script.key,
         &spec,
-    )
+    );
+    engine.touch_script(&sha);
+    reply
 }
 
 fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

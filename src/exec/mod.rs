@@ -1264,6 +1264,9 @@ impl Executor {
         (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
         self.persist.snapshot_starts = 0;
         self.persist.latest_start_us = 0;
+        if let Some(e) = self.scripting.as_mut() {
+            e.evicted_scripts = 0;
+        }
     }
 
     /// Uptime in seconds.

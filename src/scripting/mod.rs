@@ -75,11 +75,23 @@ pub struct Script {
     /// thousand cached scripts would exhaust it (every later compile failing).
     pub key: mlua::RegistryKey,
     pub flags: u32,
+    /// Its place in the EVAL scripts' LRU order (`Engine::eval_lru`); `None` for a
+    /// script first cached by SCRIPT LOAD, which is never evicted.
+    lru: Option<u64>,
 }
+
+/// How many scripts cached by EVAL are kept (Redis 7.4's LRU_LIST_LENGTH): a client
+/// that builds a new script per call cannot grow the cache without bound.
+pub const EVAL_SCRIPTS_KEPT: usize = 500;
 
 pub struct Engine {
     pub eval: Vm,
     pub scripts: HashMap<String, Script, foldhash::fast::RandomState>,
+    /// Scripts cached by EVAL, least recently run first: tick → SHA.
+    eval_lru: std::collections::BTreeMap<u64, [u8; 40]>,
+    lru_clock: u64,
+    /// EVAL scripts evicted to keep `EVAL_SCRIPTS_KEPT` (INFO `evicted_scripts`).
+    pub evicted_scripts: u64,
     /// FUNCTION's libraries and their VM, created on first use.
     pub functions: Option<Box<functions::Functions>>,
     /// The pseudo-client slot commands called from scripts run as.
@@ -162,6 +174,9 @@ impl Engine {
         Engine {
             eval: Vm::new().expect("Lua VM initialisation"),
             scripts: HashMap::default(),
+            eval_lru: Default::default(),
+            lru_clock: 0,
+            evicted_scripts: 0,
             functions: None,
             lua_client: None,
         }
@@ -191,6 +206,29 @@ impl Engine {
 
     /// Compiles and caches an EVAL script, returning its SHA.
     pub fn load_script(&mut self, body: &[u8]) -> Result<String, Reply> {
+        self.cache_script(body, false)
+    }
+
+    /// EVAL's caching: as `load_script`, but a new script joins the LRU order, the
+    /// least recently run one evicted when `EVAL_SCRIPTS_KEPT` are there.
+    pub fn load_eval_script(&mut self, body: &[u8]) -> Result<String, Reply> {
+        self.cache_script(body, true)
+    }
+
+    /// A script just run moves to the end of the LRU order (if it is in it).
+    pub fn touch_script(&mut self, sha: &str) {
+        let Some(script) = self.scripts.get_mut(sha) else {
+            return;
+        };
+        let Some(tick) = script.lru else { return };
+        if let Some(hex) = self.eval_lru.remove(&tick) {
+            self.lru_clock += 1;
+            script.lru = Some(self.lru_clock);
+            self.eval_lru.insert(self.lru_clock, hex);
+        }
+    }
+
+    fn cache_script(&mut self, body: &[u8], by_eval: bool) -> Result<String, Reply> {
         let sha = sha1hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
@@ -205,12 +243,33 @@ impl Engine {
             .lua
             .create_registry_value(&func)
             .map_err(|_| Reply::err("ERR not enough memory"))?;
+        let lru = if by_eval {
+            while self.eval_lru.len() >= EVAL_SCRIPTS_KEPT {
+                let Some((_, oldest)) = self.eval_lru.pop_first() else {
+                    break;
+                };
+                let oldest = std::str::from_utf8(&oldest).unwrap_or_default();
+                if let Some(old) = self.scripts.remove(oldest) {
+                    // Its compiled function leaves the VM's registry too.
+                    let _ = self.eval.lua.remove_registry_value(old.key);
+                }
+                self.evicted_scripts += 1;
+            }
+            self.lru_clock += 1;
+            let mut hex = [0u8; 40];
+            hex.copy_from_slice(sha.as_bytes());
+            self.eval_lru.insert(self.lru_clock, hex);
+            Some(self.lru_clock)
+        } else {
+            None
+        };
         self.scripts.insert(
             sha.clone(),
             Script {
                 body: body.to_vec(),
                 key,
                 flags: fl,
+                lru,
             },
         );
         Ok(sha)
@@ -223,6 +282,7 @@ impl Engine {
     pub fn flush_scripts(&mut self) -> (Detached<ScriptCache>, usize) {
         let fresh = Vm::new().expect("Lua VM initialisation");
         let scripts = std::mem::take(&mut self.scripts);
+        self.eval_lru.clear();
         let n = scripts.len();
         // Scripts first: their registry keys are dropped before the VM they point into.
         (
