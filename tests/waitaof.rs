@@ -222,3 +222,40 @@ fn c_id(admin: &mut RawConn) -> String {
         .expect("blocked client")
         .to_string()
 }
+
+/// Writes made under `appendfsync no` are synced as soon as the policy becomes
+/// `always`, with nothing new written (unit/wait "WAITAOF replica copy
+/// everysec->always with AOFRW").
+#[test]
+fn switching_to_always_syncs_what_was_written_before() {
+    let s = TestServer::start_with(&["--appendonly", "yes", "--appendfsync", "no"]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["INCR", "foo"]), ":1\r\n");
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "appendfsync", "always"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd(&["WAITAOF", "1", "0", "5000"]), "*2\r\n:1\r\n:0\r\n");
+}
+
+/// A BGSAVE slowed by `rdb-key-save-delay` follows a new value at once: setting 0
+/// lets it finish, and a rewrite scheduled behind it then runs (unit/wait "WAITAOF
+/// local if AOFRW was postponed").
+#[test]
+fn a_delayed_bgsave_follows_a_changed_delay() {
+    let s = TestServer::start_with(&["--appendonly", "no", "--appendfsync", "everysec"]);
+    let mut c = s.raw(2);
+    c.cmd(&["SET", "x", "y"]);
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "100000000"]);
+    assert_eq!(c.cmd(&["BGSAVE"]), "+Background saving started\r\n");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "appendonly", "yes"]), "+OK\r\n");
+    assert!(c
+        .cmd(&["INFO", "persistence"])
+        .contains("aof_rewrite_scheduled:1\r\n"));
+    c.cmd(&["SET", "x", "y"]);
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_eq!(c.cmd(&["WAITAOF", "1", "0", "10000"]), "*2\r\n:1\r\n:0\r\n");
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert!(info.contains("aof_rewrite_in_progress:0\r\n"), "{info}");
+    assert!(info.contains("aof_rewrite_scheduled:0\r\n"), "{info}");
+}

@@ -677,6 +677,10 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     crate::crash::arm_watchdog(updated.stored_i64("watchdog-period"));
     let aof_was = ctx.ex.config.appendonly;
     let previous = std::mem::replace(&mut ctx.ex.config, updated);
+    // A snapshot in progress follows a changed rdb-key-save-delay at once.
+    if let Some(snap) = ctx.ex.persist.snap.as_ref() {
+        snap.set_key_delay(ctx.ex.config.stored_i64("rdb-key-save-delay"));
+    }
     if ctx.ex.config.appendonly != aof_was {
         if aof_was {
             crate::persistence::aof::stop_at_runtime(ctx.ex);

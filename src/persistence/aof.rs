@@ -924,6 +924,21 @@ pub fn flush(ex: &mut Executor) {
         return;
     };
     if ex.stream.buf.is_empty() {
+        // Switched from everysec (or no) to always with written data not yet synced:
+        // synced now, as Redis's flushAppendOnlyFile does with an empty buffer.
+        if aof.fsync == Fsync::Always && aof.unsynced && aof.last_write_errno == 0 {
+            if let Err(e) = aof.file.sync_data() {
+                crate::log::warning(&format!(
+                    "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+                    io_text(&e)
+                ));
+                std::process::exit(1);
+            }
+            aof.unsynced = false;
+            aof.last_fsync = Instant::now();
+            aof.fsynced_pos = aof.written_pos;
+            crate::commands::waitaof::fsync_progress(ex);
+        }
         return;
     }
     let data = ex.stream.aof_bytes();

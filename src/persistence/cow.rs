@@ -384,24 +384,28 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
 }
 
 /// Sleeps `rdb-key-save-delay` for `keys` keys, in short naps that end as soon as
-/// the snapshot is cancelled (SHUTDOWN, FLUSHALL, a killed save must not wait).
+/// the snapshot is cancelled (SHUTDOWN, FLUSHALL, a killed save must not wait) or
+/// the delay is changed (CONFIG SET: the sleep is measured again with the new one,
+/// so setting 0 ends it, as killing Redis's delayed child would).
 fn key_delay(shared: &Shared, keys: u64) {
-    let per_key = shared.key_delay.load(Ordering::Relaxed);
-    let total_us = match per_key {
-        0 => return,
-        d if d > 0 => (d as u64).saturating_mul(keys),
-        d => keys / d.unsigned_abs(),
+    let total = |per_key: i64| {
+        Duration::from_micros(match per_key {
+            0 => 0,
+            d if d > 0 => (d as u64).saturating_mul(keys),
+            d => keys / d.unsigned_abs(),
+        })
     };
-    let deadline = Instant::now() + Duration::from_micros(total_us);
+    let start = Instant::now();
     loop {
         if shared.discard.load(Ordering::Relaxed) {
             return;
         }
-        let now = Instant::now();
-        if now >= deadline {
+        let length = total(shared.key_delay.load(Ordering::Relaxed));
+        let slept = start.elapsed();
+        if slept >= length {
             return;
         }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
+        std::thread::sleep((length - slept).min(Duration::from_millis(5)));
     }
 }
 
