@@ -616,3 +616,70 @@ fn set_repl_sends_a_scripts_commands_where_it_says() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A key that expired before a blocked client could be served is not deleted by the
+/// wake-up attempt: the client stays blocked, and the DEL goes out when a command
+/// next touches the key, in its place in the stream (unit/type/list "MULTI + LPUSH +
+/// EXPIRE + DEBUG SLEEP on blocked client, key already expired", "SWAPDB wants to
+/// wake blocked client, but the key already expired").
+#[test]
+fn an_expired_key_does_not_wake_a_blocked_client_nor_go_out_early() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut repl = ReplStream::attach(&s);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let mut blocked = s.raw(2);
+    let id = blocked.cmd(&["CLIENT", "ID"]);
+    let id = id.trim_start_matches(':').trim_end().to_string();
+    blocked.send(&["BRPOP", "k", "0"]);
+    wait_blocked(&s, 1);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["RPUSH", "k", "hello"]);
+    c.cmd(&["PEXPIRE", "k", "100"]);
+    c.cmd(&["DEBUG", "SLEEP", "0.2"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*3\r\n:1\r\n:1\r\n+OK\r\n");
+    assert!(c.cmd(&["CLIENT", "LIST", "ID", &id]).contains("flags=b"));
+    assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id]), ":1\r\n");
+    assert_eq!(blocked.read_reply(), "*-1\r\n");
+    // SWAPDB brings an expired list to a client blocked in another database.
+    c.cmd(&["SELECT", "1"]);
+    c.cmd(&["RPUSH", "k", "hello"]);
+    c.cmd(&["PEXPIRE", "k", "100"]);
+    blocked.cmd(&["SELECT", "9"]);
+    blocked.send(&["BRPOP", "k", "0"]);
+    wait_blocked(&s, 1);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert_eq!(c.cmd(&["SWAPDB", "1", "9"]), "+OK\r\n");
+    assert!(c.cmd(&["CLIENT", "LIST", "ID", &id]).contains("flags=b"));
+    assert_eq!(c.cmd(&["CLIENT", "UNBLOCK", &id]), ":1\r\n");
+    assert_eq!(blocked.read_reply(), "*-1\r\n");
+    assert_eq!(blocked.cmd(&["SET", "somekey", "v"]), "+OK\r\n");
+    assert_eq!(blocked.cmd(&["EXISTS", "k"]), ":0\r\n");
+    c.cmd(&["SELECT", "0"]);
+    let stream = repl.until_sentinel(&mut c, "1");
+    let stream: Vec<String> = stream
+        .into_iter()
+        .map(|l| match l.strip_prefix("pexpireat k ") {
+            Some(_) => "pexpireat k <ms>".to_string(),
+            None => l,
+        })
+        .collect();
+    assert_eq!(
+        stream,
+        [
+            "multi",
+            "select 0",
+            "rpush k hello",
+            "pexpireat k <ms>",
+            "exec",
+            "select 1",
+            "rpush k hello",
+            "pexpireat k <ms>",
+            "swapdb 1 9",
+            "select 9",
+            "set somekey v",
+            "del k",
+            "select 0",
+        ]
+    );
+}

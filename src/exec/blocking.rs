@@ -340,9 +340,7 @@ pub fn handle_ready(ex: &mut Executor) {
             };
             let slots: Vec<usize> = q.iter().copied().collect();
             for slot in slots {
-                let now = crate::keyspace::unix_ms();
-                ex.ks.expire_if_needed(db, &key, now);
-                let ty = ex.ks.dbs[db].table.get(&key).map(|e| e.value().type_name());
+                let ty = ex.ks.live_type(db, &key, crate::keyspace::unix_ms());
                 let Some(b) = ex.blocking.clients.get(&slot) else {
                     continue;
                 };

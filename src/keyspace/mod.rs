@@ -279,6 +279,19 @@ impl Keyspace {
         self.dbs[db].table.contains(key)
     }
 
+    /// The type of `key` if it exists and has not expired, without deleting it when
+    /// it has (Redis's LOOKUP_NOEXPIRE): blocked clients look at a key this way
+    /// before their command runs again, so an expired key's DEL is propagated by the
+    /// command that next touches it, in its place in the stream.
+    pub fn live_type(&self, db: usize, key: &[u8], now_ms: i64) -> Option<&'static str> {
+        let keep = self.effective_expire_mode() == ExpireMode::Keep;
+        self.dbs[db]
+            .table
+            .get(key)
+            .filter(|e| keep || !matches!(e.expire(), Some(t) if t <= now_ms))
+            .map(|e| e.value().type_name())
+    }
+
     /// Deletes `key` if its expiry has passed; returns true if it did.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
         let expired = match self.dbs[db].table.get(key) {
