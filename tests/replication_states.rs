@@ -244,3 +244,68 @@ fn wait_timeout_range() {
         (&["WAIT", "2", "-1"], "-ERR timeout is negative\r\n"),
     ]);
 }
+
+/// While a diskless image streams in from the master (redis-server streams it as
+/// its child produces it), a `repl-diskless-load swapdb` replica from another
+/// history is loading (-LOADING, old data kept until the end), and one of the same
+/// history loads asynchronously: it serves its old data and refuses only what would
+/// disturb the swap (REPLICAOF, SAVE, CONFIG SET appendonly), as Redis 7's
+/// integration/replication "Diskless load swapdb" tests expect.
+#[test]
+fn a_swapdb_replica_shows_loading_or_async_loading_while_the_image_streams() {
+    if !redis_server_available() {
+        return;
+    }
+    let master = RedisServer::start_with(|| {
+        [
+            "--repl-diskless-sync",
+            "yes",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--rdbcompression",
+            "no",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    });
+    let mut m = master.raw(2);
+    m.cmd(&["DEBUG", "POPULATE", "300", "master", "100000"]);
+    let replica = TestServer::start_with(&["--repl-diskless-load", "swapdb"]);
+    let mut r = replica.raw(2);
+    r.cmd(&["SET", "mykey", "myvalue"]);
+    // About 3 seconds of image: 10 ms per key.
+    m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "10000"]);
+    let port = master.port.to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
+    wait_until(|| info(&mut r, "persistence", "loading") == "1");
+    assert_eq!(info(&mut r, "persistence", "async_loading"), "0");
+    const LOADING: &str = "-LOADING Redis is loading the dataset in memory\r\n";
+    assert_eq!(r.cmd(&["GET", "mykey"]), LOADING);
+    wait_until(|| link_up(replica.port));
+    assert_eq!(info(&mut r, "persistence", "loading"), "0");
+    assert_eq!(r.cmd(&["DBSIZE"]), ":300\r\n");
+
+    // Same history: a full sync forced by a backlog too small for what was missed.
+    m.cmd(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
+    m.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "1"]);
+    // 600 keys now: about 3 seconds again.
+    m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "5000"]);
+    m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    let filler = "x".repeat(200);
+    for i in 0..300 {
+        m.cmd(&["SET", &format!("k{i}"), &filler]);
+    }
+    wait_until(|| info(&mut r, "persistence", "async_loading") == "1");
+    assert_eq!(info(&mut r, "persistence", "loading"), "0");
+    // The old data is served; what would disturb the swap waits.
+    assert_eq!(r.cmd(&["DBSIZE"]), ":300\r\n");
+    assert_eq!(r.cmd(&["GET", "k1"]), "$-1\r\n");
+    assert_eq!(r.cmd(&["CONFIG", "SET", "appendonly", "no"]), LOADING);
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), LOADING);
+    assert_eq!(r.cmd(&["SAVE"]), LOADING);
+    assert_eq!(r.cmd(&["PING"]), "+PONG\r\n");
+    wait_until(|| link_up(replica.port));
+    assert_eq!(info(&mut r, "persistence", "async_loading"), "0");
+    assert_eq!(r.cmd(&["GET", "k1"]), format!("$200\r\n{filler}\r\n"));
+}

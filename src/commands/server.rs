@@ -603,7 +603,8 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return fail("can't set immutable config");
         }
         // Redis's DENY_LOADING_CONFIG directives.
-        if ctx.ex.persist.loading && matches!(d.name, "dir" | "appendonly" | "repl-diskless-load") {
+        let loading = ctx.ex.persist.loading || ctx.ex.persist.async_loading;
+        if loading && matches!(d.name, "dir" | "appendonly" | "repl-diskless-load") {
             return Reply::err(crate::exec::LOADING_ERR);
         }
         if d.flags & config::PROTECTED != 0

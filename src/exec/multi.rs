@@ -167,7 +167,14 @@ impl Executor {
         // before busy.)
         let loading =
             self.persist.serving_while_loading || (self.persist.loading && self.busy.is_some());
-        if loading && cmd.flags & flags::LOADING == 0 {
+        // While a replica loads its master's image asynchronously, only what would
+        // disturb the swap waits (NO_ASYNC_LOADING: REPLICAOF, SAVE, ...).
+        let refused = if self.persist.async_loading {
+            cmd.flags & flags::NO_ASYNC_LOADING != 0
+        } else {
+            loading && cmd.flags & flags::LOADING == 0
+        };
+        if refused {
             if cmd.name == "exec" {
                 self.discard_transaction(slot);
                 let abort = format!(

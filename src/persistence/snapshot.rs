@@ -58,6 +58,9 @@ pub struct Persist {
     /// The loader is serving clients between keys: commands without the `loading`
     /// flag get -LOADING.
     pub serving_while_loading: bool,
+    /// A replica serves its old data while the master's image streams in, refusing
+    /// what would disturb the swap (`repl-diskless-load swapdb`, INFO async_loading).
+    pub async_loading: bool,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
     /// The keys the last load skipped as expired, kept only when asked for (a
@@ -95,6 +98,7 @@ impl Default for Persist {
             shutdown_prepared: false,
             loading: false,
             serving_while_loading: false,
+            async_loading: false,
             last_load_keys: 0,
             last_load_expired: 0,
             expired_on_load: None,
@@ -939,8 +943,9 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
         .filter(|s| s.is_rdb())
         .map_or(-1, |b| b.started.elapsed().as_secs() as i64);
     s.push_str(&format!(
-        "loading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:{}\r\ncurrent_cow_size:{}\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
+        "loading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:{}\r\ncurrent_cow_size:{}\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:{}\r\ncurrent_save_keys_total:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:{}\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
         p.loading as u8,
+        p.async_loading as u8,
         live.map_or(0, |s| s.cow_bytes()),
         live.map_or(0, |s| s.cow_bytes()),
         live.map_or(0, |s| s.keys_processed()),

@@ -66,6 +66,8 @@ struct Transfer {
     mark: Vec<u8>,
     header_done: bool,
     data: Vec<u8>,
+    /// The replica shows itself loading while this image streams in (`begin_loading`).
+    shown_loading: bool,
 }
 
 pub struct Link {
@@ -268,6 +270,9 @@ fn disconnect_peers(ex: &mut Executor) {
 
 /// Closes the link's socket and the master's pseudo-client.
 fn drop_link(ex: &mut Executor, mut link: Link) {
+    if link.transfer.take().is_some_and(|t| t.shown_loading) {
+        end_loading(ex);
+    }
     if let Some(mut s) = link.sock.take() {
         if let Some(reg) = ex.repl.registry.as_ref() {
             let _ = reg.deregister(&mut s);
@@ -316,7 +321,9 @@ fn fail(ex: &mut Executor, why: &str) {
     link.rpos = 0;
     link.wbuf.clear();
     link.parser = RequestParser::new();
-    link.transfer = None;
+    if link.transfer.take().is_some_and(|t| t.shown_loading) {
+        end_loading(ex);
+    }
     link.forward.clear();
     if was_up {
         link.down_since = Some(Instant::now());
@@ -650,6 +657,7 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         mark: Vec::new(),
                         header_done: false,
                         data: Vec::new(),
+                        shown_loading: false,
                     });
                     link.state = State::Transfer;
                     if failover {
@@ -693,6 +701,19 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
 
 /// Receives the RDB payload; true when done (the state moved on).
 fn transfer(ex: &mut Executor) -> bool {
+    let header_read = ex
+        .repl
+        .link
+        .as_ref()
+        .and_then(|l| l.transfer.as_ref())
+        .is_some_and(|t| t.header_done);
+    // Where the image goes, in the log's words (Redis parses a diskless load as it
+    // arrives; ours is held in memory and parsed at its end either way).
+    let target = if header_read || !diskless_load(ex) {
+        "to disk"
+    } else {
+        "to parser"
+    };
     let link = ex.repl.link.as_mut().expect("link");
     let Some(t) = link.transfer.as_mut() else {
         return false;
@@ -728,9 +749,9 @@ fn transfer(ex: &mut Executor) -> bool {
         }
         if let Some(mark) = l.strip_prefix(b"$EOF:") {
             t.mark = mark.to_vec();
-            crate::log::notice(
-                "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk",
-            );
+            crate::log::notice(&format!(
+                "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {target}"
+            ));
         } else {
             let size = std::str::from_utf8(&l[1..])
                 .ok()
@@ -741,10 +762,17 @@ fn transfer(ex: &mut Executor) -> bool {
             };
             t.size = Some(size);
             crate::log::notice(&format!(
-                "MASTER <-> REPLICA sync: receiving {size} bytes from master to disk"
+                "MASTER <-> REPLICA sync: receiving {size} bytes from master {target}"
             ));
         }
         t.header_done = true;
+        let replid = t.replid.clone();
+        let shown = begin_loading(ex, &replid);
+        if let Some(t) = ex.repl.link.as_mut().and_then(|l| l.transfer.as_mut()) {
+            t.shown_loading = shown;
+        }
+        // The payload is read on the next round.
+        return true;
     }
     let avail = &link.rbuf[link.rpos..];
     let done = match t.size {
@@ -764,10 +792,51 @@ fn transfer(ex: &mut Executor) -> bool {
         return false;
     }
     let mut t = link.transfer.take().expect("transfer");
+    if t.shown_loading {
+        end_loading(ex);
+    }
     if t.size.is_none() {
         t.data.truncate(t.data.len() - t.mark.len());
     }
     load(ex, t)
+}
+
+/// How the replica shows itself while a full sync's image streams in, as Redis's
+/// diskless load does (Cinnabar holds the image in memory and loads it at its end
+/// whatever the setting): with `repl-diskless-load swapdb` over the same history it
+/// serves the old data but refuses the commands and settings that would disturb the
+/// swap (`async_loading`); with `swapdb` from another history, or `on-empty-db` on
+/// an empty dataset, it is loading (`-LOADING` for commands not flagged `loading`);
+/// with `disabled` it serves the old data, as Redis does while it writes the image
+/// to disk. True when it shows itself loading either way.
+fn begin_loading(ex: &mut Executor, replid: &str) -> bool {
+    if !diskless_load(ex) {
+        return false;
+    }
+    if ex.config.stored_str("repl-diskless-load") == "swapdb" && ex.repl.replid == replid {
+        ex.persist.async_loading = true;
+    } else {
+        ex.persist.loading = true;
+        ex.persist.serving_while_loading = true;
+    }
+    true
+}
+
+/// Whether a full sync's image is a diskless load (Redis's useDisklessLoad):
+/// `swapdb`, or `on-empty-db` with no keys.
+fn diskless_load(ex: &Executor) -> bool {
+    match ex.config.stored_str("repl-diskless-load").as_str() {
+        "swapdb" => true,
+        "on-empty-db" => ex.ks.dbs.iter().all(|d| d.table.is_empty()),
+        _ => false,
+    }
+}
+
+/// The image is in (or the transfer failed): the replica stops showing itself loading.
+fn end_loading(ex: &mut Executor) {
+    ex.persist.async_loading = false;
+    ex.persist.loading = false;
+    ex.persist.serving_while_loading = false;
 }
 
 /// Replaces the dataset with the master's image; true when loaded.
