@@ -813,25 +813,35 @@ fn bgrewriteaof_with_the_aof_off_waits_for_a_bgsave() {
     c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
 }
 
+/// A server with `appendonly` as given, logging notices to `server.log` in its
+/// directory: the directory, the log's path and the server.
+fn start_logged(
+    tag: &str,
+    appendonly: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, TestServer) {
+    let dir = temp_dir(tag);
+    let log = dir.join("server.log");
+    let args = [
+        "--save",
+        "",
+        "--appendonly",
+        appendonly,
+        "--loglevel",
+        "notice",
+        "--logfile",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    let path = log.to_str().unwrap().to_string();
+    args.push(&path);
+    let s = TestServer::start_in(&dir, &args);
+    (dir, log, s)
+}
+
 /// Turning the AOF off during a rewrite cancels the rewrite and says so in the words
 /// of Redis's log (unit/aofrw "Turning off AOF kills the background writing child").
 #[test]
 fn turning_aof_off_cancels_a_rewrite_in_progress() {
-    let dir = temp_dir("aof-off-kill");
-    let log = dir.join("server.log");
-    let s = TestServer::start_in(
-        &dir,
-        &[
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--loglevel",
-            "notice",
-            "--logfile",
-            log.to_str().unwrap(),
-        ],
-    );
+    let (dir, log, s) = start_logged("aof-off-kill", "yes");
     let mut c = s.raw(2);
     c.cmd(&["SET", "k", "v"]);
     c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "10000000"]);
@@ -854,21 +864,7 @@ fn turning_aof_off_cancels_a_rewrite_in_progress() {
 /// every background snapshot counts in INFO's total_forks.
 #[test]
 fn rewrites_asked_inside_exec_start_after_it() {
-    let dir = temp_dir("aof-multi");
-    let log = dir.join("server.log");
-    let s = TestServer::start_in(
-        &dir,
-        &[
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--loglevel",
-            "notice",
-            "--logfile",
-            log.to_str().unwrap(),
-        ],
-    );
+    let (dir, log, s) = start_logged("aof-multi", "no");
     let mut c = s.raw(2);
     let forks = |c: &mut RawConn| -> u64 {
         let info = c.cmd(&["INFO", "stats"]);

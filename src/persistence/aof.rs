@@ -927,17 +927,7 @@ pub fn flush(ex: &mut Executor) {
         // Switched from everysec (or no) to always with written data not yet synced:
         // synced now, as Redis's flushAppendOnlyFile does with an empty buffer.
         if aof.fsync == Fsync::Always && aof.unsynced && aof.last_write_errno == 0 {
-            if let Err(e) = aof.file.sync_data() {
-                crate::log::warning(&format!(
-                    "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
-                    io_text(&e)
-                ));
-                std::process::exit(1);
-            }
-            aof.unsynced = false;
-            aof.last_fsync = Instant::now();
-            aof.fsynced_pos = aof.written_pos;
-            crate::commands::waitaof::fsync_progress(ex);
+            sync_always(ex);
         }
         return;
     }
@@ -1063,22 +1053,30 @@ pub fn flush(ex: &mut Executor) {
     aof.written_pos = ex.stream.position();
     aof.unsynced = true;
     if aof.fsync == Fsync::Always {
-        let sync_start = Instant::now();
-        let synced = aof.file.sync_data();
-        let ms = sync_start.elapsed().as_millis() as u64;
-        ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
-        if let Err(e) = synced {
-            crate::log::warning(&format!(
-                "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
-                io_text(&e)
-            ));
-            std::process::exit(1);
-        }
-        aof.unsynced = false;
-        aof.last_fsync = Instant::now();
-        aof.fsynced_pos = aof.written_pos;
-        crate::commands::waitaof::fsync_progress(ex);
+        sync_always(ex);
     }
+}
+
+/// `appendfsync always`: everything written is synced before replies go out; a
+/// failed sync is fatal (the turn's writes may already be observed).
+fn sync_always(ex: &mut Executor) {
+    let Some(aof) = ex.aof.as_mut() else { return };
+    let sync_start = Instant::now();
+    let synced = aof.file.sync_data();
+    let ms = sync_start.elapsed().as_millis() as u64;
+    let threshold = ex.config.latency_monitor_threshold;
+    ex.latency.add_if_needed(threshold, "aof-fsync-always", ms);
+    if let Err(e) = synced {
+        crate::log::warning(&format!(
+            "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+            io_text(&e)
+        ));
+        std::process::exit(1);
+    }
+    aof.unsynced = false;
+    aof.last_fsync = Instant::now();
+    aof.fsynced_pos = aof.written_pos;
+    crate::commands::waitaof::fsync_progress(ex);
 }
 
 /// An I/O error in strerror's words.
