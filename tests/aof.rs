@@ -866,14 +866,7 @@ fn turning_aof_off_cancels_a_rewrite_in_progress() {
 fn rewrites_asked_inside_exec_start_after_it() {
     let (dir, log, s) = start_logged("aof-multi", "no");
     let mut c = s.raw(2);
-    let forks = |c: &mut RawConn| -> u64 {
-        let info = c.cmd(&["INFO", "stats"]);
-        let line = info
-            .lines()
-            .find(|l| l.starts_with("total_forks:"))
-            .unwrap();
-        line["total_forks:".len()..].parse().unwrap()
-    };
+    let forks = |c: &mut RawConn| -> u64 { c.info_field("stats", "total_forks").parse().unwrap() };
     assert_eq!(forks(&mut c), 0);
     for (i, (cmd, reply)) in [
         (

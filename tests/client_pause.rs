@@ -100,12 +100,7 @@ fn clients_info_field_stats(r: &mut RawConn, field: &str) -> String {
 }
 
 fn info_u64(c: &mut RawConn, field: &str) -> u64 {
-    let info = c.cmd(&["INFO", "replication"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("{field} in {info}"))
-        .parse()
-        .unwrap()
+    c.info_field("replication", field).parse().unwrap()
 }
 
 /// A paused replica reads its master's stream on but applies none of the commands

@@ -951,14 +951,6 @@ fn many_cached_scripts_leave_the_vm_usable() {
     );
 }
 
-fn info_stat(c: &mut RawConn, field: &str) -> String {
-    let info = c.cmd(&["INFO", "everything"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("{field}"))
-        .to_string()
-}
-
 /// EVAL keeps its 500 most recently run scripts (Redis 7.4): older ones are evicted
 /// and counted, EVALSHA refreshes a script, SCRIPT LOAD's scripts are never evicted
 /// (unit/scripting "Lua scripts eviction ...").
@@ -974,7 +966,7 @@ fn eval_scripts_are_evicted_least_recently_run_first() {
         );
     }
     let loaded = c.cmd(&["SCRIPT", "LOAD", "return 'kept'"]);
-    assert_eq!(info_stat(&mut c, "number_of_cached_scripts"), "501");
+    assert_eq!(c.info_field("memory", "number_of_cached_scripts"), "501");
     // "return 1" and "return 2" run again: "return 3" is the oldest now.
     assert_eq!(c.cmd(&["EVAL", "return 1", "0"]), ":1\r\n");
     assert_eq!(c.cmd(&["EVALSHA", &sha("return 2"), "0"]), ":2\r\n");
@@ -986,7 +978,7 @@ fn eval_scripts_are_evicted_least_recently_run_first() {
         c.cmd(&["SCRIPT", "EXISTS", &sha("return 3"), &sha("return 4")]),
         "*2\r\n:0\r\n:1\r\n"
     );
-    assert_eq!(info_stat(&mut c, "evicted_scripts"), "1");
+    assert_eq!(c.info_field("stats", "evicted_scripts"), "1");
     // Another 500 new scripts push out every older EVAL script, not the loaded one.
     for j in 2000..2500 {
         c.cmd(&["EVAL", &format!("return {j}"), "0"]);
@@ -994,8 +986,8 @@ fn eval_scripts_are_evicted_least_recently_run_first() {
     assert_eq!(c.cmd(&["EVALSHA", &sha("return 1"), "0"]), NOSCRIPT);
     let loaded_sha = &loaded[loaded.find('\n').unwrap() + 1..loaded.len() - 2];
     assert_eq!(c.cmd(&["EVALSHA", loaded_sha, "0"]), "$4\r\nkept\r\n");
-    assert_eq!(info_stat(&mut c, "evicted_scripts"), "501");
-    assert_eq!(info_stat(&mut c, "number_of_cached_scripts"), "501");
+    assert_eq!(c.info_field("stats", "evicted_scripts"), "501");
+    assert_eq!(c.info_field("memory", "number_of_cached_scripts"), "501");
     assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), "+OK\r\n");
-    assert_eq!(info_stat(&mut c, "evicted_scripts"), "0");
+    assert_eq!(c.info_field("stats", "evicted_scripts"), "0");
 }

@@ -623,15 +623,23 @@ impl Executor {
         args: &[&[u8]],
     ) -> u32 {
         if cmd.name == "exec" {
-            let queued = self.client(slot).tx.multi.as_ref().map_or(0, |m| {
-                m.queue.iter().fold(0, |f, q| {
-                    let qargs: Vec<&[u8]> = q.args.iter().map(Vec::as_slice).collect();
-                    f | crate::scripting::command_flags(self, q.cmd, &qargs)
-                })
-            });
-            return cmd.flags | queued;
+            return cmd.flags | self.queued_flags(slot).0;
         }
         crate::scripting::command_flags(self, cmd, args)
+    }
+
+    /// The flags of `slot`'s queued commands (each as `effective_flags` sees it):
+    /// those any of them has, and those all of them have (Redis's `mstate.cmd_flags`
+    /// and the complement of `cmd_inv_flags`). No queue: `(0, !0)`.
+    pub(crate) fn queued_flags(&self, slot: usize) -> (u32, u32) {
+        let Some(m) = self.client(slot).tx.multi.as_ref() else {
+            return (0, !0);
+        };
+        m.queue.iter().fold((0, !0), |(any, all), q| {
+            let qargs: Vec<&[u8]> = q.args.iter().map(Vec::as_slice).collect();
+            let f = crate::scripting::command_flags(self, q.cmd, &qargs);
+            (any | f, all & f)
+        })
     }
 
     /// Calls a resolved command: the handler, then statistics, slow log and the

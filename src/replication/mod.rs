@@ -549,20 +549,13 @@ pub fn stale_data_error(
     if !refusing_stale(ex) || ex.repl.link.as_ref()?.client == Some(slot) {
         return None;
     }
-    let stale_ok = |c: &crate::commands::Command, args: &[&[u8]]| {
-        crate::scripting::command_flags(ex, c, args) & crate::commands::flags::STALE != 0
-    };
-    // EXEC counts as its queued commands.
-    let allowed = if cmd.name == "exec" {
-        ex.client(slot).tx.multi.as_ref().is_none_or(|m| {
-            m.queue.iter().all(|q| {
-                let args: Vec<&[u8]> = q.args.iter().map(Vec::as_slice).collect();
-                stale_ok(q.cmd, &args)
-            })
-        })
+    // EXEC counts as its queued commands: all of them must be allowed.
+    let flags = if cmd.name == "exec" {
+        ex.queued_flags(slot).1
     } else {
-        stale_ok(cmd, args)
+        crate::scripting::command_flags(ex, cmd, args)
     };
+    let allowed = flags & crate::commands::flags::STALE != 0;
     if allowed {
         return None;
     }

@@ -282,6 +282,16 @@ pub struct RawConn {
 }
 
 impl RawConn {
+    /// One field of INFO `section` (`everything` for all), as text.
+    pub fn info_field(&mut self, section: &str, field: &str) -> String {
+        let text = self.cmd(&["INFO", section]);
+        let prefix = format!("{field}:");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+            .to_string()
+    }
+
     pub fn connect(port: u16, proto: u8) -> RawConn {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
