@@ -423,14 +423,25 @@ struct RawReplica {
 }
 
 impl RawReplica {
+    /// A replica that reads images streamed with the EOF marker (diskless).
     fn connect(port: u16) -> RawReplica {
+        RawReplica::connect_with(port, true)
+    }
+
+    /// `eof`: it says `capa eof`; without it the master must send a sized image.
+    fn connect_with(port: u16, eof: bool) -> RawReplica {
         use std::io::Write;
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.write_all(
-            b"*5\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n",
-        )
-        .unwrap();
+        if eof {
+            s.write_all(
+                b"*5\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n",
+            )
+            .unwrap();
+        } else {
+            s.write_all(b"*3\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n")
+                .unwrap();
+        }
         let mut r = RawReplica {
             r: std::io::BufReader::new(s.try_clone().unwrap()),
             fullresync: String::new(),
@@ -452,23 +463,61 @@ impl RawReplica {
         l.trim_end().to_string()
     }
 
-    /// The image: keepalive newlines, `$<len>`, the payload.
+    /// The image: keepalive newlines, then `$<len>` and the payload, or `$EOF:<mark>`,
+    /// the payload and the mark (nothing follows it until the replica ACKs).
     fn image(&mut self) -> Vec<u8> {
         use std::io::Read;
         let mut l = self.line();
         while l.is_empty() {
             l = self.line();
         }
+        if let Some(mark) = l.strip_prefix("$EOF:") {
+            let mark = mark.as_bytes().to_vec();
+            assert_eq!(mark.len(), 40, "{l}");
+            let mut buf = Vec::new();
+            let mut byte = [0u8; 1];
+            while !buf.ends_with(&mark) {
+                self.r.read_exact(&mut byte).unwrap();
+                buf.push(byte[0]);
+            }
+            buf.truncate(buf.len() - mark.len());
+            return buf;
+        }
         let len: usize = l.strip_prefix('$').unwrap().parse().unwrap();
         let mut buf = vec![0; len];
         self.r.read_exact(&mut buf).unwrap();
         buf
     }
+
+    /// REPLCONF ACK <offset>: after a streamed image, the master starts the stream.
+    fn ack(&mut self, offset: u64) {
+        use std::io::Write;
+        let off = offset.to_string();
+        let cmd = format!(
+            "*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{off}\r\n",
+            off.len()
+        );
+        self.r.get_mut().write_all(cmd.as_bytes()).unwrap();
+    }
 }
 
 #[test]
 fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
-    let dir = temp_dir("obuf-replica");
+    output_limit_with_image(false);
+}
+
+/// The same with a diskless image, streamed as the snapshot produces it.
+#[test]
+fn replica_output_buffer_limit_counts_the_stream_not_the_streamed_image() {
+    output_limit_with_image(true);
+}
+
+fn output_limit_with_image(diskless: bool) {
+    let dir = temp_dir(if diskless {
+        "obuf-replica-diskless"
+    } else {
+        "obuf-replica"
+    });
     let log = dir.join("master.log");
     let master = TestServer::start_in(&dir, &["--logfile", log.to_str().unwrap()]);
     let mut m = master.raw(2);
@@ -484,9 +533,15 @@ fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
         ]),
         "+OK\r\n"
     );
-    let mut rep = RawReplica::connect(master.port);
+    m.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    let mut rep = RawReplica::connect_with(master.port, diskless);
     // Nothing read yet: the image is stuck in flight, the stream held behind it.
-    wait_until(|| info(&mut m, "replication", "slave0").contains("state=send_bulk"));
+    let state = if diskless {
+        "state=wait_bgsave"
+    } else {
+        "state=send_bulk"
+    };
+    wait_until(|| info(&mut m, "replication", "slave0").contains(state));
     for i in 0..100 {
         m.cmd(&["SET", &format!("small{i}"), "x"]);
     }
@@ -495,6 +550,9 @@ fn replica_output_buffer_limit_counts_the_stream_not_the_image() {
     let image = rep.image();
     assert!(image.len() > 12_000_000, "{}", image.len());
     assert!(image.starts_with(b"REDIS"));
+    if diskless {
+        rep.ack(0);
+    }
     // The held stream follows the image.
     let mut seen = String::new();
     while !seen.contains("small99") {

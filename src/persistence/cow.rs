@@ -22,17 +22,25 @@
 //! `INFLIGHT_LIMIT` bytes wait for the writer, so memory stays bounded whatever the
 //! disk speed; copy-on-write records are never held back (a write cannot wait).
 //!
+//! A snapshot's bytes go to a file (`Target::File`) or, for a diskless full
+//! resynchronization, into an `ImagePipe` (`Target::Stream`) that the event loop
+//! empties into the replicas' output buffers as they drain (Redis's rdb pipe from a
+//! fork child to its parent). The walker also pauses while the pipe holds more than
+//! `PIPE_LIMIT` bytes, so the slowest replica paces the walk; the writer itself never
+//! waits for the loop, so a caller that drives a snapshot to its end cannot deadlock.
+//!
 //! Cancelling (FLUSHALL kills a BGSAVE as Redis kills its child, SHUTDOWN, an I/O
 //! error) tells the writer to delete its temp file; the walk then
 //! goes on without serializing anything, only bringing marks back in line, before
 //! another snapshot may start.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,7 +49,11 @@ use crate::keyspace::{CowSink, KeyTable, Keyspace, ValueRef};
 
 /// Bytes handed to the writer and not yet written beyond which the walker waits.
 pub const INFLIGHT_LIMIT: usize = 4 << 20;
-/// A sink hands its buffer to the writer once it holds this much.
+/// Bytes a streamed image's pipe may hold, not yet taken by the loop, beyond which
+/// the walker waits.
+pub const PIPE_LIMIT: usize = 4 << 20;
+/// A sink hands its buffer to the writer once it holds this much; the writer pushes
+/// streamed bytes into the pipe in chunks of this size too.
 const CHUNK: usize = 256 << 10;
 /// Buckets walked between clock checks.
 const BATCH: usize = 64;
@@ -251,10 +263,65 @@ impl Drop for TableSink {
     }
 }
 
+/// A streamed image's bytes between the writer thread and the event loop.
+#[derive(Default)]
+pub struct ImagePipe {
+    chunks: Mutex<VecDeque<Vec<u8>>>,
+    queued: AtomicUsize,
+}
+
+impl ImagePipe {
+    fn push(&self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.queued.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.chunks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(bytes);
+    }
+
+    /// Whole chunks from the front, at least `want` bytes when there are that many.
+    pub fn take(&self, want: usize) -> Vec<Vec<u8>> {
+        let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        let mut got = 0;
+        while got < want {
+            let Some(c) = chunks.pop_front() else { break };
+            got += c.len();
+            out.push(c);
+        }
+        self.queued.fetch_sub(got, Ordering::Relaxed);
+        out
+    }
+
+    /// Bytes pushed and not taken yet.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+}
+
+/// Where a snapshot's bytes go.
+pub enum Target {
+    /// A file, written beside it under a temp name, then renamed over it.
+    File(PathBuf),
+    /// A pipe the event loop reads (a diskless full resynchronization).
+    Stream(Arc<ImagePipe>),
+}
+
+/// Where the writer puts the bytes.
+enum Dest {
+    File { tmp: PathBuf, dest: PathBuf },
+    Stream(Arc<ImagePipe>),
+}
+
 /// What the writer needs to know besides the records.
 struct FileSpec {
-    tmp: PathBuf,
-    dest: PathBuf,
+    dest: Dest,
+    /// The RDB version the header states: a streamed image cannot be patched
+    /// afterwards, so it must already allow every record it will hold.
+    version: u16,
     /// What precedes the databases: an RDB file's magic, version and aux fields and
     /// the libraries, or a RESP image's timestamp and FUNCTION LOADs.
     header: Vec<u8>,
@@ -267,33 +334,73 @@ struct FileSpec {
 }
 
 fn writer(rx: Receiver<Msg>, shared: Arc<Shared>, spec: FileSpec) -> std::io::Result<u64> {
-    let r = write_file(&rx, &shared, &spec);
-    if r.is_err() {
-        let _ = std::fs::remove_file(&spec.tmp);
+    match &spec.dest {
+        Dest::File { tmp, dest } => {
+            let r = write_file(&rx, &shared, &spec, tmp, dest);
+            if r.is_err() {
+                let _ = std::fs::remove_file(tmp);
+            }
+            r
+        }
+        Dest::Stream(pipe) => {
+            let mut out = PipeWriter {
+                pipe: pipe.clone(),
+                buf: Vec::with_capacity(CHUNK),
+            };
+            let total = write_image(&rx, &shared, &spec, &mut out)?;
+            if shared.needs_v12.load(Ordering::Relaxed) && spec.version < 12 {
+                // Its header is already out: the replica would reject the records.
+                return Err(std::io::Error::other(
+                    "a hash with field TTLs needs RDB version 12",
+                ));
+            }
+            out.flush()?;
+            Ok(total)
+        }
     }
-    r
 }
 
-fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::Result<u64> {
-    // Read access too: a file that met a hash with field TTLs is read back to patch its
-    // version and checksum at the end.
-    let handle = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&spec.tmp)?;
-    let mut file = std::io::BufWriter::with_capacity(1 << 20, handle);
+/// Buffers the writer's bytes into the pipe's chunks.
+struct PipeWriter {
+    pipe: Arc<ImagePipe>,
+    buf: Vec<u8>,
+}
+
+impl Write for PipeWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let full = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.pipe.push(full);
+        Ok(())
+    }
+}
+
+/// Writes the image (header, records, and for RDB the EOF opcode and checksum) to
+/// `out`: its size.
+fn write_image(
+    rx: &Receiver<Msg>,
+    shared: &Shared,
+    spec: &FileSpec,
+    out: &mut impl Write,
+) -> std::io::Result<u64> {
     let mut crc = rdb::crc64_digest();
     let mut total = 0u64;
-    let mut emit = |file: &mut std::io::BufWriter<File>, bytes: &[u8]| -> std::io::Result<()> {
+    let mut emit = |file: &mut dyn Write, bytes: &[u8]| -> std::io::Result<()> {
         if spec.checksum {
             crc.update(bytes);
         }
         total += bytes.len() as u64;
         file.write_all(bytes)
     };
-    emit(&mut file, &spec.header)?;
+    let file = out;
+    emit(file, &spec.header)?;
     let mut current: Option<usize> = None;
     let mut sized = vec![false; spec.sizes.len()];
     let mut out = Vec::with_capacity(CHUNK * 2);
@@ -323,7 +430,7 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
                     current = Some(db);
                 }
                 expand(&data, spec.compress, &mut out);
-                let r = emit(&mut file, &out);
+                let r = emit(file, &out);
                 shared.inflight.fetch_sub(data.len(), Ordering::Relaxed);
                 r?;
                 key_delay(shared, keys);
@@ -338,11 +445,31 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
         }
     }
     if !spec.resp {
-        emit(&mut file, &[rdb::OP_EOF])?;
+        emit(file, &[rdb::OP_EOF])?;
         let sum = if spec.checksum { crc.finalize() } else { 0 };
         file.write_all(&sum.to_le_bytes())?;
         total += 8;
     }
+    Ok(total)
+}
+
+fn write_file(
+    rx: &Receiver<Msg>,
+    shared: &Shared,
+    spec: &FileSpec,
+    tmp: &Path,
+    dest: &Path,
+) -> std::io::Result<u64> {
+    // Read access too: a file that met a hash with field TTLs is read back to patch its
+    // version and checksum at the end.
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, handle);
+    let total = write_image(rx, shared, spec, &mut file)?;
     let mut f = file.into_inner().map_err(|e| e.into_error())?;
     if !spec.resp && shared.needs_v12.load(Ordering::Relaxed) {
         // A hash with field TTLs was met: the file needs version 12. The header was
@@ -374,8 +501,8 @@ fn write_file(rx: &Receiver<Msg>, shared: &Shared, spec: &FileSpec) -> std::io::
             "snapshot cancelled",
         ));
     }
-    std::fs::rename(&spec.tmp, &spec.dest)?;
-    let dir = match spec.dest.parent() {
+    std::fs::rename(tmp, dest)?;
+    let dir = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -457,6 +584,8 @@ pub enum Outcome {
 /// A snapshot in progress.
 pub struct Snapshot {
     pub purpose: Purpose,
+    /// The pipe of a streamed image.
+    pipe: Option<Arc<ImagePipe>>,
     shared: Arc<Shared>,
     tx: Sender<Msg>,
     thread: Option<JoinHandle<std::io::Result<u64>>>,
@@ -482,13 +611,13 @@ impl Snapshot {
         matches!(self.purpose, Purpose::Bgsave | Purpose::Replication)
     }
 
-    /// Starts a snapshot of `ks` written to `dest` (through a temp file next to it).
-    /// `header` is the file's start (magic, version 10, aux fields).
+    /// Starts a snapshot of `ks` written to `target` (a file through a temp file next
+    /// to it, or a pipe). `header` is the image's start (magic, `version`, aux fields).
     pub fn begin(
         ks: &mut Keyspace,
         purpose: Purpose,
-        dest: &Path,
-        header: Vec<u8>,
+        target: Target,
+        (header, version): (Vec<u8>, u16),
         format: ImageFormat,
     ) -> std::io::Result<Snapshot> {
         let (resp, compress, checksum, access) = match format {
@@ -503,10 +632,20 @@ impl Snapshot {
             ks.dbs.iter().all(|d| !d.table.cow_active()) && ks.retired.is_empty(),
             "one snapshot at a time"
         );
-        let (_, tmp) = super::snapshot::temp_path_beside(dest);
+        let pipe = match &target {
+            Target::Stream(p) => Some(p.clone()),
+            Target::File(_) => None,
+        };
+        let dest = match target {
+            Target::File(dest) => Dest::File {
+                tmp: super::snapshot::temp_path_beside(&dest).1,
+                dest,
+            },
+            Target::Stream(p) => Dest::Stream(p),
+        };
         let spec = FileSpec {
-            tmp,
-            dest: dest.to_path_buf(),
+            dest,
+            version,
             header,
             resp,
             sizes: ks.dbs.iter().map(|d| (d.table.len(), d.volatile)).collect(),
@@ -532,6 +671,7 @@ impl Snapshot {
         }
         Ok(Snapshot {
             purpose,
+            pipe,
             shared,
             tx,
             thread: Some(thread),
@@ -559,7 +699,14 @@ impl Snapshot {
     /// Whether a `Budget::Time` step would walk now (the writer is keeping up).
     pub fn wants_walk(&self) -> bool {
         !self.walk_done
-            && (self.cancelled || self.shared.inflight.load(Ordering::Relaxed) < INFLIGHT_LIMIT)
+            && (self.cancelled
+                || (self.shared.inflight.load(Ordering::Relaxed) < INFLIGHT_LIMIT
+                    && self.pipe.as_ref().is_none_or(|p| p.queued() < PIPE_LIMIT)))
+    }
+
+    /// Whether the image goes to a pipe rather than a file.
+    pub fn is_stream(&self) -> bool {
+        self.pipe.is_some()
     }
 
     /// Bytes copied because keys were about to change.

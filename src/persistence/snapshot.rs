@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::cow::{Budget, ImageFormat, Outcome, Purpose, Snapshot};
+use super::cow::{Budget, ImageFormat, Outcome, Purpose, Snapshot, Target};
 use super::rdb::{self, FileWriter, KeyRecord, Limits};
 use super::resp_image;
 use crate::exec::Executor;
@@ -259,7 +259,22 @@ impl ImageParts {
 /// aux fields and the FUNCTION libraries of this instant, as Redis writes them before
 /// the databases.
 pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::io::Result<()> {
+    begin_snapshot_to(ex, purpose, Target::File(dest.to_path_buf()))
+}
+
+/// `begin_snapshot` to any target: a streamed image (a diskless full
+/// resynchronization) states RDB version 12 from the start when any hash has field
+/// TTLs, since it cannot be patched afterwards as a file is.
+pub fn begin_snapshot_to(
+    ex: &mut Executor,
+    purpose: Purpose,
+    target: Target,
+) -> std::io::Result<()> {
     let mut header = Vec::new();
+    let version = match target {
+        Target::Stream(_) if !ex.ks.field_expiry.is_empty() => 12,
+        _ => rdb::RDB_VERSION,
+    };
     let format = if purpose == Purpose::AofRewrite && !super::aof::rdb_preamble(ex) {
         resp_header(ex, &mut header);
         ImageFormat::Resp
@@ -267,7 +282,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
         let aux = aux_fields(ex, purpose == Purpose::AofRewrite);
         let cfg = &ex.config;
         let (compress, checksum) = (cfg.rdbcompression, cfg.rdbchecksum);
-        let mut w = FileWriter::start(&mut header, rdb::RDB_VERSION, compress, checksum, &aux);
+        let mut w = FileWriter::start(&mut header, version, compress, checksum, &aux);
         for code in crate::scripting::functions::library_codes(ex) {
             w.library(&mut header, &code);
         }
@@ -278,7 +293,7 @@ pub fn begin_snapshot(ex: &mut Executor, purpose: Purpose, dest: &Path) -> std::
         }
     };
     let started = std::time::Instant::now();
-    let snap = Snapshot::begin(&mut ex.ks, purpose, dest, header, format)?;
+    let snap = Snapshot::begin(&mut ex.ks, purpose, target, (header, version), format)?;
     // Where Redis forks, the loop stops for as long as this start takes (INFO's
     // total_forks and latest_fork_usec count these starts).
     ex.persist.snapshot_starts += 1;
@@ -567,11 +582,13 @@ pub fn finish(ex: &mut Executor) {
     }
 }
 
-/// Cancels a BGSAVE in progress, as Redis kills its child (FLUSHALL, SHUTDOWN).
+/// Cancels an RDB snapshot in progress (BGSAVE, or a full resynchronization's,
+/// whose replicas are disconnected and retry), as Redis kills its RDB child
+/// (FLUSHALL, SHUTDOWN, a replica loading its master's image).
 pub fn kill_bgsave(ex: &mut Executor) {
     ex.persist.pending_bgsave = false;
     if let Some(s) = ex.persist.snap.as_mut() {
-        if s.purpose == Purpose::Bgsave && !s.is_cancelled() {
+        if s.is_rdb() && !s.is_cancelled() {
             crate::log::warning("There is a child saving an .rdb. Killing it!");
             s.cancel(None);
         }

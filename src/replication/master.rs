@@ -114,8 +114,13 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
     ));
     ensure_backlog(ex);
     ex.repl.sync_full += 1;
-    if delays_full_sync(ex, &conf) {
-        crate::log::notice("Delay next BGSAVE for diskless SYNC");
+    let behind_stream = stream_unjoinable(ex, &conf);
+    if behind_stream || delays_full_sync(ex, &conf) {
+        crate::log::notice(if behind_stream {
+            "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC"
+        } else {
+            "Delay next BGSAVE for diskless SYNC"
+        });
         add_peer(
             ex,
             slot,
@@ -134,7 +139,23 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
         }
         return Reply::NoReply;
     }
-    start_full(ex, slot, id, ip, &conf, psync.is_some())
+    let diskless = ex.config.stored_bool("repl-diskless-sync") && conf.capa_eof;
+    start_full(ex, slot, id, ip, &conf, psync.is_some(), diskless)
+}
+
+/// Whether a diskless image is being streamed that this replica cannot share: it
+/// has begun going out, or the replica cannot read the EOF format. Such a replica
+/// waits for the next snapshot, as Redis's do for a socket-target child.
+fn stream_unjoinable(ex: &Executor, conf: &PeerConf) -> bool {
+    use crate::persistence::cow::Purpose;
+    let streaming =
+        ex.persist.snap.as_ref().is_some_and(|s| {
+            s.purpose == Purpose::Replication && s.is_stream() && !s.is_cancelled()
+        });
+    streaming
+        && (ex.repl.image_stream.as_ref().is_none_or(|s| s.sent > 0)
+            || !conf.capa_eof
+            || !ex.config.stored_bool("repl-diskless-sync"))
 }
 
 /// Whether a full resynchronization waits before starting, as Redis's with
@@ -142,11 +163,11 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
 /// EOF format): unless a replication snapshot already runs, which it joins.
 fn delays_full_sync(ex: &Executor, conf: &PeerConf) -> bool {
     use crate::persistence::cow::Purpose;
-    let joinable = ex
-        .persist
-        .snap
-        .as_ref()
-        .is_some_and(|s| s.purpose == Purpose::Replication && !s.is_cancelled());
+    let joinable = ex.persist.snap.as_ref().is_some_and(|s| {
+        s.purpose == Purpose::Replication
+            && !s.is_cancelled()
+            && (!s.is_stream() || ex.repl.image_stream.as_ref().is_some_and(|i| i.sent == 0))
+    });
     ex.config.stored_bool("repl-diskless-sync")
         && conf.capa_eof
         && ex.config.stored_i64("repl-diskless-sync-delay") > 0
@@ -172,6 +193,14 @@ pub fn start_pending(ex: &mut Executor) {
         return;
     }
     let delay = ex.config.stored_i64("repl-diskless-sync-delay").max(0) as u64;
+    // Streamed only if every one of them reads the EOF format (Redis's mincapa).
+    let diskless = ex.config.stored_bool("repl-diskless-sync")
+        && ex
+            .repl
+            .peers
+            .iter()
+            .filter_map(|p| p.pending.as_ref())
+            .all(|w| w.conf.capa_eof);
     let max_replicas = ex.config.stored_i64("repl-diskless-sync-max-replicas");
     let longest = waiting.iter().map(|w| w.1).max().unwrap_or(0);
     let start = !ex.config.stored_bool("repl-diskless-sync")
@@ -189,7 +218,7 @@ pub fn start_pending(ex: &mut Executor) {
         };
         let p = ex.repl.peers.remove(i);
         let Some(pending) = p.pending else { continue };
-        let reply = start_full(ex, slot, p.id, p.ip, &pending.conf, pending.psync);
+        let reply = start_full(ex, slot, p.id, p.ip, &pending.conf, pending.psync, diskless);
         if let Reply::Error(e) = reply {
             crate::log::warning(&format!("Full resynchronization failed to start: {e}"));
             ex.client_mut(slot).close_asap = true;
@@ -199,7 +228,7 @@ pub fn start_pending(ex: &mut Executor) {
 }
 
 /// Starts a full resynchronization: the copy-on-write snapshot (or joins the one
-/// running), else a synchronous image.
+/// running), streamed when `diskless`, else a synchronous image.
 fn start_full(
     ex: &mut Executor,
     slot: usize,
@@ -207,8 +236,9 @@ fn start_full(
     ip: String,
     conf: &PeerConf,
     psync: bool,
+    diskless: bool,
 ) -> Reply {
-    if let Some(reply) = sync_with_snapshot(ex, slot, id, &ip, conf, psync) {
+    if let Some(reply) = sync_with_snapshot(ex, slot, id, &ip, conf, psync, diskless) {
         return reply;
     }
     let image = match crate::persistence::snapshot::serialize(ex) {
@@ -231,6 +261,7 @@ fn start_full(
         p.image = Some(ImageFeed {
             left: image.len() as u64,
             src: Box::new(std::io::Cursor::new(image)),
+            marked: false,
         });
     }
     pump_images(ex);
@@ -265,10 +296,7 @@ fn send_filtered_image(
         psync.then_some(offset),
         PeerState::SendBulk,
     );
-    const MARK_CHARS: &[u8] = b"0123456789abcdef";
-    let mark: Vec<u8> = (0..40)
-        .map(|_| MARK_CHARS[fastrand::usize(..MARK_CHARS.len())])
-        .collect();
+    let mark = new_mark();
     let c = ex.client_mut(slot);
     c.out.extend_from_slice(b"$EOF:");
     c.out.extend_from_slice(&mark);
@@ -278,6 +306,7 @@ fn send_filtered_image(
         p.image = Some(ImageFeed {
             left: image.len() as u64,
             src: Box::new(std::io::Cursor::new(image)),
+            marked: true,
         });
     }
     pump_images(ex);
@@ -343,6 +372,9 @@ fn add_peer(
         image: None,
         rdb_only: conf.rdb_only,
         pending: None,
+        stuck: None,
+        await_ack: false,
+        image_queued: None,
     });
 }
 
@@ -365,6 +397,20 @@ const IMAGE_SLICE: usize = 1024 * 1024;
 /// next slice; after the last one the stream held for them follows and they are
 /// online.
 pub fn pump_images(ex: &mut Executor) {
+    let written: smallvec::SmallVec<[usize; 4]> = ex
+        .repl
+        .peers
+        .iter()
+        .filter(|p| p.image_queued.is_some() && ex.client(p.slot).pending_output() == 0)
+        .map(|p| p.slot)
+        .collect();
+    for slot in written {
+        if let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) {
+            let marked = ex.repl.peers[i].image_queued.take().unwrap_or(false);
+            image_sent(ex, i, marked);
+        }
+    }
+    pump_stream(ex);
     let sending = peers_in(ex, PeerState::SendBulk);
     for slot in sending {
         if ex.client(slot).pending_output() >= IMAGE_LOW_WATER {
@@ -411,29 +457,163 @@ pub fn pump_images(ex: &mut Executor) {
             ex.repl.peers[i].image = Some(feed);
             continue;
         }
-        let p = &mut ex.repl.peers[i];
-        let held = std::mem::take(&mut p.held);
-        if p.rdb_only {
-            // It asked for the image only: no stream, and closed once it has it.
-            let c = ex.client_mut(slot);
-            c.close_after_reply = true;
-            crate::log::notice(&format!(
-                "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
-                c.addr
-            ));
-            ex.close_pending = true;
-            continue;
-        }
-        p.state = PeerState::Online;
+        ex.repl.peers[i].image_queued = Some(feed.marked);
+    }
+}
+
+/// The `i`th replica has its whole image: closed if it wanted only that, else it is
+/// online and the stream held for it follows, at once or (`streamed`: the image
+/// ended with its marker) on its first ACK.
+fn image_sent(ex: &mut Executor, i: usize, streamed: bool) {
+    let p = &mut ex.repl.peers[i];
+    let slot = p.slot;
+    if p.rdb_only {
+        // It asked for the image only: no stream, and closed once it has it.
         let c = ex.client_mut(slot);
-        for block in held.into_blocks() {
-            c.append_output_owned(block);
-        }
+        c.close_after_reply = true;
         crate::log::notice(&format!(
-            "Synchronization with replica {} succeeded",
+            "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
             c.addr
         ));
-        ex.check_output_limits(slot);
+        ex.close_pending = true;
+        return;
+    }
+    p.state = PeerState::Online;
+    p.stuck = None;
+    // Pre-PSYNC replicas never ACK.
+    p.await_ack = streamed && !p.old_protocol;
+    let name = format!("{}:{}", p.ip, p.port);
+    if p.await_ack {
+        crate::log::notice(&format!(
+            "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
+        ));
+    }
+    crate::log::notice(&format!("Synchronization with replica {name} succeeded"));
+    if !ex.repl.peers[i].await_ack {
+        start_stream(ex, i);
+    }
+}
+
+/// The `i`th replica, online, gets the stream held for it and then the live one.
+fn start_stream(ex: &mut Executor, i: usize) {
+    let p = &mut ex.repl.peers[i];
+    p.await_ack = false;
+    let slot = p.slot;
+    let held = std::mem::take(&mut p.held);
+    let c = ex.client_mut(slot);
+    for block in held.into_blocks() {
+        c.append_output_owned(block);
+    }
+    ex.mark_pending_write(slot);
+    ex.check_output_limits(slot);
+}
+
+/// 40 random hexadecimal characters: the marker that ends an image sent with
+/// `$EOF:<mark>`, whose size is not known when it starts.
+fn new_mark() -> [u8; 40] {
+    const MARK_CHARS: &[u8] = b"0123456789abcdef";
+    std::array::from_fn(|_| MARK_CHARS[fastrand::usize(..MARK_CHARS.len())])
+}
+
+/// Whether the replication snapshot in progress streams its image.
+fn streaming(ex: &Executor) -> bool {
+    use crate::persistence::cow::Purpose;
+    ex.persist
+        .snap
+        .as_ref()
+        .is_some_and(|s| s.purpose == Purpose::Replication && s.is_stream() && !s.is_cancelled())
+}
+
+/// Once per loop turn while a diskless image streams: once every replica receiving
+/// it has drained its output below the low-water mark, the next slice the snapshot
+/// produced goes to all of them, so the slowest paces the snapshot (Redis reads its
+/// child's pipe only when every replica's socket took the last buffer). A replica
+/// stuck longer than `repl-timeout` is disconnected; with none left the snapshot is
+/// cancelled.
+fn pump_stream(ex: &mut Executor) {
+    if ex.repl.image_stream.is_none() || !streaming(ex) {
+        return;
+    }
+    let timeout = std::time::Duration::from_secs(ex.config.repl_timeout);
+    for slot in receiving_stream(ex) {
+        let pending = ex.client(slot).pending_output();
+        let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) else {
+            continue;
+        };
+        p.stuck = match p.stuck {
+            _ if pending == 0 => None,
+            Some((since, was)) if pending >= was => Some((since, pending)),
+            _ => Some((Instant::now(), pending)),
+        };
+        if p.stuck.is_some_and(|(since, _)| since.elapsed() > timeout) {
+            crate::log::warning(&format!(
+                "Disconnecting timedout replica (full sync): {}:{}",
+                p.ip, p.port
+            ));
+            ex.client_mut(slot).close_asap = true;
+            ex.close_pending = true;
+        }
+    }
+    let slots = receiving_stream(ex);
+    if slots.is_empty() {
+        crate::log::warning(
+            "Diskless rdb transfer, last replica dropped, killing fork child (here a snapshot thread).",
+        );
+        if let Some(s) = ex.persist.snap.as_mut() {
+            s.cancel(None);
+        }
+        return;
+    }
+    if slots
+        .iter()
+        .any(|&s| ex.client(s).pending_output() >= IMAGE_LOW_WATER)
+    {
+        return;
+    }
+    let Some(stream) = ex.repl.image_stream.as_ref() else {
+        return;
+    };
+    let chunks = stream.pipe.take(IMAGE_SLICE);
+    send_chunks(ex, &slots, chunks);
+}
+
+/// The replicas receiving the streamed image, less those being closed.
+fn receiving_stream(ex: &Executor) -> smallvec::SmallVec<[usize; 4]> {
+    ex.repl
+        .peers
+        .iter()
+        .filter(|p| {
+            p.state == PeerState::SendStream
+                && p.image_queued.is_none()
+                && !ex.client(p.slot).close_asap
+        })
+        .map(|p| p.slot)
+        .collect()
+}
+
+/// Appends a streamed image's chunks to each replica receiving it.
+fn send_chunks(ex: &mut Executor, slots: &[usize], chunks: Vec<Vec<u8>>) {
+    if chunks.is_empty() {
+        return;
+    }
+    let mut n = 0;
+    for chunk in chunks {
+        n += chunk.len() as u64;
+        for &slot in &slots[1..] {
+            ex.client_mut(slot).append_output(&chunk);
+        }
+        ex.client_mut(slots[0]).append_output_owned(chunk);
+    }
+    if let Some(s) = ex.repl.image_stream.as_mut() {
+        s.sent += n;
+    }
+    for &slot in slots {
+        ex.mark_pending_write(slot);
+        let pending = ex.client(slot).pending_output();
+        if let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) {
+            // Measured after the append, so the next turn sees any drain as progress.
+            p.stuck = p.stuck.map(|(since, _)| (since, pending));
+        }
     }
 }
 
@@ -442,7 +622,9 @@ fn snapshot_path() -> std::path::PathBuf {
 }
 
 /// The full resynchronization through the copy-on-write snapshot: None when it cannot
-/// be used (another snapshot runs), so the caller sends a synchronous image.
+/// be used (another snapshot runs), so the caller sends a synchronous image. With
+/// `diskless` a new snapshot streams its image to the replica as it is produced
+/// (`$EOF:<mark>`, the image, the mark); otherwise it goes to a file first.
 fn sync_with_snapshot(
     ex: &mut Executor,
     slot: usize,
@@ -450,23 +632,33 @@ fn sync_with_snapshot(
     ip: &str,
     conf: &PeerConf,
     psync: bool,
+    diskless: bool,
 ) -> Option<Reply> {
-    use crate::persistence::cow::Purpose;
+    use crate::persistence::cow::{ImagePipe, Purpose, Target};
     let running = ex
         .persist
         .snap
         .as_ref()
         .is_some_and(|s| s.purpose == Purpose::Replication && !s.is_cancelled());
+    let stream = running && streaming(ex);
+    if stream && stream_unjoinable(ex, conf) {
+        return None;
+    }
     // Another replica waits for the running image: same offset, same held stream.
     // Only such a replica has the stream since the snapshot's instant; once every
     // replica it was for has gone, nobody kept that stream, and a replica joining
     // then would miss those writes for good. That snapshot is of no use any more.
+    let sharing = if stream {
+        PeerState::SendStream
+    } else {
+        PeerState::WaitBgsave
+    };
     let joined = running
         .then(|| {
             ex.repl
                 .peers
                 .iter()
-                .find(|p| p.state == PeerState::WaitBgsave)
+                .find(|p| p.state == sharing)
                 .map(|p| p.held.clone())
         })
         .flatten();
@@ -475,18 +667,43 @@ fn sync_with_snapshot(
             s.cancel(None);
         }
     }
-    let held = if let Some(held) = joined {
-        held
+    let (held, state) = if let Some(held) = joined {
+        (held, sharing)
     } else {
         if ex.persist.busy() {
             return None;
         }
-        let path = snapshot_path();
-        if crate::persistence::snapshot::begin_snapshot(ex, Purpose::Replication, &path).is_err() {
+        let (target, state) = if diskless {
+            let pipe = std::sync::Arc::new(ImagePipe::default());
+            (Target::Stream(pipe), PeerState::SendStream)
+        } else {
+            (Target::File(snapshot_path()), PeerState::WaitBgsave)
+        };
+        let pipe = match &target {
+            Target::Stream(p) => Some(p.clone()),
+            Target::File(_) => None,
+        };
+        let begun =
+            crate::persistence::snapshot::begin_snapshot_to(ex, Purpose::Replication, target);
+        if begun.is_err() {
             return None;
         }
+        ex.repl.image_stream = pipe.map(|pipe| super::ImageStream {
+            pipe,
+            mark: new_mark(),
+            sent: 0,
+        });
         ex.repl.snapshot_offset = ex.repl.offset;
-        HeldStream::default()
+        if diskless {
+            crate::log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
+            crate::log::notice(&format!(
+                "Background RDB transfer started by pid {} (its snapshot thread)",
+                std::process::id()
+            ));
+        } else {
+            crate::log::notice("Starting BGSAVE for SYNC with target: disk");
+        }
+        (HeldStream::default(), state)
     };
     let offset = ex.repl.snapshot_offset;
     start_full_sync(
@@ -496,19 +713,36 @@ fn sync_with_snapshot(
         ip.to_string(),
         conf,
         psync.then_some(offset),
-        PeerState::WaitBgsave,
+        state,
     );
     if let Some(p) = ex.repl.peers.last_mut() {
         p.held = held;
     }
-    crate::log::notice("Starting BGSAVE for SYNC with target: disk");
+    if state == PeerState::SendStream {
+        let mark = ex
+            .repl
+            .image_stream
+            .as_ref()
+            .map(|s| s.mark)
+            .unwrap_or([b'0'; 40]);
+        let c = ex.client_mut(slot);
+        c.out.extend_from_slice(b"$EOF:");
+        c.out.extend_from_slice(&mark);
+        c.out.extend_from_slice(b"\r\n");
+    }
     Some(Reply::NoReply)
 }
 
-/// The replication snapshot ended: waiting replicas start receiving the image (each
-/// reads its own handle of the file, which is unlinked at once), or are disconnected
-/// (they retry) when it failed.
+/// The replication snapshot ended. A streamed image's replicas get its last bytes
+/// and the mark, then their held stream. Replicas waiting for a file start
+/// receiving it (each reads its own handle of the file, which is unlinked at once).
+/// On failure they are disconnected (they retry).
 pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
+    if let Some(stream) = ex.repl.image_stream.take() {
+        stream_finished(ex, stream, result);
+        pump_images(ex);
+        return;
+    }
     let path = snapshot_path();
     let waiting = peers_in(ex, PeerState::WaitBgsave);
     for slot in waiting {
@@ -527,6 +761,7 @@ pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
                     p.image = Some(ImageFeed {
                         src: Box::new(std::io::BufReader::with_capacity(64 * 1024, file)),
                         left: len,
+                        marked: false,
                     });
                 }
             }
@@ -541,6 +776,37 @@ pub fn snapshot_finished(ex: &mut Executor, result: Result<(), String>) {
     }
     let _ = std::fs::remove_file(&path);
     pump_images(ex);
+}
+
+/// A streamed image is complete (or failed): what the pipe still holds and the mark
+/// go to every replica still receiving it, and they are online.
+fn stream_finished(ex: &mut Executor, stream: super::ImageStream, result: Result<(), String>) {
+    let slots = receiving_stream(ex);
+    if let Err(e) = result {
+        for slot in slots {
+            crate::log::warning(&format!(
+                "Diskless rdb transfer failed ({e}): closing the replica"
+            ));
+            ex.client_mut(slot).close_asap = true;
+            ex.close_pending = true;
+        }
+        return;
+    }
+    crate::log::notice(&format!(
+        "Diskless rdb transfer, done reading from pipe, {} replicas still up.",
+        slots.len()
+    ));
+    if slots.is_empty() {
+        return;
+    }
+    let rest = stream.pipe.take(usize::MAX);
+    send_chunks(ex, &slots, rest);
+    for slot in slots {
+        ex.client_mut(slot).append_output(&stream.mark);
+        if let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) {
+            p.image_queued = Some(true);
+        }
+    }
 }
 
 /// Every second: a newline to replicas waiting for their snapshot, so their link
@@ -655,6 +921,11 @@ fn record_ack(ex: &mut Executor, slot: usize, off: &[u8], fack: Option<&[&[u8]]>
         p.aof_off = p.aof_off.max(f);
     }
     p.ack_time = Instant::now();
+    if p.await_ack {
+        if let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) {
+            start_stream(ex, i);
+        }
+    }
     serve_waiters(ex);
     crate::commands::waitaof::replicas_progress(ex);
 }

@@ -58,6 +58,28 @@ pub struct Peer {
     pub rdb_only: bool,
     /// A full resynchronization not started yet (`WaitStart`).
     pub pending: Option<PendingFull>,
+    /// `SendStream`: since when its output has not drained, and how much it held
+    /// then (`repl-timeout` disconnects a replica stuck that long, as Redis's
+    /// `repl_last_partial_write`).
+    pub stuck: Option<(Instant, usize)>,
+    /// Online after a streamed image, its stream still held until its first
+    /// REPLCONF ACK says the image is loaded: the replica finds the image's end
+    /// marker only as the last bytes it has read (Redis's
+    /// `repl_start_cmd_stream_on_ack`).
+    pub await_ack: bool,
+    /// The whole image is in its output buffer (`Some(marked)`: whether it ended
+    /// with an EOF marker): it goes online once that is written, so neither the
+    /// stream nor the output limit ever mixes with image bytes.
+    pub image_queued: Option<bool>,
+}
+
+/// A diskless full resynchronization in progress: the snapshot's pipe, and the
+/// marker that frames the image on the wire.
+pub struct ImageStream {
+    pub pipe: std::sync::Arc<crate::persistence::cow::ImagePipe>,
+    pub mark: [u8; 40],
+    /// Bytes handed to the replicas so far: none yet, and a replica may still join.
+    pub sent: u64,
 }
 
 /// A full resynchronization delayed by `repl-diskless-sync-delay`, so that replicas
@@ -77,6 +99,9 @@ pub enum PeerState {
     WaitStart,
     /// Waiting for the snapshot of its full resynchronization.
     WaitBgsave,
+    /// Receiving a diskless image as the snapshot produces it (`$EOF:<mark>`): INFO
+    /// says `wait_bgsave`, as for Redis's socket-target replicas.
+    SendStream,
     /// Receiving the image.
     SendBulk,
     /// Receiving the stream.
@@ -86,7 +111,7 @@ pub enum PeerState {
 impl PeerState {
     pub fn name(self) -> &'static str {
         match self {
-            PeerState::WaitStart | PeerState::WaitBgsave => "wait_bgsave",
+            PeerState::WaitStart | PeerState::WaitBgsave | PeerState::SendStream => "wait_bgsave",
             PeerState::SendBulk => "send_bulk",
             PeerState::Online => "online",
         }
@@ -99,6 +124,8 @@ impl PeerState {
 pub struct ImageFeed {
     pub src: Box<dyn std::io::Read>,
     pub left: u64,
+    /// The image ends with an EOF marker (`$EOF:<mark>`), not announced by size.
+    pub marked: bool,
 }
 
 /// What a client told us with REPLCONF before its PSYNC.
@@ -149,6 +176,8 @@ pub struct Repl {
     pub registry: Option<mio::Registry>,
     /// Offset at the instant of the replication snapshot in progress.
     pub snapshot_offset: u64,
+    /// The diskless image being streamed, when the replication snapshot is one.
+    pub image_stream: Option<ImageStream>,
     /// The master stream's database recorded in the RDB loaded at startup.
     pub restored_db: Option<usize>,
     /// Since when a master with a backlog has had no replica (`repl-backlog-ttl`).
@@ -180,6 +209,7 @@ impl Default for Repl {
             sync_partial_err: 0,
             registry: None,
             snapshot_offset: 0,
+            image_stream: None,
             restored_db: None,
             no_replicas_since: None,
             applying_master: false,
@@ -291,7 +321,7 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
     let mut syncing = smallvec::SmallVec::<[usize; 8]>::new();
     for p in ex.repl.peers.iter_mut() {
         match p.state {
-            PeerState::Online => online.push(p.slot),
+            PeerState::Online if !p.await_ack => online.push(p.slot),
             // Its image, when it starts, will be of a later instant.
             PeerState::WaitStart => {}
             _ => {
@@ -369,11 +399,17 @@ pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
 /// replica receiving its image has drained its output buffer (the next slice is
 /// read at the start of the next loop turn).
 pub fn ms_until_due(ex: &Executor) -> u64 {
-    let starved = ex
+    let streamed = ex
         .repl
-        .peers
-        .iter()
-        .any(|p| p.state == PeerState::SendBulk && ex.client(p.slot).pending_output() == 0);
+        .image_stream
+        .as_ref()
+        .is_some_and(|s| s.pipe.queued() > 0);
+    let starved = ex.repl.peers.iter().any(|p| {
+        (p.state == PeerState::SendBulk
+            || p.image_queued.is_some()
+            || (streamed && p.state == PeerState::SendStream))
+            && ex.client(p.slot).pending_output() == 0
+    });
     if starved {
         0
     } else {
