@@ -309,3 +309,29 @@ fn a_swapdb_replica_shows_loading_or_async_loading_while_the_image_streams() {
     assert_eq!(info(&mut r, "persistence", "async_loading"), "0");
     assert_eq!(r.cmd(&["GET", "k1"]), format!("$200\r\n{filler}\r\n"));
 }
+
+/// A full sync arriving while a script is busy on the replica completes once the
+/// script ends. The busy rounds serve clients only; the link's readiness they poll
+/// is kept for the main loop: edge-triggered polling reports it once, and with the
+/// socket buffers full nothing new would arrive to report it again.
+#[test]
+fn full_sync_arriving_during_a_busy_script_completes_after_it() {
+    let master = TestServer::start_with(&["--repl-diskless-sync-delay", "1"]);
+    let mut m = master.raw(2);
+    m.cmd(&["CONFIG", "SET", "rdbcompression", "no"]);
+    m.cmd(&["DEBUG", "POPULATE", "300", "big", "100000"]);
+    let replica = TestServer::start_with(&["--busy-reply-threshold", "10"]);
+    let mut r = replica.raw(2);
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
+    let mut busy = replica.raw(2);
+    busy.send(&["EVAL", "while true do end", "0"]);
+    wait_until(|| r.cmd(&["PING"]).starts_with("-BUSY"));
+    // The image starts after the master's one-second delay and fills the sockets.
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=wait_bgsave"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(r.cmd(&["SCRIPT", "KILL"]), "+OK\r\n");
+    assert!(busy.read_reply().starts_with("-ERR Script killed by user"));
+    wait_until(|| link_up(replica.port));
+    assert_eq!(r.cmd(&["DBSIZE"]), ":300\r\n");
+}

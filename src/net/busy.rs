@@ -8,7 +8,8 @@
 //!
 //! What the round leaves alone: the caller's connection (it is out of `Net::conns`
 //! while its command runs; events for it are remembered in `pending_reads` and
-//! `pending_writes` for the main loop), timers, held and blocked clients, and the
+//! `pending_writes` for the main loop), the master link and the cluster bus (their
+//! events wait in `Net::deferred` for the main loop), timers, held and blocked clients, and the
 //! script's own write-stream bytes (only what preceded the script is flushed to the AOF
 //! before replies go out). SIGTERM is noted and honoured after the script, as Redis
 //! does; SHUTDOWN NOSAVE exits here, without the script's partial effects.
@@ -137,6 +138,13 @@ impl Net {
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.on_signal(ex),
+                    Token(t)
+                        if t == crate::replication::replica::LINK_TOKEN
+                            || crate::cluster::owns_token(t) =>
+                    {
+                        let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                        self.deferred.push((t, readable, ev.is_writable()));
+                    }
                     Token(t) if t >= LISTENER_BASE => self.accept(ex, t - LISTENER_BASE),
                     Token(slot) => {
                         if !matches!(self.conns.get(slot), Some(Some(_))) {

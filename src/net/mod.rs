@@ -127,6 +127,11 @@ struct Net {
     /// first round looked at every socket (net/busy.rs).
     busy_events: Events,
     busy_swept: Option<std::time::Instant>,
+    /// Events for the master link and the cluster bus that a busy script's or a
+    /// load's round polled: (token, readable, writable). Those rounds serve clients
+    /// only, and edge-triggered polling will not report these again, so the main
+    /// loop dispatches them at its next turn.
+    deferred: Vec<(usize, bool, bool)>,
     /// Connections whose output waits for a failed AOF write to succeed
     /// (`aof::reply_waits_for_write`); looked at again every turn.
     aof_held: Vec<usize>,
@@ -230,6 +235,7 @@ impl Server {
             caller_peer_closed: false,
             held: Vec::new(),
             busy_events: Events::with_capacity(256),
+            deferred: Vec::new(),
             busy_swept: None,
             aof_held: Vec::new(),
             streaming: Vec::new(),
@@ -315,6 +321,7 @@ impl Server {
                 if self.ex.has_pending_timer_work()
                     || !net.streaming.is_empty()
                     || !resuming.is_empty()
+                    || !net.deferred.is_empty()
                 {
                     Duration::ZERO
                 } else if net.pending_reads.is_empty()
@@ -335,6 +342,14 @@ impl Server {
             }
             let turn_start = std::time::Instant::now();
             let commands_before = self.ex.stats.total_commands_processed;
+            let deferred = std::mem::take(&mut self.net.borrow_mut().deferred);
+            for (token, readable, writable) in deferred {
+                if token == crate::replication::replica::LINK_TOKEN {
+                    crate::replication::replica::on_event(&mut self.ex);
+                } else {
+                    crate::cluster::on_event(&mut self.ex, token, readable, writable);
+                }
+            }
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
