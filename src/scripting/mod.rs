@@ -588,6 +588,16 @@ pub fn run(
     vm.watchdog.disarm(&vm.lua, &vm.redis);
     ex.busy = None;
     ex.blocking.deny_blocking = deny_before;
+    // A collection step every `GC_CYCLE_PERIOD` runs, as Redis's luaCallFunction: the
+    // garbage of many short scripts never waits for a full cycle (INFO
+    // used_memory_lua stays near the VM's size), and no run pays for one.
+    let runs = vm.runs_since_gc.get() + 1;
+    if runs >= functions::GC_CYCLE_PERIOD {
+        vm.runs_since_gc.set(0);
+        let _ = raw::gc_step(&vm.lua, functions::GC_CYCLE_PERIOD as i32);
+    } else {
+        vm.runs_since_gc.set(runs);
+    }
     reply
 }
 

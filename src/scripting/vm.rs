@@ -58,6 +58,8 @@ pub struct Vm {
     pub watchdog: Rc<super::busy::Watchdog>,
     /// The run in progress, for `redis.call` / `redis.pcall`.
     pub calls: Rc<super::CallSlot>,
+    /// Runs since the last garbage-collection step (`scripting::run`).
+    pub runs_since_gc: Cell<u32>,
 }
 
 /// Redis's `rand.c`: the 48-bit linear congruential generator of `lrand48`, so
@@ -166,6 +168,7 @@ impl Vm {
         )?;
         Ok(Vm {
             calls,
+            runs_since_gc: Cell::new(0),
             watchdog,
             redis,
             lua,
