@@ -10,7 +10,14 @@
 //! last slice the held bytes follow and it is online. A replica arriving while such
 //! a snapshot runs joins it (same offset, a copy of the held bytes). When a BGSAVE
 //! or AOF rewrite holds the snapshot machinery, the image is serialized
-//! synchronously instead and fed the same way from memory. A partial
+//! synchronously instead and fed the same way from memory.
+//!
+//! Diskless (`repl-diskless-sync yes`, replicas with `capa eof`): the snapshot streams
+//! its image into a pipe (`cow::Target::Stream`) and `pump_stream` hands it to the
+//! replicas as `$EOF:<mark>`, the image, the mark, whenever all of them have drained
+//! their output (the slowest paces the snapshot). The stream held for a replica
+//! follows its first REPLCONF ACK. Replicas that arrive once the image has begun
+//! going out wait for the next snapshot. A partial
 //! resynchronization sends `+CONTINUE <replid>` and the backlog's bytes from the
 //! requested offset.
 //!
