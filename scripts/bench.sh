@@ -27,7 +27,7 @@
 # masters, alternating as above. Then the time of a full synchronization of
 # DEBUG POPULATE 1000000 (REPL_KEYS): a fresh replica process is started against the
 # loaded master and timed until its link is up with every key loaded, ROUNDS times
-# alternately. Redis is timed with its default disk-less transfer (with
+# alternately. Both servers are timed with their default disk-less transfer (with
 # repl-diskless-sync-delay 0) and with a disk transfer (repl-diskless-sync no).
 #
 # The scripting section: EVALSHA of `return redis.call('incr', KEYS[1])` and of the
@@ -225,20 +225,16 @@ if [ "$BENCH_REPL" != 0 ]; then
         name=${s%%:*}; port=${s##*:}
         flush_wait "$port"
         redis-cli -p "$port" debug populate "$REPL_KEYS" >/dev/null
-        if [ "$name" = redis ]; then
-            modes+=("redis-diskless:$port" "redis-disk:$port")
-        else
-            modes+=("cinnabar:$port")
-        fi
+        modes+=("$name-diskless:$port" "$name-disk:$port")
     done
     : > "$work/fsync"
     for round in $(seq "$ROUNDS"); do
         for m in "${modes[@]}"; do
             mode=${m%%:*}; port=${m##*:}
             case $mode in
-                redis-diskless) redis-cli -p "$port" config set repl-diskless-sync yes >/dev/null
-                                redis-cli -p "$port" config set repl-diskless-sync-delay 0 >/dev/null ;;
-                redis-disk) redis-cli -p "$port" config set repl-diskless-sync no >/dev/null ;;
+                *-diskless) redis-cli -p "$port" config set repl-diskless-sync yes >/dev/null
+                            redis-cli -p "$port" config set repl-diskless-sync-delay 0 >/dev/null ;;
+                *-disk) redis-cli -p "$port" config set repl-diskless-sync no >/dev/null ;;
             esac
             t0=$(date +%s.%N)
             read -r rpid rp < <(start_replica "${mode%%-*}" "$port")
