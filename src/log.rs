@@ -12,6 +12,9 @@ static LEVEL: AtomicU8 = AtomicU8::new(2);
 static ROLE: AtomicU8 = AtomicU8::new(b'M');
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 static SYSLOG: AtomicBool = AtomicBool::new(false);
+/// Set in a forked child: lines go out with write(2) alone, since another thread of the
+/// parent may have held the file's or stdout's lock at the fork.
+static FORKED: AtomicBool = AtomicBool::new(false);
 /// The log's file descriptor (1, stdout, when no `logfile`), for writers that cannot
 /// take the lock or allocate: signal handlers.
 static RAW_FD: AtomicI32 = AtomicI32::new(1);
@@ -91,6 +94,13 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// A forked child (a debugging session) logs from now on as Redis's children do
+/// (`pid:C`), without taking locks.
+pub fn after_fork() {
+    FORKED.store(true, Ordering::SeqCst);
+    ROLE.store(b'C', Ordering::Relaxed);
+}
+
 pub fn set_role(replica: bool) {
     ROLE.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
 }
@@ -146,6 +156,10 @@ fn write(level: u8, msg: &str) {
             // SAFETY: a constant "%s" format with one NUL-terminated string argument.
             unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
         }
+    }
+    if FORKED.load(Ordering::Relaxed) {
+        write_raw_fd(line.as_bytes());
+        return;
     }
     let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
     match file.as_mut() {

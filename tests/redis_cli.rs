@@ -147,3 +147,66 @@ fn redis_cli_pipe_mass_insertion() {
     assert_eq!(cli(s.port, &["DBSIZE"]), "10000\n");
     assert_eq!(cli(s.port, &["GET", "key:9999"]), "value:9999\n");
 }
+
+/// `redis-cli --ldb` (a forked session: changes rolled back) and `--ldb-sync-mode`
+/// (changes kept), driven from standard input as a terminal user would type.
+#[test]
+fn redis_cli_lua_debugger() {
+    if !redis_cli_available() {
+        eprintln!("redis-cli is not installed: skipping");
+        return;
+    }
+    let s = TestServer::start();
+    let dir = temp_dir("redis-cli-ldb");
+    let script = dir.join("set.lua");
+    std::fs::write(
+        &script,
+        "redis.call('set', KEYS[1], ARGV[1])\nreturn redis.call('get', KEYS[1])\n",
+    )
+    .unwrap();
+    let debug = |mode: &str, input: &str| -> String {
+        let mut child = Command::new("redis-cli")
+            .args(["-p", &s.port.to_string(), mode, "--eval"])
+            .arg(&script)
+            .args(["mykey", ",", "myval"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("redis-cli runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        // Without the terminal colours.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut plain = String::new();
+        let mut in_escape = false;
+        for ch in text.chars() {
+            match (in_escape, ch) {
+                (false, '\x1b') => in_escape = true,
+                (true, 'm') => in_escape = false,
+                (true, _) => {}
+                (false, c) => plain.push(c),
+            }
+        }
+        plain
+    };
+    let out = debug("--ldb", "n\np\nc\n");
+    assert!(
+        out.contains(
+            "* Stopped at 1, stop reason = step over\n-> 1   redis.call('set', KEYS[1], ARGV[1])\n<redis> set mykey myval\n<reply> \"+OK\"\n* Stopped at 2, stop reason = step over\n-> 2   return redis.call('get', KEYS[1])\nNo local variables in the current context.\n\n\"myval\"\n\n(Lua debugging session ended -- dataset changes rolled back)\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(cli(s.port, &["EXISTS", "mykey"]), "0\n");
+    let out = debug("--ldb-sync-mode", "c\n");
+    assert!(
+        out.contains("\n\"myval\"\n\n(Lua debugging session ended)\n"),
+        "{out}"
+    );
+    assert_eq!(cli(s.port, &["GET", "mykey"]), "myval\n");
+}

@@ -10,7 +10,7 @@ use crate::commands::flags::*;
 use crate::commands::{arg_i64, Command, Ctx, KeySpec};
 use crate::keyspace::lazyfree::LAZYFREE_THRESHOLD;
 use crate::protocol::Reply;
-use crate::scripting::{self, sflags, Engine, RunSpec};
+use crate::scripting::{self, ldb, sflags, Engine, RunSpec};
 
 const SCRIPTING: &[&str] = &["slow", "scripting"];
 
@@ -70,6 +70,7 @@ pub static COMMANDS: &[Command] = &[
 ];
 
 static SCRIPT_SUBS: &[Command] = &[
+    command!("script|debug", 3, NOSCRIPT, (0, 0, 0), SCRIPTING, "scripting", "3.2.0", "Sets the debug mode of server-side Lua scripts.", "O(1)", script_debug),
     command!("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache.", "O(N) with N being the length in bytes of the script body.", script_load),
     command!("script|exists", -3, NOSCRIPT, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
     command!("script|flush", -2, NOSCRIPT, (0, 0, 0), SCRIPTING, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
@@ -112,6 +113,14 @@ const NOSCRIPT_ERR: Reply = Reply::err("NOSCRIPT No matching script. Please use 
 fn eval_generic(ctx: &mut Ctx, args: &[&[u8]], by_sha: bool, ro: bool) -> Reply {
     // The script's own commands must follow it on MONITOR (the row is skip_monitor).
     ctx.ex.feed_monitors_always(ctx.client, ctx.cmd, args);
+    if let Some(mode) = ctx.client_ref().lua_debug {
+        if !by_sha {
+            return debug_eval(ctx, args, ro, mode);
+        }
+        if args[1].len() == 40 {
+            return Reply::err("ERR Please use EVAL instead of EVALSHA for debugging");
+        }
+    }
     let numkeys = match parse_numkeys(args) {
         Ok(n) => n,
         Err(e) => return e,
@@ -188,6 +197,79 @@ fn eval_with(
     );
     engine.touch_script(&sha);
     reply
+}
+
+/// An EVAL of a client that asked for SCRIPT DEBUG: a debugging session
+/// (scripting/ldb.rs), forked for YES, in the server for SYNC. The client is closed
+/// after the script's reply, which ends the session.
+fn debug_eval(ctx: &mut Ctx, args: &[&[u8]], ro: bool, mode: ldb::Mode) -> Reply {
+    let fd = ctx.client_ref().fd as std::os::fd::RawFd;
+    let forked = mode == ldb::Mode::Forked;
+    if forked {
+        match ldb::fork_session(fd) {
+            Err(e) => {
+                ctx.client().lua_debug = None;
+                return Reply::error(format!(
+                    "ERR Fork() failed: can't run EVAL in debugging mode: {e}"
+                ));
+            }
+            // The child has the connection now; ours goes without a word.
+            Ok(ldb::Forked::Parent) => {
+                // Closed before the loop reads from the socket again.
+                let c = ctx.client();
+                c.lua_debug = None;
+                c.close_asap = true;
+                ctx.ex.close_pending = true;
+                return Reply::NoReply;
+            }
+            Ok(ldb::Forked::Child) => {}
+        }
+    } else {
+        crate::log::notice("Redis synchronous debugging eval session started");
+    }
+    let threshold = ctx.ex.config.busy_reply_threshold;
+    let reply = with_engine(ctx, |ctx, engine| {
+        ldb::begin(&engine.eval, fd, args[1], threshold);
+        // The session ends (its hook removed, `<endsession>` sent) even if the run
+        // panics.
+        let run =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match parse_numkeys(args) {
+                Ok(numkeys) => eval_with(ctx, engine, args, numkeys, false, ro),
+                Err(e) => e,
+            }));
+        ldb::end(&engine.eval);
+        run.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    if forked {
+        let mut wire = Vec::new();
+        reply.encode(ctx.proto(), &mut wire);
+        ldb::finish_child(fd, &wire);
+    }
+    crate::log::notice("Redis synchronous debugging eval session ended");
+    ctx.client().close_after_reply = true;
+    reply
+}
+
+fn script_debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let c = ctx.client_ref();
+    if !c.sealed.is_empty() || c.out.len() > c.out_pos {
+        return Reply::err("ERR SCRIPT DEBUG must be called outside a pipeline");
+    }
+    let mode = if args[2].eq_ignore_ascii_case(b"no") {
+        None
+    } else if args[2].eq_ignore_ascii_case(b"yes") {
+        Some(ldb::Mode::Forked)
+    } else if args[2].eq_ignore_ascii_case(b"sync") {
+        Some(ldb::Mode::Sync)
+    } else {
+        return Reply::err("ERR Use SCRIPT DEBUG YES/SYNC/NO");
+    };
+    // The debugger talks to the socket itself, in plain bytes.
+    if mode.is_some() && (c.tls || c.fd < 0) {
+        return Reply::err("ERR SCRIPT DEBUG is not available on TLS connections");
+    }
+    ctx.client().lua_debug = mode;
+    Reply::ok()
 }
 
 fn script_load(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

@@ -131,6 +131,9 @@ pub struct Client {
     /// Evicted for maxmemory-clients while its own command ran: closed before the
     /// next one.
     pub evicted: bool,
+    /// SCRIPT DEBUG YES|SYNC: its next EVAL runs as a debugging session
+    /// (scripting/ldb.rs).
+    pub lua_debug: Option<crate::scripting::ldb::Mode>,
 }
 
 impl Client {
@@ -191,6 +194,7 @@ impl Client {
             mem_usage: 0,
             mem_in_total: false,
             evicted: false,
+            lua_debug: None,
         }
     }
 

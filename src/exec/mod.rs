@@ -1086,6 +1086,7 @@ impl Executor {
             self.after_command();
         }
         self.sample_ops();
+        crate::scripting::ldb::reap_children();
         self.close_idle_clients();
         self.tracking_limit_keys(None);
         crate::persistence::snapshot::cron(self);

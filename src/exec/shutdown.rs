@@ -112,6 +112,7 @@ pub fn finish(ex: &mut Executor, req: ShutdownRequest) -> bool {
             total - lagging
         ));
     }
+    crate::scripting::ldb::kill_forked_sessions();
     if !crate::persistence::snapshot::prepare_shutdown(ex, req.save, req.force) {
         crate::log::warning(
             "Errors trying to shut down the server. Check the logs for more information.",

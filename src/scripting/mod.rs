@@ -17,6 +17,7 @@
 pub mod busy;
 pub mod convert;
 pub mod functions;
+pub mod ldb;
 pub mod libs;
 pub mod patched;
 pub mod raw;
@@ -466,6 +467,8 @@ struct CallCtx<'a> {
     stream_pos: u64,
     spec: &'a RunSpec<'a>,
     started: std::time::Instant,
+    /// The last command called was refused before it ran (for the debugger's log).
+    refused: bool,
 }
 
 /// Where a VM's `redis.call` / `redis.pcall` find the run in progress.
@@ -636,6 +639,7 @@ fn run_body(
         stream_pos,
         spec,
         started,
+        refused: false,
     });
     let outcome = raw::run_script(vm, func.id(), spec, caller_proto, || {
         SlotGuard::set(&vm.calls, &cc)
@@ -741,6 +745,8 @@ impl CallCtx<'_> {
     }
 
     fn call_command(&mut self, argv: &[&[u8]]) -> Reply {
+        // Set back by the command running (the debugger shows refusals apart).
+        self.refused = true;
         let cmd = match resolve(argv) {
             Ok(c) => c,
             Err((known, e)) => return self.ex.reject(known, Reply::err(e)),
@@ -771,6 +777,7 @@ impl CallCtx<'_> {
         self.ex.client_mut(self.slot).proto = self.resp.get();
         // REPL_AOF (1) and REPL_REPLICA (2) are the targets kept: skip the others.
         self.ex.stream.script_skip = !self.repl.get() & 3;
+        self.refused = false;
         self.ex.call(self.slot, cmd, argv)
     }
 }

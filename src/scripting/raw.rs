@@ -43,7 +43,7 @@ use mlua::{Function, Lua};
 use smallvec::SmallVec;
 
 use super::convert::lua_number_to_i64;
-use super::{busy, vm, CallCtx, CallSlot, RunSpec};
+use super::{busy, ldb, vm, CallCtx, CallSlot, RunSpec};
 use crate::protocol::Reply;
 use crate::util::numeric::{
     f64_as_exact_i64, format_f64, format_human_f64, format_i64, write_f64, write_shortest_f64,
@@ -640,6 +640,7 @@ unsafe fn call_work(l: *mut lua_State, slot: &CallSlot, raise: bool) -> Exit {
     }
     let failed = slot.with(|cc| {
         let cc = &mut *cc.borrow_mut();
+        cc.refused = false;
         let reply = if n == 0 {
             Err(Reply::err(
                 "ERR Please specify at least one argument for this redis lib call",
@@ -651,6 +652,12 @@ unsafe fn call_work(l: *mut lua_State, slot: &CallSlot, raise: bool) -> Exit {
         // leaves room on the stack for the reply even after 7999 arguments.
         ffi::lua_settop(l, 0);
         let _unlimited = vm::Unlimited::new(cc.lua);
+        if ldb::enabled() {
+            match &reply {
+                Ok(r) => ldb::log_call_result(r, cc.refused, cc.resp.get()),
+                Err(r) => ldb::log_call_result(r, true, cc.resp.get()),
+            }
+        }
         match &reply {
             // The command's error was counted in the error statistics when it was
             // replied (or refused); the table says so, for the script's final reply.
@@ -716,7 +723,12 @@ unsafe fn acl_check_work(l: *mut lua_State, slot: &CallSlot) -> Exit {
 /// Reads the call's `n` arguments off the stack and runs the command: the command's
 /// reply, or `Err` when the arguments themselves are wrong (no command ran).
 unsafe fn run_call(l: *mut lua_State, n: c_int, cc: &mut CallCtx) -> Result<Reply, Reply> {
-    with_args(l, n, cc, |cc, argv| cc.call_command(argv))
+    with_args(l, n, cc, |cc, argv| {
+        if ldb::enabled() {
+            ldb::log_command(argv);
+        }
+        cc.call_command(argv)
+    })
 }
 
 /// Reads the `n` arguments of a `redis` library call off the stack as Redis does

@@ -98,8 +98,8 @@ real_g.load = function(fn, name)
   return safe_loadstring(concat(parts), name or "=(load)")
 end
 
--- The redis table: call, pcall, setresp, log, sha1hex and set_repl are
--- Rust functions; the rest is plain Lua.
+-- The redis table: call, pcall, setresp, log, sha1hex, set_repl, breakpoint and
+-- debug are Rust functions; the rest is plain Lua.
 local redis = real_g.redis
 redis.error_reply = function(...)
   local e = ...
@@ -118,8 +118,6 @@ redis.status_reply = function(...)
   return {ok = s}
 end
 redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
 
 local function run(f, h) return xpcall(f, h) end
 

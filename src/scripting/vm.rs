@@ -140,6 +140,7 @@ impl Vm {
 
         let redis: Table = real_g.get("redis")?;
         install_static_hooks(&lua, &redis, resp.clone(), repl.clone())?;
+        super::ldb::install(&lua, &redis)?;
         let calls = Rc::new(super::CallSlot::default());
         super::install_call_hooks(&lua, &redis, &calls)?;
         let (globals, run, protect, set_globals_index, missing_global): (
