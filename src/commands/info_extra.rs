@@ -95,7 +95,7 @@ pub fn append(ex: &Executor, section: &str, s: &mut String) {
             f(format!("mem_replication_backlog:{}", m.backlog));
             f(format!(
                 "mem_total_replication_buffers:{}",
-                m.backlog + m.clients_slaves
+                crate::replication::buffer::memory()
             ));
             f(format!("mem_clients_slaves:{}", m.clients_slaves));
             f(format!("mem_clients_normal:{}", m.clients_normal));

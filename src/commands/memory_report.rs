@@ -79,7 +79,16 @@ impl MemReport {
         // Committed pages that were never touched are not resident: what mimalloc
         // holds in memory is at most the process's RSS.
         r.allocator = alloc::allocator_committed().min(r.rss);
-        r.backlog = ex.repl.backlog.as_ref().map_or(0, |b| b.size());
+        // The backlog and the replicas share one replication buffer (as Redis counts
+        // it): beyond the backlog's size, with replicas attached, it is theirs.
+        let shared = crate::replication::buffer::memory();
+        let backlog_size = ex.config.repl_backlog_size as usize;
+        if !ex.repl.peers.is_empty() && shared > backlog_size {
+            r.backlog = backlog_size;
+            r.clients_slaves = shared - backlog_size;
+        } else {
+            r.backlog = shared;
+        }
         for (slot, c) in ex.clients() {
             if c.embedded {
                 continue;

@@ -18,6 +18,51 @@ pub const BIG_BLOCK: usize = 1024 * 1024;
 /// this as the socket drains.
 pub const STREAM_CHUNK: usize = 64 * 1024;
 
+/// A block of the reply list: replies encoded for this client, or a piece of the
+/// shared replication buffer (a replica's share of the stream, replication/buffer.rs),
+/// which this client refers to without owning.
+pub enum OutBlock {
+    Owned(Vec<u8>),
+    Shared(crate::replication::buffer::Piece),
+}
+
+impl OutBlock {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            OutBlock::Owned(v) => v,
+            OutBlock::Shared(p) => p.bytes(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            OutBlock::Owned(v) => v.len(),
+            OutBlock::Shared(p) => p.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The memory this client owns: a shared piece is the replication buffer's.
+    pub fn capacity(&self) -> usize {
+        match self {
+            OutBlock::Owned(v) => v.capacity(),
+            OutBlock::Shared(_) => 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for OutBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutBlock::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            OutBlock::Shared(p) => write!(f, "Shared({} bytes)", p.len()),
+        }
+    }
+}
+
 /// CLIENT REPLY modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyMode {
@@ -73,7 +118,7 @@ pub struct Client {
     pub out_pos: usize,
     /// Output older than `out`, written first, each block freed once written (Redis's
     /// reply list); `sealed_pos` bytes of the first are written (`out_pos` is then 0).
-    pub sealed: std::collections::VecDeque<Vec<u8>>,
+    pub sealed: std::collections::VecDeque<OutBlock>,
     pub sealed_pos: usize,
     /// Unwritten bytes and allocated capacity of `sealed`.
     pub sealed_bytes: usize,
@@ -290,7 +335,26 @@ impl Client {
         self.seal();
         self.sealed_bytes += block.len();
         self.sealed_cap += block.capacity();
-        self.sealed.push_back(block);
+        self.sealed.push_back(OutBlock::Owned(block));
+    }
+
+    /// Appends a piece of the shared replication buffer after whatever output is
+    /// pending, joining the previous piece when it continues it.
+    pub fn append_piece(&mut self, piece: &crate::replication::buffer::Piece) {
+        if piece.is_empty() {
+            return;
+        }
+        self.seal();
+        self.sealed_bytes += piece.len();
+        if let Some(OutBlock::Shared(last)) = self.sealed.back_mut() {
+            if last.join(piece) {
+                return;
+            }
+        }
+        if self.sealed.is_empty() {
+            self.sealed_pos = 0;
+        }
+        self.sealed.push_back(OutBlock::Shared(piece.clone()));
     }
 
     /// Moves the output buffer to the end of the sealed blocks; the next reply starts
@@ -305,7 +369,8 @@ impl Client {
         self.sealed_bytes += self.out.len() - self.out_pos;
         self.sealed_cap += self.out.capacity();
         self.out_pos = 0;
-        self.sealed.push_back(std::mem::take(&mut self.out));
+        self.sealed
+            .push_back(OutBlock::Owned(std::mem::take(&mut self.out)));
     }
 
     /// Up to `max` slices of unwritten output, in order, for one vectored write.
@@ -315,7 +380,7 @@ impl Client {
                 return;
             }
             let from = if i == 0 { self.sealed_pos } else { 0 };
-            slices.push(std::io::IoSlice::new(&block[from..]));
+            slices.push(std::io::IoSlice::new(&block.bytes()[from..]));
         }
         if slices.len() < max && self.out.len() > self.out_pos {
             slices.push(std::io::IoSlice::new(&self.out[self.out_pos..]));
@@ -340,7 +405,7 @@ impl Client {
             self.sealed_bytes -= left;
             self.sealed_cap -= front.capacity();
             self.sealed_pos = 0;
-            if let Some(block) = self.sealed.pop_front() {
+            if let Some(OutBlock::Owned(block)) = self.sealed.pop_front() {
                 if block.capacity() >= BIG_BLOCK {
                     big.push(block);
                 }
@@ -355,8 +420,10 @@ impl Client {
         let mut big: Vec<Vec<u8>> = self
             .sealed
             .iter_mut()
-            .filter(|b| b.capacity() >= BIG_BLOCK)
-            .map(std::mem::take)
+            .filter_map(|b| match b {
+                OutBlock::Owned(v) if v.capacity() >= BIG_BLOCK => Some(std::mem::take(v)),
+                _ => None,
+            })
             .collect();
         if self.out.capacity() >= BIG_BLOCK {
             big.push(std::mem::take(&mut self.out));

@@ -226,13 +226,22 @@ impl Executor {
     /// replicas' output buffers and the AOF buffer. Evicting keys to make room for them
     /// would only feed them more DELs.
     pub fn mem_not_counted_for_evict(&self) -> usize {
-        let replicas: usize = self
+        // Replicas' own output (their images), and the shared replication buffer
+        // beyond the backlog's size, as Redis: the backlog's own share counts, what
+        // replicas hold on to beyond it does not (even once they are gone and it
+        // waits to be trimmed).
+        let mut replicas: usize = self
             .repl
             .peers
             .iter()
             .filter_map(|p| self.clients.get(p.slot).and_then(|c| c.as_deref()))
             .map(|c| c.out_capacity() + c.deferred.capacity())
             .sum();
+        let backlog_size = self.config.repl_backlog_size as usize;
+        let counted = backlog_size
+            + (backlog_size / crate::replication::buffer::BLOCK_SIZE + 1)
+                * crate::replication::buffer::BLOCK_OVERHEAD;
+        replicas += crate::replication::buffer::memory().saturating_sub(counted);
         let aof = if self.aof.is_some() {
             self.stream.buf.capacity()
         } else {

@@ -951,7 +951,12 @@ impl Executor {
                 (class, c.output_limit_usage() as u64)
             }
         };
-        let limit = self.config.client_output_buffer_limit[class];
+        let mut limit = self.config.client_output_buffer_limit[class];
+        // A replica's hard limit is at least the backlog's size, as Redis: a partial
+        // resynchronization may hand it that much, which it shares with the backlog.
+        if class == 1 && limit.hard > 0 {
+            limit.hard = limit.hard.max(self.config.repl_backlog_size);
+        }
         let c = self.client_mut(slot);
         if limit.hard == 0 && limit.soft == 0 {
             return;

@@ -4,11 +4,11 @@
 //! the forkless copy-on-write snapshot (`persistence/cow.rs`, purpose `Replication`)
 //! of that instant, so the executor never stops to serialize the dataset. Until the
 //! image is on disk the replica is `wait_bgsave`: the stream produced meanwhile is
-//! held for it (`Peer::held`). Then it is `send_bulk`: `$<len>\r\n` goes out and
+//! held for it (`Peer::held`, pieces of the shared replication buffer, `buffer.rs`). Then it is `send_bulk`: `$<len>\r\n` goes out and
 //! `pump_images` reads the file a slice at a time into its output buffer whenever
 //! that runs low (as Redis's `sendBulkToSlave`), the stream still held; after the
 //! last slice the held bytes follow and it is online. A replica arriving while such
-//! a snapshot runs joins it (same offset, a copy of the held bytes). When a BGSAVE
+//! a snapshot runs joins it (same offset, the same held pieces). When a BGSAVE
 //! or AOF rewrite holds the snapshot machinery, the image is serialized
 //! synchronously instead and fed the same way from memory.
 //!
@@ -18,8 +18,8 @@
 //! their output (the slowest paces the snapshot). The stream held for a replica
 //! follows its first REPLCONF ACK. Replicas that arrive once the image has begun
 //! going out wait for the next snapshot. A partial
-//! resynchronization sends `+CONTINUE <replid>` and the backlog's bytes from the
-//! requested offset.
+//! resynchronization sends `+CONTINUE <replid>` and the buffer's bytes from the
+//! requested offset (pieces of it, not a copy).
 //!
 //! `REPLCONF rdb-filter-only functions` (redis-cli --functions-rdb) gets an image of
 //! its own with the libraries and no keys, sent with the EOF marker as Redis sends
@@ -28,13 +28,13 @@
 //!
 //! `client-output-buffer-limit replica` counts the held stream while a replica syncs
 //! and its unwritten output once online, never the image (`output_usage`): a slow
-//! replica that falls behind on the stream is disconnected, a large image is not.
+//! replica that falls behind on the stream is disconnected, a large image is not. Its
+//! hard limit is at least `repl-backlog-size`, as Redis's: a partial resync may hand
+//! it that much.
 
 use std::time::Instant;
 
-use super::{
-    ensure_backlog, feed, HeldStream, ImageFeed, Peer, PeerConf, PeerState, PendingFull, Waiter,
-};
+use super::{ensure_backlog, feed, ImageFeed, Peer, PeerConf, PeerState, PendingFull, Waiter};
 use crate::commands::Ctx;
 use crate::exec::Executor;
 use crate::persistence::snapshot::ImageParts;
@@ -93,20 +93,24 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
         return send_filtered_image(ex, slot, id, ip, &conf, psync.is_some(), parts);
     }
     if let Some((replid, off)) = psync {
-        if let Some(bytes) = try_partial(ex, replid, off) {
+        if let Some(pieces) = try_partial(ex, replid, off) {
             let line = if conf.capa_psync2 {
                 format!("+CONTINUE {}\r\n", ex.repl.replid)
             } else {
                 "+CONTINUE\r\n".to_string()
             };
+            // The backlog's bytes go out from the shared buffer, not copied.
             let c = ex.client_mut(slot);
             c.out.extend_from_slice(line.as_bytes());
-            c.out.extend_from_slice(&bytes);
+            let mut sent = 0;
+            for p in &pieces {
+                c.append_piece(p);
+                sent += p.len();
+            }
             ex.repl.sync_partial_ok += 1;
             add_peer(ex, slot, id, ip, &conf, false, PeerState::Online);
             crate::log::notice(&format!(
-                "Partial resynchronization request from {addr} accepted. Sending {} bytes of backlog starting from offset {}.",
-                bytes.len(),
+                "Partial resynchronization request from {addr} accepted. Sending {sent} bytes of backlog starting from offset {}.",
                 String::from_utf8_lossy(off)
             ));
             return Reply::NoReply;
@@ -322,7 +326,7 @@ fn send_filtered_image(
 
 /// The backlog's bytes from `off` when `replid` is our history and the offset is in
 /// the backlog.
-fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<u8>> {
+fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<super::Piece>> {
     let r = &ex.repl;
     let off = crate::util::numeric::parse_i64(off)?;
     let b = r.backlog.as_ref()?;
@@ -375,7 +379,7 @@ fn add_peer(
         ack_time: Instant::now(),
         old_protocol: old,
         state,
-        held: HeldStream::default(),
+        held: Default::default(),
         image: None,
         rdb_only: conf.rdb_only,
         pending: None,
@@ -508,8 +512,8 @@ fn start_stream(ex: &mut Executor, i: usize) {
     let slot = p.slot;
     let held = std::mem::take(&mut p.held);
     let c = ex.client_mut(slot);
-    for block in held.into_blocks() {
-        c.append_output_owned(block);
+    for piece in held.into_pieces() {
+        c.append_piece(&piece);
     }
     ex.mark_pending_write(slot);
     ex.check_output_limits(slot);
@@ -710,7 +714,7 @@ fn sync_with_snapshot(
         } else {
             crate::log::notice("Starting BGSAVE for SYNC with target: disk");
         }
-        (HeldStream::default(), state)
+        (Default::default(), state)
     };
     let offset = ex.repl.snapshot_offset;
     start_full_sync(

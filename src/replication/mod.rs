@@ -1,6 +1,7 @@
 //! Master–replica replication, wire-compatible with Redis 7 (PSYNC2).
 //!
-//! - `backlog.rs` — the ring of the last `repl-backlog-size` stream bytes.
+//! - `buffer.rs` — Redis 7's shared replication buffer: the stream kept once, in
+//!   blocks the backlog and every replica's output refer to.
 //! - `master.rs` — the master side: SYNC/PSYNC (full image or `+CONTINUE` from the
 //!   backlog), the replicas' REPLCONF, feeding the write stream to online replicas,
 //!   pings, WAIT.
@@ -21,7 +22,7 @@
 //! `disconnected`, `execute` asks `readonly_error`, the net loop calls `tick` and
 //! routes the master link's socket events to `replica::on_event`.
 
-pub mod backlog;
+pub mod buffer;
 pub mod fack;
 pub mod failover;
 pub mod master;
@@ -30,7 +31,7 @@ pub mod replica;
 use std::time::{Duration, Instant};
 
 use crate::exec::Executor;
-use backlog::Backlog;
+use buffer::{Piece, Pieces, ReplBuffer};
 
 /// A replica attached to this server.
 pub struct Peer {
@@ -51,7 +52,7 @@ pub struct Peer {
     /// taken or its image sent): it follows the image. This is what the `replica`
     /// class of `client-output-buffer-limit` counts until the replica is online, as
     /// Redis counts the replication buffer a syncing replica references.
-    pub held: HeldStream,
+    pub held: Pieces,
     /// The image being sent (`SendBulk`), read in slices into the output buffer.
     pub image: Option<ImageFeed>,
     /// Asked for the image only (`REPLCONF rdb-only 1`): closed once it is sent.
@@ -156,7 +157,8 @@ pub struct Repl {
     pub second_offset: i64,
     /// `master_repl_offset`: the number of the last byte of the replication stream.
     pub offset: u64,
-    pub backlog: Option<Backlog>,
+    /// The backlog: the shared replication buffer from its oldest block on.
+    pub backlog: Option<ReplBuffer>,
     /// Absolute write-stream position already taken by `feed`.
     pub(crate) fed_upto: u64,
     pub peers: Vec<Peer>,
@@ -225,11 +227,15 @@ pub fn random_id() -> String {
 }
 
 impl Repl {
-    /// Appends bytes to the replication stream: backlog and offset.
-    fn push(&mut self, data: &[u8]) {
-        if let Some(b) = self.backlog.as_mut() {
-            b.append(data);
-            self.offset += data.len() as u64;
+    /// Appends bytes to the replication stream (the shared buffer) and moves the
+    /// offset; the pieces that hold them.
+    fn push(&mut self, data: &[u8]) -> smallvec::SmallVec<[Piece; 2]> {
+        match self.backlog.as_mut() {
+            Some(b) => {
+                self.offset += data.len() as u64;
+                b.append(data)
+            }
+            None => Default::default(),
         }
     }
 
@@ -278,7 +284,7 @@ pub fn ensure_backlog(ex: &mut Executor) {
         r.replid2 = "0".repeat(40);
         r.second_offset = -1;
     }
-    r.backlog = Some(Backlog::new(size));
+    r.backlog = Some(ReplBuffer::new(size));
     ex.stream.enabled = true;
     r.fed_upto = ex.stream.position();
 }
@@ -298,12 +304,15 @@ pub fn feed(ex: &mut Executor) {
     }
     let from = r.fed_upto;
     r.fed_upto = pos;
-    // The stream buffer is only borrowed: copy the slice once for the sends (what a
-    // script sent to the AOF only left out).
-    let data = ex.stream.repl_bytes(from).into_owned();
-    if !data.is_empty() {
-        send_to_peers(ex, &data);
+    // Copied once, into the shared buffer (what a script sent to the AOF only left
+    // out); replicas get pieces of it.
+    let data = ex.stream.repl_bytes(from);
+    if data.is_empty() {
+        return;
     }
+    let pieces = ex.repl.push(&data);
+    drop(data);
+    send_to_peers(ex, &pieces);
 }
 
 /// Appends bytes that are not in the write stream (PING, REPLCONF GETACK, the master's
@@ -311,12 +320,15 @@ pub fn feed(ex: &mut Executor) {
 pub fn feed_raw(ex: &mut Executor, data: &[u8]) {
     feed(ex);
     if ex.repl.backlog.is_some() {
-        send_to_peers(ex, data);
+        let pieces = ex.repl.push(data);
+        send_to_peers(ex, &pieces);
     }
 }
 
-fn send_to_peers(ex: &mut Executor, data: &[u8]) {
-    ex.repl.push(data);
+/// Gives the stream's new pieces to the replicas: online ones get them as output,
+/// syncing ones hold them until their image is out. Then the backlog lets go of what
+/// nobody needs any more.
+fn send_to_peers(ex: &mut Executor, pieces: &[Piece]) {
     let mut online = smallvec::SmallVec::<[usize; 8]>::new();
     let mut syncing = smallvec::SmallVec::<[usize; 8]>::new();
     for p in ex.repl.peers.iter_mut() {
@@ -325,57 +337,25 @@ fn send_to_peers(ex: &mut Executor, data: &[u8]) {
             // Its image, when it starts, will be of a later instant.
             PeerState::WaitStart => {}
             _ => {
-                p.held.extend(data);
+                for piece in pieces {
+                    p.held.push(piece.clone());
+                }
                 syncing.push(p.slot);
             }
         }
     }
     for &slot in &online {
-        ex.client_mut(slot).append_output(data);
+        let c = ex.client_mut(slot);
+        for piece in pieces {
+            c.append_piece(piece);
+        }
         ex.mark_pending_write(slot);
     }
     for slot in online.into_iter().chain(syncing) {
         ex.check_output_limits(slot);
     }
-}
-
-/// The stream held for a syncing replica, in blocks of about `HELD_BLOCK` bytes: one
-/// vector doubling to hundreds of megabytes under write load copied itself on the
-/// event loop at each doubling (the worst stall of a full sync).
-#[derive(Debug, Default, Clone)]
-pub struct HeldStream {
-    blocks: Vec<Vec<u8>>,
-    len: usize,
-}
-
-const HELD_BLOCK: usize = 1 << 20;
-
-impl HeldStream {
-    pub fn extend(&mut self, mut data: &[u8]) {
-        self.len += data.len();
-        while !data.is_empty() {
-            if self.blocks.last().is_none_or(|b| b.len() >= HELD_BLOCK) {
-                let cap = data.len().clamp(16 << 10, HELD_BLOCK);
-                self.blocks.push(Vec::with_capacity(cap));
-            }
-            let b = self.blocks.last_mut().expect("a block with room");
-            let n = (HELD_BLOCK - b.len()).min(data.len());
-            b.extend_from_slice(&data[..n]);
-            data = &data[n..];
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The blocks, in order.
-    pub fn into_blocks(self) -> Vec<Vec<u8>> {
-        self.blocks
+    if let Some(b) = ex.repl.backlog.as_mut() {
+        b.trim();
     }
 }
 
@@ -496,7 +476,7 @@ pub fn restore_from_rdb(
         r.second_offset = off + 1;
         r.offset = off as u64;
     }
-    r.backlog = Some(Backlog::new(size));
+    r.backlog = Some(ReplBuffer::new(size));
     ex.stream.enabled = true;
     r.fed_upto = ex.stream.position();
     if ex.config.replicaof.is_none() {
@@ -668,8 +648,13 @@ pub fn tick(ex: &mut Executor) {
             feed_raw(ex, b"*1\r\n$4\r\nPING\r\n");
         }
     }
+    // The backlog follows CONFIG SET repl-backlog-size, and lets go of blocks that
+    // replicas released by writing them (or by going away).
     if let Some(b) = ex.repl.backlog.as_mut() {
-        b.resize(ex.config.repl_backlog_size as usize, ex.repl.offset);
+        if b.size() != ex.config.repl_backlog_size as usize {
+            b.resize(ex.config.repl_backlog_size as usize);
+        }
+        b.trim();
     }
     master::serve_waiters(ex);
 }
@@ -799,33 +784,6 @@ pub fn info(ex: &Executor, s: &mut String) {
             field(format!("repl_backlog_size:{}", ex.config.repl_backlog_size));
             field("repl_backlog_first_byte_offset:0".into());
             field("repl_backlog_histlen:0".into());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The held stream gives back exactly what was added, in blocks no longer
-        /// than `HELD_BLOCK`.
-        #[test]
-        fn a_held_stream_keeps_its_bytes_in_bounded_blocks(
-            sizes in proptest::collection::vec(prop_oneof![0usize..100, 0usize..3_000_000], 0..12),
-        ) {
-            let mut h = HeldStream::default();
-            let mut all = Vec::new();
-            for (i, n) in sizes.iter().enumerate() {
-                let chunk = vec![i as u8; *n];
-                h.extend(&chunk);
-                all.extend_from_slice(&chunk);
-            }
-            prop_assert_eq!(h.len(), all.len());
-            let blocks = h.into_blocks();
-            prop_assert!(blocks.iter().all(|b| b.len() <= HELD_BLOCK && !b.is_empty()));
-            prop_assert_eq!(blocks.concat(), all);
         }
     }
 }

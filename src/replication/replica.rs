@@ -875,7 +875,7 @@ fn load(ex: &mut Executor, t: Transfer) -> bool {
         // The master's stream after an image starts with its SELECT.
         l.stream_db = 0;
     }
-    r.backlog = Some(super::backlog::Backlog::new(
+    r.backlog = Some(super::buffer::ReplBuffer::new(
         ex.config.repl_backlog_size as usize,
     ));
     ex.stream.enabled = true;
