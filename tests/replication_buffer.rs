@@ -199,3 +199,45 @@ fn a_replica_dropped_for_a_big_write_resyncs_in_full_instead_of_looping() {
     assert!(raw.read_reply().starts_with("+CONTINUE"));
     assert_eq!(m.cmd(&["PING"]), "+PONG\r\n");
 }
+
+#[test]
+fn a_stalled_replicas_share_of_the_buffer_does_not_cause_eviction() {
+    let master = TestServer::start_with(&[
+        "--repl-backlog-size",
+        "10240",
+        "--client-output-buffer-limit",
+        "replica 100000000 100000000 300",
+        "--maxmemory-policy",
+        "allkeys-random",
+        // As the suite's test: what these keep per command would count.
+        "--latency-tracking",
+        "no",
+        "--slowlog-log-slower-than",
+        "-1",
+    ]);
+    let mut m = master.raw(2);
+    for j in 0..100 {
+        m.cmd(&["SETRANGE", &format!("key:{j}"), "100000", "asdf"]);
+    }
+    let port = master.port.to_string();
+    let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_synced(master.port, replica.port);
+    let used = info_num(&mut m, "memory", "used_memory");
+    let not_counted = info_num(&mut m, "memory", "mem_not_counted_for_evict");
+    let limit = used - not_counted + 32 * 1024;
+    m.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    stop(&replica);
+    // 20 MB of writes that leave the dataset's size as it is, all held for the
+    // stalled replica: its share is the replication buffer's, not the dataset's.
+    // One command at a time: a pipeline's query buffer would count, as in Redis.
+    let payload = "A".repeat(500);
+    for _ in 0..40_000 {
+        assert_eq!(m.cmd(&["SETRANGE", "key:0", "0", &payload]), ":100004\r\n");
+    }
+    assert!(info_num(&mut m, "memory", "mem_total_replication_buffers") > 8 << 20);
+    assert_eq!(m.cmd(&["DBSIZE"]), ":100\r\n");
+    assert_eq!(info_num(&mut m, "stats", "evicted_keys"), 0);
+    resume(&replica);
+    m.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    wait_synced(master.port, replica.port);
+}

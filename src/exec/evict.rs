@@ -235,7 +235,13 @@ impl Executor {
             .peers
             .iter()
             .filter_map(|p| self.clients.get(p.slot).and_then(|c| c.as_deref()))
-            .map(|c| c.out_capacity() + c.deferred.capacity())
+            .map(|c| {
+                // The reply list's own slots: for a replica, mostly its pieces of the
+                // shared buffer (Redis counts their list nodes with the buffer).
+                let slots =
+                    c.sealed.capacity() * std::mem::size_of::<crate::exec::client::OutBlock>();
+                c.out_capacity() + c.deferred.capacity() + slots
+            })
             .sum();
         let backlog_size = self.config.repl_backlog_size as usize;
         let counted = backlog_size

@@ -37,7 +37,10 @@ pub const BLOCK_SIZE: usize = 16 << 10;
 /// What a block costs besides its bytes: its header and the `Arc` around it.
 pub const BLOCK_OVERHEAD: usize = std::mem::size_of::<Block>() + 16;
 
-/// Bytes held by live blocks, overhead included.
+/// A block's slot in the backlog's list.
+const SLOT: usize = std::mem::size_of::<Arc<Block>>();
+
+/// Bytes held by live blocks, overhead included, and by the backlog's list.
 static MEMORY: AtomicUsize = AtomicUsize::new(0);
 
 /// The memory of the shared replication buffer (INFO `mem_total_replication_buffers`).
@@ -184,6 +187,12 @@ pub struct ReplBuffer {
 /// released by a slow replica is freed over several turns, never in one long stall.
 const TRIM_BYTES_PER_PASS: usize = 32 << 20;
 
+impl Drop for ReplBuffer {
+    fn drop(&mut self) {
+        MEMORY.fetch_sub(self.blocks.capacity() * SLOT, Ordering::Relaxed);
+    }
+}
+
 impl ReplBuffer {
     pub fn new(size: usize) -> ReplBuffer {
         ReplBuffer {
@@ -219,7 +228,11 @@ impl ReplBuffer {
                     // bytes of it still needed (a big write takes several).
                     let limit = (self.size / 16).max(BLOCK_SIZE);
                     let b = Block::new(data.len().clamp(BLOCK_SIZE, limit));
+                    let slots = self.blocks.capacity();
                     self.blocks.push_back(b.clone());
+                    // The list's own slots are the buffer's memory too.
+                    let grown = self.blocks.capacity() - slots;
+                    MEMORY.fetch_add(grown * SLOT, Ordering::Relaxed);
                     b
                 }
             };
