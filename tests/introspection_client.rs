@@ -1,5 +1,6 @@
 //! CLIENT KILL argument errors, CLIENT LIST's query and reply buffer fields, MONITOR
-//! showing a blocked command once, and COMMAND GETKEYSANDFLAGS for SORT ... STORE.
+//! showing a blocked command once, COMMAND GETKEYSANDFLAGS for SORT ... STORE, and
+//! CLIENT KILL never reaching the scripts' pseudo-client.
 
 mod common;
 use common::*;
@@ -78,4 +79,17 @@ fn getkeysandflags_finds_sorts_store_key() {
             "*2\r\n$2\r\nk1\r\n$1\r\nb\r\n",
         ),
     ]);
+}
+
+#[test]
+fn client_kill_leaves_the_scripts_pseudo_client_alone() {
+    let s = TestServer::start();
+    let mut me = s.raw(2);
+    // The first script creates the scripts' pseudo-client, which is no connection.
+    assert_eq!(me.cmd(&["EVAL", "return redis.call('ping')", "0"]), "+PONG\r\n");
+    let _a = s.raw(2);
+    let _b = s.raw(2);
+    assert_eq!(me.cmd(&["CLIENT", "KILL", "SKIPME", "yes"]), ":2\r\n");
+    assert_eq!(me.cmd(&["EVAL", "return redis.call('ping')", "0"]), "+PONG\r\n");
+    assert_eq!(me.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]), ":1\r\n");
 }

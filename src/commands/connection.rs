@@ -700,7 +700,10 @@ fn client_kill(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         .ex
         .clients()
         .filter(|(slot, c)| {
-            id.is_none_or(|i| c.id == i)
+            // In-process clients (the scripts' pseudo-client) are not clients to
+            // kill, as they are not listed; our master's link is.
+            !(c.embedded && c.repl_role != Some('M'))
+                && id.is_none_or(|i| c.id == i)
                 && addr.is_none_or(|a| c.addr.as_bytes() == a)
                 && laddr.is_none_or(|a| c.laddr.as_bytes() == a)
                 && user.is_none_or(|u| c.user.as_bytes() == u)
