@@ -86,10 +86,19 @@ fn client_kill_leaves_the_scripts_pseudo_client_alone() {
     let s = TestServer::start();
     let mut me = s.raw(2);
     // The first script creates the scripts' pseudo-client, which is no connection.
-    assert_eq!(me.cmd(&["EVAL", "return redis.call('ping')", "0"]), "+PONG\r\n");
+    assert_eq!(
+        me.cmd(&["EVAL", "return redis.call('ping')", "0"]),
+        "+PONG\r\n"
+    );
     let _a = s.raw(2);
     let _b = s.raw(2);
     assert_eq!(me.cmd(&["CLIENT", "KILL", "SKIPME", "yes"]), ":2\r\n");
-    assert_eq!(me.cmd(&["EVAL", "return redis.call('ping')", "0"]), "+PONG\r\n");
-    assert_eq!(me.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]), ":1\r\n");
+    assert_eq!(
+        me.cmd(&["EVAL", "return redis.call('ping')", "0"]),
+        "+PONG\r\n"
+    );
+    assert_eq!(
+        me.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]),
+        ":1\r\n"
+    );
 }

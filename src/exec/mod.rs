@@ -450,6 +450,28 @@ impl Executor {
 
     // ----- execution ---------------------------------------------------------------
 
+    /// A replica's command produced a reply: a replication link carries none, so the
+    /// replica is disconnected instead, as Redis 7.2+ does (a rogue replica must not
+    /// read the dataset through its link).
+    fn replica_generated_reply(&mut self, slot: usize, reply: &Reply) {
+        let c = self.client(slot);
+        if let Reply::Error(e) = reply {
+            crate::log::warning(&format!(
+                "== CRITICAL == This master is sending an error to its replica: '{e}' after processing the command '{}'",
+                c.last_cmd
+            ));
+        }
+        crate::log::warning(&format!(
+            "Replica generated a reply to command '{}', disconnecting it: {}",
+            c.last_cmd,
+            commands::connection::client_line(c, self.is_blocked(slot), c.qbuf_free)
+        ));
+        let c = self.client_mut(slot);
+        c.argv_mem = 0;
+        c.close_asap = true;
+        self.close_pending = true;
+    }
+
     /// Runs one command for `slot` and encodes its reply into the client's output
     /// buffer (honouring CLIENT REPLY).
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
@@ -458,6 +480,9 @@ impl Executor {
         // (evictions, the tracking table's limit) reaches it first, as in Redis.
         self.client_mut(slot).argv_mem = client_mem::argv_len(args);
         let reply = self.execute(slot, args);
+        if self.client(slot).repl_role == Some('S') && !matches!(reply, Reply::NoReply) {
+            return self.replica_generated_reply(slot, &reply);
+        }
         let c = self.client_mut(slot);
         c.argv_mem = 0;
         // ASKING holds for the next command only (outside MULTI), as Redis's resetClient.
@@ -592,6 +617,18 @@ impl Executor {
         }
         if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd, args) {
             return self.refuse(slot, cmd, text.to_string());
+        }
+        // A replica's link carries REPLCONF and the like: a command that reads or
+        // writes the keyspace is refused (and its reply then drops the link), so a
+        // replica cannot use its exemption from CLIENT PAUSE to reach the data.
+        if self.client(slot).repl_role == Some('S')
+            && cmd.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
+        {
+            return self.refuse(
+                slot,
+                cmd,
+                "ERR Replica can't interact with the keyspace".to_string(),
+            );
         }
         // RESP2 subscriber restrictions and MULTI queueing (multi.rs).
         if let Some(reply) = self.intercept(slot, cmd, args) {

@@ -1319,6 +1319,22 @@ fn parse_file(
 ) -> Result<(FileInfo, usize), Error> {
     let mut r = Reader::new(buf);
     r.deep = check.deep;
+    let mut st = FileState::new(parse_header(&mut r)?);
+    loop {
+        match parse_record(&mut r, &mut st, lim, keys)? {
+            Record::Meta => {}
+            Record::Key => progress(r.pos),
+            Record::End { checksum } => {
+                let end = r.pos - 8 * (checksum.is_some() as usize);
+                verify_checksum(&mut st.info, checksum, check, || crc64(&buf[..end]))?;
+                return Ok((st.info, r.pos));
+            }
+        }
+    }
+}
+
+/// The 9-byte signature `REDIS<version>`; the version.
+fn parse_header(r: &mut Reader) -> Result<u16, Error> {
     let magic = r.take(9)?;
     if &magic[..5] != b"REDIS" {
         return corrupt("Wrong signature trying to load DB from file");
@@ -1330,98 +1346,151 @@ fn parse_file(
     if !(1..=MAX_LOAD_VERSION).contains(&version) {
         return Err(Error::Version(version));
     }
-    let mut info = FileInfo {
-        version,
-        ..Default::default()
-    };
-    let mut db = 0usize;
-    let mut expire: Option<i64> = None;
-    let mut idle = None;
-    let mut freq = None;
-    loop {
-        let t = r.u8()?;
-        match t {
-            OP_EXPIRETIME => {
-                expire = Some(r.u32_le()? as i32 as i64 * 1000);
-            }
-            OP_EXPIRETIME_MS => expire = Some(r.i64_le()?),
-            OP_FREQ => freq = Some(r.u8()?),
-            OP_IDLE => idle = Some(r.read_len()?),
-            OP_SELECTDB => {
-                let d = r.read_len()?;
-                if d >= 1 << 20 {
-                    return corrupt(format!("FATAL: Data file was created with a Redis server configured to handle more than {d} databases."));
-                }
-                db = d as usize;
-            }
-            OP_RESIZEDB => {
-                r.read_len()?;
-                r.read_len()?;
-            }
-            OP_SLOT_INFO => {
-                r.read_len()?;
-                r.read_len()?;
-                r.read_len()?;
-            }
-            OP_AUX => {
-                let k = r.string()?.into_owned();
-                let v = r.string()?.into_owned();
-                info.aux.push((k, v));
-            }
-            OP_FUNCTION2 => info.functions.push(r.string()?.into_owned()),
-            OP_FUNCTION_PRE_GA => {
-                return Err(Error::Unsupported(
-                    "pre-release FUNCTION data (Redis 7.0 release candidates)".into(),
-                ))
-            }
-            OP_MODULE_AUX => {
-                return Err(Error::Unsupported(
-                    "module auxiliary data needs a module this server does not have".into(),
-                ))
-            }
-            OP_EOF => {
-                let end = r.pos;
-                if version >= 5 {
-                    let expected = r.i64_le()? as u64;
-                    if expected == 0 {
-                        info.checksum_disabled = true;
-                    } else if check.checksum {
-                        let actual = crc64(&buf[..end]);
-                        if expected != actual {
-                            return Err(Error::Checksum { expected, actual });
-                        }
-                    }
-                }
-                return Ok((info, r.pos));
-            }
-            _ => {
-                let key = r.string()?.into_owned();
-                match r.read_object(t, lim)? {
-                    Some(value) => keys.push(LoadedKey {
-                        db,
-                        key,
-                        value,
-                        expire_ms: expire,
-                        idle_secs: idle,
-                        freq,
-                    }),
-                    None => {
-                        info.empty_keys += 1;
-                        if info.empty_key_names.len() < 10 {
-                            info.empty_key_names.push(key);
-                        }
-                    }
-                }
-                expire = None;
-                idle = None;
-                freq = None;
-                progress(r.pos);
-            }
+    Ok(version)
+}
+
+/// What a file's records have set so far: the selected database and the metadata
+/// waiting for the next key.
+struct FileState {
+    info: FileInfo,
+    db: usize,
+    expire: Option<i64>,
+    idle: Option<u64>,
+    freq: Option<u8>,
+}
+
+impl FileState {
+    fn new(version: u16) -> FileState {
+        FileState {
+            info: FileInfo {
+                version,
+                ..Default::default()
+            },
+            db: 0,
+            expire: None,
+            idle: None,
+            freq: None,
         }
     }
 }
 
+/// What one record was.
+enum Record {
+    /// Metadata (a database switch, an expiry, an aux field...).
+    Meta,
+    /// A key (in `keys`, unless its value was empty).
+    Key,
+    /// The end: the footer's checksum, for files of version 5 and later.
+    End { checksum: Option<u64> },
+}
+
+/// Decodes the next record. `Error::Truncated` leaves the state untouched, so the
+/// record can be decoded again once more bytes are there (incremental.rs).
+fn parse_record(
+    r: &mut Reader,
+    st: &mut FileState,
+    lim: &Limits,
+    keys: &mut Vec<LoadedKey>,
+) -> Result<Record, Error> {
+    let t = r.u8()?;
+    match t {
+        OP_EXPIRETIME => st.expire = Some(r.u32_le()? as i32 as i64 * 1000),
+        OP_EXPIRETIME_MS => st.expire = Some(r.i64_le()?),
+        OP_FREQ => st.freq = Some(r.u8()?),
+        OP_IDLE => st.idle = Some(r.read_len()?),
+        OP_SELECTDB => {
+            let d = r.read_len()?;
+            if d >= 1 << 20 {
+                return corrupt(format!("FATAL: Data file was created with a Redis server configured to handle more than {d} databases."));
+            }
+            st.db = d as usize;
+        }
+        OP_RESIZEDB => {
+            r.read_len()?;
+            r.read_len()?;
+        }
+        OP_SLOT_INFO => {
+            r.read_len()?;
+            r.read_len()?;
+            r.read_len()?;
+        }
+        OP_AUX => {
+            let k = r.string()?.into_owned();
+            let v = r.string()?.into_owned();
+            st.info.aux.push((k, v));
+        }
+        OP_FUNCTION2 => {
+            let code = r.string()?.into_owned();
+            st.info.functions.push(code);
+        }
+        OP_FUNCTION_PRE_GA => {
+            return Err(Error::Unsupported(
+                "pre-release FUNCTION data (Redis 7.0 release candidates)".into(),
+            ))
+        }
+        OP_MODULE_AUX => {
+            return Err(Error::Unsupported(
+                "module auxiliary data needs a module this server does not have".into(),
+            ))
+        }
+        OP_EOF => {
+            let checksum = if st.info.version >= 5 {
+                Some(r.i64_le()? as u64)
+            } else {
+                None
+            };
+            return Ok(Record::End { checksum });
+        }
+        _ => {
+            let key = r.string()?.into_owned();
+            match r.read_object(t, lim)? {
+                Some(value) => keys.push(LoadedKey {
+                    db: st.db,
+                    key,
+                    value,
+                    expire_ms: st.expire,
+                    idle_secs: st.idle,
+                    freq: st.freq,
+                }),
+                None => {
+                    st.info.empty_keys += 1;
+                    if st.info.empty_key_names.len() < 10 {
+                        st.info.empty_key_names.push(key);
+                    }
+                }
+            }
+            st.expire = None;
+            st.idle = None;
+            st.freq = None;
+            return Ok(Record::Key);
+        }
+    }
+    Ok(Record::Meta)
+}
+
+/// Checks the footer's checksum against `actual` (computed only when needed); a
+/// zero checksum means the file was saved without one.
+fn verify_checksum(
+    info: &mut FileInfo,
+    expected: Option<u64>,
+    check: Check,
+    actual: impl FnOnce() -> u64,
+) -> Result<(), Error> {
+    match expected {
+        Some(0) => info.checksum_disabled = true,
+        Some(expected) if check.checksum => {
+            let actual = actual();
+            if expected != actual {
+                return Err(Error::Checksum { expected, actual });
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 mod blobs;
+pub mod incremental;
 pub mod sliced;
 mod stream;
 

@@ -740,38 +740,71 @@ pub fn load_image(
     merge: bool,
 ) -> Result<(rdb::FileInfo, usize), rdb::Error> {
     let lim = Limits::from_config(&ex.config);
-    let now = unix_ms();
-    let ndbs = ex.ks.dbs.len();
     let mut loaded = Vec::new();
     let check = super::load_check(ex);
-    // Redis's test hook `key-load-delay` (microseconds per key, negative: one every
-    // -n keys on average), and at startup clients served every
-    // `loading-process-events-interval-bytes` (they get -LOADING).
-    let delay = ex.config.stored_i64("key-load-delay");
-    let interval = ex
-        .config
-        .stored_i64("loading-process-events-interval-bytes")
-        .max(1024) as usize;
-    let mut next_serve = interval;
-    let mut keys_seen = 0u64;
-    let mut progress = |pos: usize| {
-        keys_seen += 1;
-        match delay {
+    let mut pacer = LoadPacer::new(ex);
+    let mut progress = |pos: usize| pacer.key_loaded(ex, pos as u64);
+    let (info, used) =
+        rdb::read_file_progress(bytes, &lim, check, &mut progress, |k| loaded.push(k))?;
+    let info = install_image(ex, info, loaded, merge)?;
+    Ok((info, used))
+}
+
+/// The pace of a load: Redis's test hook `key-load-delay` (microseconds per key,
+/// negative: one every -n keys on average), and at startup clients served every
+/// `loading-process-events-interval-bytes` (they get -LOADING).
+pub struct LoadPacer {
+    delay: i64,
+    interval: u64,
+    next_serve: u64,
+    keys_seen: u64,
+}
+
+impl LoadPacer {
+    pub fn new(ex: &Executor) -> LoadPacer {
+        let interval = ex
+            .config
+            .stored_i64("loading-process-events-interval-bytes")
+            .max(1024) as u64;
+        LoadPacer {
+            delay: ex.config.stored_i64("key-load-delay"),
+            interval,
+            next_serve: interval,
+            keys_seen: 0,
+        }
+    }
+
+    /// A key was decoded; `pos` bytes of the image are read.
+    pub fn key_loaded(&mut self, ex: &mut Executor, pos: u64) {
+        self.keys_seen += 1;
+        match self.delay {
             0 => {}
             d if d > 0 => std::thread::sleep(std::time::Duration::from_micros(d as u64)),
             d => {
-                if keys_seen.is_multiple_of(d.unsigned_abs()) {
+                if self.keys_seen.is_multiple_of(d.unsigned_abs()) {
                     std::thread::sleep(std::time::Duration::from_micros(1));
                 }
             }
         }
-        if pos >= next_serve {
-            next_serve = pos + interval;
+        if pos >= self.next_serve {
+            self.next_serve = pos + self.interval;
             ex.serve_while_loading();
         }
-    };
-    let (info, used) =
-        rdb::read_file_progress(bytes, &lim, check, &mut progress, |k| loaded.push(k))?;
+    }
+}
+
+/// Installs a decoded image: its FUNCTION libraries, then its keys (expired ones
+/// skipped unless this server keeps them). Nothing is changed when the image cannot
+/// be installed (a key or library that exists already without `merge`, a database
+/// this server does not have).
+pub fn install_image(
+    ex: &mut Executor,
+    info: rdb::FileInfo,
+    loaded: Vec<rdb::LoadedKey>,
+    merge: bool,
+) -> Result<rdb::FileInfo, rdb::Error> {
+    let now = unix_ms();
+    let ndbs = ex.ks.dbs.len();
     if info.checksum_disabled {
         crate::log::notice("RDB file was saved with checksum disabled: no check performed.");
     }
@@ -834,7 +867,7 @@ pub fn load_image(
     }
     ex.persist.last_load_keys = keys;
     ex.persist.last_load_expired = expired;
-    Ok((info, used))
+    Ok(info)
 }
 
 /// Whether a load keeps keys whose TTL has passed, as Redis's rdbLoad does unless it

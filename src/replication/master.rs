@@ -92,6 +92,19 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
         ex.repl.sync_full += 1;
         return send_filtered_image(ex, slot, id, ip, &conf, psync.is_some(), parts);
     }
+    if let Some((_, off)) = psync {
+        if crate::util::numeric::parse_i64(off).is_none() {
+            crate::log::notice(&format!(
+                "Replica {ip}:{} asks for synchronization",
+                conf.port
+            ));
+            crate::log::warning(&format!(
+                "Replica {ip}:{} asks for synchronization but with a wrong offset",
+                conf.port
+            ));
+            return Reply::err("ERR value is not an integer or out of range");
+        }
+    }
     if let Some((replid, off)) = psync {
         if let Some(pieces) = try_partial(ex, replid, off) {
             let line = if conf.capa_psync2 {

@@ -390,7 +390,7 @@ pub fn ms_until_due(ex: &Executor) -> u64 {
             || (streamed && p.state == PeerState::SendStream))
             && ex.client(p.slot).pending_output() == 0
     });
-    if starved {
+    if starved || replica::decode_lagging(ex) {
         0
     } else {
         ex.repl.ms_until_deadline()
@@ -501,7 +501,24 @@ pub fn disconnected(ex: &mut Executor, slot: usize) {
             "Connection with replica {}:{} lost.",
             p.ip, p.port
         ));
+        // The last replica waiting for a snapshot to disk has gone: nobody needs
+        // it, unless `save` points make it a backup too (Redis kills its child then).
+        let waits = |p: &Peer| p.state == PeerState::WaitBgsave;
+        if waits(&p) && !r.peers.iter().any(waits) && ex.config.save_params.is_empty() {
+            if let Some(s) = ex.persist.snap.as_mut() {
+                if s.purpose == crate::persistence::cow::Purpose::Replication
+                    && !s.is_stream()
+                    && !s.is_cancelled()
+                {
+                    crate::log::warning(
+                        "Background RDB transfer terminated: no replica waits for it any more",
+                    );
+                    s.cancel(None);
+                }
+            }
+        }
     }
+    let r = &mut ex.repl;
     r.waiters.retain(|w| w.slot != slot);
     r.confs.remove(&id);
     if let Some(l) = r.link.as_mut() {

@@ -10,8 +10,11 @@
 //!    together and answered in order; then `PSYNC <replid> <offset+1>` (our cached
 //!    history) or `PSYNC ? -1`.
 //! 3. `Transfer` — after `+FULLRESYNC <replid> <offset>`, the RDB payload as
-//!    `$<len>\r\n` or the diskless `$EOF:<40-byte mark>\r\n` form; then the dataset is
-//!    flushed and the image loaded with the RDB loader. `+CONTINUE [<replid>]` skips it.
+//!    `$<len>\r\n` or the diskless `$EOF:<40-byte mark>\r\n` form, decoded as it
+//!    arrives (`rdb::incremental`: the image is never held whole, and a slow decode
+//!    slows the reading, as Redis's diskless load); once it is complete and its
+//!    checksum verified, the dataset is flushed and the decoded keys installed.
+//!    `+CONTINUE [<replid>]` skips it.
 //! 4. `Connected` — the master's stream is parsed like a client's input and executed
 //!    by the master's pseudo-client, replies dropped; `REPLCONF GETACK` is answered
 //!    with `REPLCONF ACK <offset>`, and an ACK goes out every second anyway. The
@@ -33,6 +36,8 @@ use mio::{Interest, Token};
 
 use crate::exec::Executor;
 use crate::keyspace::ExpireMode;
+use crate::persistence::rdb::incremental::Incremental;
+use crate::persistence::rdb::{FileInfo, LoadedKey};
 use crate::protocol::{Limits, Request, RequestParser};
 
 /// The event-loop token of the master link's socket.
@@ -58,6 +63,9 @@ enum State {
     Connected,
 }
 
+/// The longest a turn decodes a streaming image before serving others.
+const DECODE_SLICE: Duration = Duration::from_millis(10);
+
 struct Transfer {
     replid: String,
     offset: u64,
@@ -65,7 +73,13 @@ struct Transfer {
     size: Option<usize>,
     mark: Vec<u8>,
     header_done: bool,
-    data: Vec<u8>,
+    /// Payload bytes received.
+    received: usize,
+    /// The image, decoded as it arrives (out of the link while it decodes).
+    parser: Option<Incremental>,
+    /// EOF-marker format: the last bytes received, held back until it is known
+    /// whether they are the marker.
+    tail: Vec<u8>,
     /// The replica shows itself loading while this image streams in (`begin_loading`).
     shown_loading: bool,
 }
@@ -150,7 +164,7 @@ impl Link {
     /// (total, read) bytes of an RDB transfer with a known size.
     pub fn transfer_progress(&self) -> Option<(u64, u64)> {
         let t = self.transfer.as_ref()?;
-        Some((t.size.unwrap_or(0) as u64, t.data.len() as u64))
+        Some((t.size.unwrap_or(0) as u64, t.received as u64))
     }
 
     /// ROLE's state name.
@@ -229,8 +243,9 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     ex.config.replicaof = Some((host.clone(), port));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
-    // Our replicas must resync with the new history.
-    disconnect_peers(ex);
+    // Our replicas stay, as Redis 7's: if the new master continues our history they
+    // go on with it; a new history (a `+CONTINUE` with another ID, or a full sync's
+    // image about to be loaded) disconnects them then.
 }
 
 /// REPLICAOF NO ONE: become a master, keeping the data and the history (the old
@@ -304,6 +319,19 @@ fn fail(ex: &mut Executor, why: &str) {
     let Some(mut link) = ex.repl.link.take() else {
         return;
     };
+    // A diskless load cut short, in Redis's words.
+    if link
+        .transfer
+        .as_ref()
+        .is_some_and(|t| t.shown_loading && t.parser.is_some())
+    {
+        crate::log::warning(
+            "Internal error in RDB reading offset 0, function at rdb.c:0 -> Unexpected EOF reading RDB file",
+        );
+        crate::log::warning(
+            "Failed trying to load the MASTER synchronization DB from socket, check server logs.",
+        );
+    }
     crate::log::warning(why);
     let was_up = link.is_up();
     if let Some(mut s) = link.sock.take() {
@@ -332,8 +360,26 @@ fn fail(ex: &mut Executor, why: &str) {
     ex.repl.link = Some(link);
 }
 
+/// Whether a streaming image's decoding stopped at its time slice with work left.
+pub fn decode_lagging(ex: &Executor) -> bool {
+    ex.repl
+        .link
+        .as_ref()
+        .and_then(|l| l.transfer.as_ref())
+        .and_then(|t| t.parser.as_ref())
+        .is_some_and(|p| p.is_interrupted())
+}
+
 /// Timers: connection attempts, the ACK every second, the link timeout.
 pub fn tick(ex: &mut Executor) {
+    // An image's decoding goes on a slice per turn; once it has caught up, what
+    // waited in the socket is read (no readiness event would announce it again).
+    if decode_lagging(ex) {
+        process(ex);
+        if !decode_lagging(ex) {
+            on_event(ex);
+        }
+    }
     let timeout = Duration::from_secs(ex.config.repl_timeout.max(1));
     let Some(link) = ex.repl.link.as_mut() else {
         return;
@@ -449,9 +495,10 @@ pub fn on_event(ex: &mut Executor) {
         link.state = State::Handshake(Step::Pong);
         link.send(&[b"PING"]);
     }
-    // Read everything available (edge-triggered).
+    // Read everything available (edge-triggered), unless an image's decoding lags:
+    // then the bytes wait in the socket (`tick` comes back for them).
     let mut closed = None;
-    {
+    if !decode_lagging(ex) {
         let link = ex.repl.link.as_mut().expect("link");
         let Some(sock) = link.sock.as_mut() else {
             return;
@@ -656,7 +703,9 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                         size: None,
                         mark: Vec::new(),
                         header_done: false,
-                        data: Vec::new(),
+                        received: 0,
+                        parser: None,
+                        tail: Vec::new(),
                         shown_loading: false,
                     });
                     link.state = State::Transfer;
@@ -707,13 +756,15 @@ fn transfer(ex: &mut Executor) -> bool {
         .as_ref()
         .and_then(|l| l.transfer.as_ref())
         .is_some_and(|t| t.header_done);
-    // Where the image goes, in the log's words (Redis parses a diskless load as it
-    // arrives; ours is held in memory and parsed at its end either way).
+    // Where the image goes, in the log's words: Redis writes it to disk unless the
+    // load is diskless; ours is decoded as it arrives either way, and installed once
+    // complete and verified.
     let target = if header_read || !diskless_load(ex) {
         "to disk"
     } else {
         "to parser"
     };
+    let check = crate::persistence::load_check(ex);
     let link = ex.repl.link.as_mut().expect("link");
     let Some(t) = link.transfer.as_mut() else {
         return false;
@@ -766,44 +817,99 @@ fn transfer(ex: &mut Executor) -> bool {
             ));
         }
         t.header_done = true;
+        t.parser = Some(Incremental::new(check));
         let replid = t.replid.clone();
         let shown = begin_loading(ex, &replid);
+        if shown {
+            crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        }
         if let Some(t) = ex.repl.link.as_mut().and_then(|l| l.transfer.as_mut()) {
             t.shown_loading = shown;
         }
         // The payload is read on the next round.
         return true;
     }
-    let avail = &link.rbuf[link.rpos..];
-    let done = match t.size {
+    // The payload's bytes are decoded as they arrive, a slice of time per turn; with
+    // the EOF-marker format the last marker-length bytes wait until more follow them.
+    // While decoding lags, nothing more is taken (nor read from the socket: `backlog`),
+    // so a slow decode slows the master's sending, as Redis's diskless load does.
+    let lagging = t.parser.as_ref().is_some_and(|p| p.is_interrupted());
+    let avail: &[u8] = if lagging {
+        &[]
+    } else {
+        &link.rbuf[link.rpos..]
+    };
+    let (chunk, done) = match t.size {
         Some(size) => {
-            let n = (size - t.data.len()).min(avail.len());
-            t.data.extend_from_slice(&avail[..n]);
+            let n = (size - t.received).min(avail.len());
+            t.received += n;
             link.rpos += n;
-            t.data.len() == size
+            (avail[..n].to_vec(), t.received == size)
         }
         None => {
-            t.data.extend_from_slice(avail);
+            t.received += avail.len();
+            t.tail.extend_from_slice(avail);
             link.rpos += avail.len();
-            t.data.len() >= t.mark.len() && t.data.ends_with(&t.mark)
+            let keep = t.mark.len().min(t.tail.len());
+            let chunk: Vec<u8> = t.tail.drain(..t.tail.len() - keep).collect();
+            (chunk, t.tail == t.mark)
         }
     };
-    if !done {
+    let Some(mut parser) = t.parser.take() else {
+        return false;
+    };
+    let lim = crate::persistence::rdb::Limits::from_config(&ex.config);
+    let mut pacer = crate::persistence::snapshot::LoadPacer::new(ex);
+    let deadline = Instant::now() + DECODE_SLICE;
+    let decoded = parser.push_until(
+        &chunk,
+        &lim,
+        &mut |pos| pacer.key_loaded(ex, pos),
+        Some(deadline),
+    );
+    drop(chunk);
+    // A round served meanwhile may have ended the transfer (REPLICAOF NO ONE).
+    let Some(link) = ex.repl.link.as_mut() else {
+        return false;
+    };
+    // Decoding is the link's activity too (Redis's load refreshes its transfer clock).
+    link.last_io = Instant::now();
+    let Some(t) = link.transfer.as_mut() else {
+        return false;
+    };
+    if decoded.is_ok() && (!done || parser.is_interrupted()) {
+        t.parser = Some(parser);
         return false;
     }
-    let mut t = link.transfer.take().expect("transfer");
+    let t = ex
+        .repl
+        .link
+        .as_mut()
+        .and_then(|l| l.transfer.take())
+        .expect("transfer");
     if t.shown_loading {
         end_loading(ex);
     }
-    if t.size.is_none() {
-        t.data.truncate(t.data.len() - t.mark.len());
+    let image = decoded.and_then(|_| parser.finish(&lim, &mut |pos| pacer.key_loaded(ex, pos)));
+    match image {
+        Ok(image) => load(ex, t, image),
+        Err(e) => {
+            crate::log::warning(&format!(
+                "Internal error in RDB reading offset 0, function at rdb.c:0 -> {}",
+                e.reason()
+            ));
+            fail(
+                ex,
+                "Failed trying to load the MASTER synchronization DB from socket, check server logs.",
+            );
+            false
+        }
     }
-    load(ex, t)
 }
 
 /// How the replica shows itself while a full sync's image streams in, as Redis's
-/// diskless load does (Cinnabar holds the image in memory and loads it at its end
-/// whatever the setting): with `repl-diskless-load swapdb` over the same history it
+/// diskless load does (Cinnabar decodes the image as it arrives and installs it once
+/// complete, whatever the setting): with `repl-diskless-load swapdb` over the same history it
 /// serves the old data but refuses the commands and settings that would disturb the
 /// swap (`async_loading`); with `swapdb` from another history, or `on-empty-db` on
 /// an empty dataset, it is loading (`-LOADING` for commands not flagged `loading`);
@@ -839,21 +945,25 @@ fn end_loading(ex: &mut Executor) {
     ex.persist.serving_while_loading = false;
 }
 
-/// Replaces the dataset with the master's image; true when loaded.
-fn load(ex: &mut Executor, t: Transfer) -> bool {
+/// Replaces the dataset with the master's image, decoded and verified; true when
+/// loaded.
+fn load(ex: &mut Executor, t: Transfer, image: (FileInfo, Vec<LoadedKey>)) -> bool {
     crate::log::notice("MASTER <-> REPLICA sync: Flushing old data");
     crate::persistence::snapshot::kill_bgsave(ex);
     ex.signal_flushed_db(None);
     ex.ks.flush_all(true);
     // The replica ends with exactly the master's libraries (Redis's emptyData).
     crate::scripting::functions::flush_libraries(ex);
-    crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+    if !t.shown_loading {
+        crate::log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+    }
     ex.persist.loading = true;
     // The master's keys: their TTLs are the master's to enforce (Keep, so none is
     // taken for a key of our own clients').
     ex.ks.replica_local_expires.clear();
     ex.ks.expire_mode = ExpireMode::Keep;
-    let r = crate::persistence::snapshot::load_bytes(ex, &t.data, false);
+    let (info, keys) = image;
+    let r = crate::persistence::snapshot::install_image(ex, info, keys, false);
     ex.ks.expire_mode = ExpireMode::Hide;
     ex.persist.loading = false;
     if let Err(e) = r {
