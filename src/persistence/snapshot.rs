@@ -719,21 +719,12 @@ pub fn prepare_shutdown(ex: &mut Executor, save_req: Option<bool>, force: bool) 
     true
 }
 
-/// Loads an RDB image: its FUNCTION libraries, then its keys (expired ones are
-/// skipped). The file is decoded and verified first, so a bad file changes nothing.
-/// Without `merge` a library or key that exists already is an error, as in Redis
-/// (callers empty the dataset first); with it (DEBUG RELOAD MERGE) the file's
-/// replace them.
-pub fn load_bytes(
-    ex: &mut Executor,
-    bytes: &[u8],
-    merge: bool,
-) -> Result<rdb::FileInfo, rdb::Error> {
-    load_image(ex, bytes, merge).map(|(info, _)| info)
-}
-
-/// `load_bytes` for an image that may be followed by more data (an AOF file with an
-/// RDB preamble): also returns the image's length.
+/// Loads an RDB image that may be followed by more data (an AOF file with an RDB
+/// preamble): its FUNCTION libraries, then its keys (expired ones are skipped); also
+/// returns the image's length. The image is decoded and verified first, so a bad one
+/// changes nothing. Without `merge` a library or key that exists already is an error,
+/// as in Redis (callers empty the dataset first); with it (DEBUG RELOAD MERGE) the
+/// image's replace them.
 pub fn load_image(
     ex: &mut Executor,
     bytes: &[u8],
@@ -748,6 +739,35 @@ pub fn load_image(
         rdb::read_file_progress(bytes, &lim, check, &mut progress, |k| loaded.push(k))?;
     let info = install_image(ex, info, loaded, merge)?;
     Ok((info, used))
+}
+
+/// Loads an RDB file read a slice at a time and decoded as it is read, so the file
+/// is never in memory whole; its keys are installed once it is complete and
+/// verified. `Err` is a read error; `Ok(Err)` the file's own.
+fn load_file(
+    ex: &mut Executor,
+    mut file: std::fs::File,
+    merge: bool,
+) -> std::io::Result<Result<rdb::FileInfo, rdb::Error>> {
+    use std::io::Read;
+    let lim = Limits::from_config(&ex.config);
+    let mut parser = rdb::incremental::Incremental::new(super::load_check(ex));
+    let mut pacer = LoadPacer::new(ex);
+    let mut buf = vec![0u8; 1 << 20];
+    while !parser.is_done() {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if let Err(e) = parser.push(&buf[..n], &lim, &mut |pos| pacer.key_loaded(ex, pos)) {
+            return Ok(Err(e));
+        }
+    }
+    drop(buf);
+    let decoded = parser.finish_file(&lim, &mut |pos| pacer.key_loaded(ex, pos));
+    Ok(decoded.and_then(|(info, keys)| install_image(ex, info, keys, merge)))
 }
 
 /// The pace of a load: Redis's test hook `key-load-delay` (microseconds per key,
@@ -885,15 +905,21 @@ fn keeps_expired_keys_on_load(ex: &Executor) -> bool {
 /// error (the server refuses to start rather than run on half the data).
 pub fn load_at_startup(ex: &mut Executor) -> Result<(), String> {
     let path = rdb_path(ex);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let start = Instant::now();
     ex.persist.loading = true;
     ex.persist.expired_on_load = Some(Vec::new());
-    let r = load_bytes(ex, &bytes, false);
+    let r = match load_file(ex, file, false) {
+        Ok(r) => r,
+        Err(e) => {
+            ex.persist.loading = false;
+            return Err(format!("Fatal error loading the DB: {e}. Exiting."));
+        }
+    };
     let expired_keys = ex.persist.expired_on_load.take().unwrap_or_default();
     ex.persist.loading = false;
     match r {
@@ -971,14 +997,15 @@ pub fn debug_reload(ex: &mut Executor, opts: ReloadOptions) -> Result<(), String
     if opts.save {
         save(ex).map_err(|_| "Error trying to save the DB".to_string())?;
     }
-    let bytes = std::fs::read(rdb_path(ex))
+    let file = std::fs::File::open(rdb_path(ex))
         .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
     if opts.flush {
         ex.signal_flushed_db(None);
         ex.ks.flush_all(false);
         crate::scripting::functions::flush_libraries(ex);
     }
-    load_bytes(ex, &bytes, opts.merge)
+    load_file(ex, file, opts.merge)
+        .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?
         .map_err(|e| format!("Error trying to load the RDB dump: {e}"))?;
     crate::log::notice("DB reloaded by DEBUG RELOAD");
     ex.ks.dirty = 0;

@@ -118,6 +118,19 @@ impl Incremental {
         Ok((state.info, self.keys))
     }
 
+    /// `finish` for a file, whose bytes after the image (if any) are not its concern.
+    pub fn finish_file(
+        mut self,
+        lim: &Limits,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(FileInfo, Vec<LoadedKey>), Error> {
+        if !self.done {
+            self.decode(lim, progress, None)?;
+        }
+        self.buf.truncate(self.start);
+        self.finish(lim, progress)
+    }
+
     fn decode(
         &mut self,
         lim: &Limits,
