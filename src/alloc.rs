@@ -15,6 +15,9 @@ static STARTUP: AtomicUsize = AtomicUsize::new(0);
 // mimalloc's own API (the static library linked by `libmimalloc-sys`, whose Rust
 // bindings for these need its `extended` feature and another crate).
 extern "C" {
+    fn mi_malloc(size: usize) -> *mut u8;
+    fn mi_zalloc(size: usize) -> *mut u8;
+    fn mi_realloc(p: *mut u8, new_size: usize) -> *mut u8;
     fn mi_collect(force: bool);
     fn mi_process_info(
         elapsed_msecs: *mut usize,
@@ -28,12 +31,27 @@ extern "C" {
     );
 }
 
-// SAFETY: every method forwards to mimalloc with the caller's arguments unchanged; the
-// counters are side bookkeeping and never affect the returned memory.
+/// The alignment every mimalloc block has. `.cargo/config.toml` builds mimalloc with
+/// `MI_MAX_ALIGN_SIZE=8`, so its small size classes step by 8 bytes (40, 48, 56…)
+/// instead of the 16 that C's `max_align_t` would impose above 32 bytes: a 36-byte
+/// key entry costs 40 bytes, not 48. Rust asks for the alignment it needs in every
+/// layout, so requests for more than this go through mimalloc's aligned calls.
+const MALLOC_ALIGN: usize = 8;
+
+// SAFETY: every method hands the caller's size and alignment to mimalloc: layouts whose
+// alignment every block already has go to the plain calls (which, unlike the aligned
+// ones, never round a block up to make room for realignment), the rest to the aligned
+// calls. Blocks from either are freed by `mi_free`. The counters are side bookkeeping
+// and never affect the returned memory.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded contract.
-        let p = unsafe { MiMalloc.alloc(layout) };
+        let p = if layout.align() <= MALLOC_ALIGN {
+            // SAFETY: any size is valid for mi_malloc; its blocks are 8-aligned.
+            unsafe { mi_malloc(layout.size()) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { MiMalloc.alloc(layout) }
+        };
         if !p.is_null() {
             ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -41,8 +59,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded contract.
-        let p = unsafe { MiMalloc.alloc_zeroed(layout) };
+        let p = if layout.align() <= MALLOC_ALIGN {
+            // SAFETY: as in `alloc`.
+            unsafe { mi_zalloc(layout.size()) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { MiMalloc.alloc_zeroed(layout) }
+        };
         if !p.is_null() {
             ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -56,8 +79,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded contract.
-        let p = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
+        let p = if layout.align() <= MALLOC_ALIGN {
+            // SAFETY: `ptr` came from this allocator with this alignment; mi_realloc
+            // keeps the block 8-aligned.
+            unsafe { mi_realloc(ptr, new_size) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { MiMalloc.realloc(ptr, layout, new_size) }
+        };
         if !p.is_null() {
             ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
             ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
@@ -185,6 +214,48 @@ mod tests {
         assert_eq!(super::human_bytes(100), "100B");
         assert_eq!(super::human_bytes(1536), "1.50K");
         assert_eq!(super::human_bytes(3 << 20), "3.00M");
+    }
+
+    /// The global allocator's two paths: 8-aligned layouts get blocks from size
+    /// classes 8 bytes apart (the build's `MI_MAX_ALIGN_SIZE=8`: a 36-byte entry takes
+    /// 40, not 48), more-aligned layouts are aligned, zeroed blocks are zero, and
+    /// realloc keeps the contents on either path.
+    #[test]
+    fn small_blocks_step_by_eight_and_alignment_holds() {
+        use super::CountingAlloc;
+        use std::alloc::{GlobalAlloc, Layout};
+        extern "C" {
+            fn mi_usable_size(p: *const u8) -> usize;
+        }
+        // SAFETY: every block is non-zero in size, written within its size, and freed
+        // once with the layout it was allocated (or reallocated) with.
+        unsafe {
+            for (size, class) in [(36, 40), (40, 40), (44, 48), (52, 56), (20, 24)] {
+                let layout = Layout::from_size_align(size, 8).unwrap();
+                let p = CountingAlloc.alloc(layout);
+                assert!(!p.is_null() && (p as usize).is_multiple_of(8));
+                assert_eq!(mi_usable_size(p), class, "a {size}-byte block");
+                p.write_bytes(1, size);
+                CountingAlloc.dealloc(p, layout);
+            }
+            for align in [16, 32, 64, 4096] {
+                let layout = Layout::from_size_align(48, align).unwrap();
+                let p = CountingAlloc.alloc(layout);
+                assert!((p as usize).is_multiple_of(align));
+                p.write_bytes(2, 48);
+                let q = CountingAlloc.realloc(p, layout, 5000);
+                assert!((q as usize).is_multiple_of(align));
+                assert_eq!(*q.add(47), 2);
+                CountingAlloc.dealloc(q, Layout::from_size_align(5000, align).unwrap());
+            }
+            let layout = Layout::from_size_align(100, 8).unwrap();
+            let z = CountingAlloc.alloc_zeroed(layout);
+            assert!((0..100).all(|i| *z.add(i) == 0));
+            z.write_bytes(3, 100);
+            let r = CountingAlloc.realloc(z, layout, 10);
+            assert!((0..10).all(|i| *r.add(i) == 3));
+            CountingAlloc.dealloc(r, Layout::from_size_align(10, 8).unwrap());
+        }
     }
 
     /// The mimalloc calls: committed memory covers a live allocation, purging is safe

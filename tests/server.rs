@@ -138,6 +138,13 @@ fn debug_memory_slowlog_flush() {
             &["DEBUG", "POPULATE", "-1"],
             "-ERR value is out of range, must be positive\r\n",
         ),
+        // The table is sized for the count first: one no allocator can give is
+        // refused as Redis refuses it, with nothing added.
+        (
+            &["DEBUG", "POPULATE", "2305843009213693951"],
+            "-ERR OOM in dictTryExpand\r\n",
+        ),
+        (&["DBSIZE"], ":1010\r\n"),
         (&["DEBUG", "SLEEP", "0"], "+OK\r\n"),
         (
             &["DEBUG", "FOO"],
@@ -315,4 +322,20 @@ fn output_buffer_limit_closes_the_client() {
         "{stats}"
     );
     assert_eq!(c.cmd(&["STRLEN", "big"]), ":4194304\r\n");
+}
+
+/// unit/type/string's "trim on SET with big value", which the suite runs only under
+/// jemalloc: a value written after a bigger one is charged for its own size, not for
+/// the buffer the bigger one's request was read into.
+#[test]
+fn a_value_written_after_a_bigger_one_costs_its_own_size() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let big = "A".repeat(100_000);
+    let smaller = "A".repeat(33_000);
+    assert_eq!(c.cmd(&["SET", "key", &big]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SET", "key", &smaller]), "+OK\r\n");
+    let u = c.cmd(&["MEMORY", "USAGE", "key"]);
+    let n: i64 = u.trim().trim_start_matches(':').parse().unwrap();
+    assert!((33_000..42_000).contains(&n), "MEMORY USAGE {n}");
 }

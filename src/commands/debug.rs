@@ -404,6 +404,11 @@ fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         },
     };
     let (db, now) = (ctx.db, ctx.now_ms);
+    // Sized for `count` keys first, as Redis's dbExpand here.
+    let keys = usize::try_from(count).unwrap_or(usize::MAX);
+    if !ctx.ex.ks.dbs[db].table.expand(keys) {
+        return Reply::err("ERR OOM in dictTryExpand");
+    }
     let mut key = Vec::with_capacity(prefix.len() + 21);
     for j in 0..count {
         key.clear();

@@ -47,6 +47,25 @@ fn growth_fits(more: usize) -> bool {
     let limit = GROW_LIMIT.load(Ordering::Relaxed);
     limit == 0 || crate::alloc::used_memory() + more <= limit
 }
+/// A bucket array of `n` empty buckets, or None when the allocator cannot give it
+/// (a size asked for by a client must not abort the process).
+fn try_empty_buckets(n: usize) -> Option<Vec<*mut u8>> {
+    let layout = std::alloc::Layout::array::<*mut u8>(n).ok()?;
+    if layout.size() == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: the layout is non-zero in size; a zeroed block is `n` null pointers;
+    // the Vec takes the block with exactly the layout it was allocated with
+    // (capacity `n` of `*mut u8`), so it frees it with that layout.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut *mut u8;
+        if p.is_null() {
+            return None;
+        }
+        Some(Vec::from_raw_parts(p, n, n))
+    }
+}
+
 /// Buckets examined at most per rehash step when they turn out empty.
 const EMPTY_VISITS_PER_STEP: usize = 10;
 /// Buckets a snapshot walk requests memory for together (`cow_walk`).
@@ -547,6 +566,33 @@ impl KeyTable {
         }
     }
 
+    /// Sizes the bucket array for `keys` keys ahead of inserting them (Redis's
+    /// dictExpand: DEBUG POPULATE and loads whose key count is known), so the table
+    /// does not double its way there, freeing each smaller array behind it. A resize
+    /// in progress is finished first; a table already that big is left alone.
+    /// False, with the table unchanged, when that array cannot be allocated.
+    pub fn expand(&mut self, keys: usize) -> bool {
+        let Some(buckets) = keys.max(INITIAL_BUCKETS).checked_next_power_of_two() else {
+            return false;
+        };
+        if buckets <= self.tables[0].len().max(self.tables[1].len()) {
+            return true;
+        }
+        let Some(array) = try_empty_buckets(buckets) else {
+            return false;
+        };
+        while self.rehash_idx.is_some() {
+            self.rehash_step();
+        }
+        if self.tables[0].is_empty() {
+            self.tables[0] = array;
+        } else {
+            self.tables[1] = array;
+            self.rehash_idx = Some(0);
+        }
+        true
+    }
+
     /// Starts shrinking when the table is under 10% full, as Redis does from its cron.
     pub fn shrink_if_needed(&mut self) {
         if self.rehash_idx.is_some() {
@@ -870,6 +916,42 @@ mod tests {
         assert!(t.buckets() <= 16, "shrunk to {}", t.buckets());
         for i in 9_990..10_000i64 {
             assert!(t.contains(format!("k{i}").as_bytes()));
+        }
+    }
+
+    /// `expand` sizes the array once: inserting that many keys then never resizes,
+    /// and expanding a table that holds keys (even mid-resize) keeps them all.
+    #[test]
+    fn expand_presizes_and_keeps_keys() {
+        let mut t = KeyTable::new();
+        assert!(t.expand(5000));
+        assert_eq!(t.buckets(), 8192);
+        for i in 0..5000i64 {
+            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+            assert!(!t.is_rehashing());
+        }
+        assert_eq!(t.buckets(), 8192);
+        assert!(t.expand(100));
+        assert_eq!(t.buckets(), 8192, "a smaller size leaves the table alone");
+        // A size no allocator can give fails and changes nothing.
+        assert!(!t.expand(usize::MAX / 4));
+        assert!(!t.expand(usize::MAX));
+        assert_eq!(t.buckets(), 8192);
+        // Grow past the load factor so a resize is in progress, then expand beyond it.
+        for i in 5000..9000i64 {
+            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+        }
+        assert!(t.is_rehashing());
+        assert!(t.expand(100_000));
+        assert!(t.is_rehashing());
+        t.rehash_for(std::time::Duration::from_secs(5));
+        assert_eq!(t.buckets(), 131_072);
+        assert_eq!(t.len(), 9000);
+        for i in 0..9000i64 {
+            assert_eq!(
+                int_of(t.get(format!("k{i}").as_bytes()).unwrap().value()),
+                i
+            );
         }
     }
 

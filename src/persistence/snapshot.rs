@@ -856,6 +856,19 @@ pub fn install_image(
     // before any key.
     crate::scripting::functions::load_libraries(ex, &info.functions, merge)
         .map_err(rdb::Error::Library)?;
+    // Each table sized for what it will hold, as Redis does on RESIZEDB, instead of
+    // doubling its way there and leaving the smaller arrays behind.
+    let mut per_db = vec![0usize; ndbs];
+    for k in &loaded {
+        per_db[k.db] += 1;
+    }
+    for (db, n) in per_db.into_iter().enumerate() {
+        if n > 0 {
+            let table = &mut ex.ks.dbs[db].table;
+            // A failed allocation only means the table grows as keys arrive.
+            let _ = table.expand(table.len() + n);
+        }
+    }
     let (mut keys, mut expired) = (0u64, 0u64);
     let skip_expired = !keeps_expired_keys_on_load(ex);
     for k in loaded {
