@@ -189,6 +189,32 @@ fn failed_fsync_refuses_writes_until_one_succeeds() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Under `everysec` a write waits for an fsync still in flight (Redis's
+/// flushAppendOnlyFile), for 2 s at most: then it is made anyway, counted and logged,
+/// and nothing is lost.
+#[test]
+fn a_slow_everysec_fsync_holds_the_write_back_for_two_seconds_at_most() {
+    let dir = temp_dir("aof-slow-fsync");
+    let s = start_aof(&dir, &[]);
+    let mut c = s.raw(2);
+    assert_eq!(c.cmd(&["DEBUG", "AOF-FSYNC-SLEEP", "5000"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SET", "a", "1"]), "+OK\r\n");
+    // The fsync covering `a` starts within a second and takes five.
+    wait_until(|| info(&mut c, "aof_pending_bio_fsync") == "1");
+    assert_eq!(info(&mut c, "aof_delayed_fsync"), "0");
+    assert_eq!(c.cmd(&["SET", "b", "2"]), "+OK\r\n");
+    wait_until(|| info(&mut c, "aof_delayed_fsync") == "1");
+    assert!(log_of(&dir).contains("Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down Redis."));
+    assert_eq!(info(&mut c, "aof_buffer_length"), "0");
+    let written = std::fs::read_to_string(incr_file(&dir)).unwrap();
+    assert!(
+        written.ends_with("*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n"),
+        "{written:?}"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn write_error_with_appendfsync_always_exits_without_acknowledging() {
     let dir = temp_dir("aof-enospc-always");

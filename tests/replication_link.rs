@@ -2,8 +2,9 @@
 //! (a command that would answer drops it, one that reaches the keyspace is refused
 //! first), PSYNC's offset must be a number, a snapshot to disk nobody waits for is
 //! dropped unless `save` points want it, a replica switching masters keeps its own
-//! replicas until its history changes, and a replica decodes the image as it
-//! arrives (a transfer cut short leaves its data as it was).
+//! replicas until its history changes (and drops them, to continue by PSYNC, when it
+//! becomes a master), and a replica decodes the image as it arrives (a transfer cut
+//! short leaves its data as it was).
 
 mod common;
 
@@ -133,6 +134,65 @@ fn a_replica_switching_masters_keeps_its_replicas_until_its_history_changes() {
     wait_until(|| sub.raw(2).cmd(&["GET", "c"]) == "$1\r\nd\r\n");
     assert_eq!(info(&mut mid, "stats", "sync_full"), "1");
     assert_eq!(info(&mut mid, "stats", "sync_partial_ok"), "0");
+}
+
+/// A replica whose decoding lags stops reading its socket; when the decode catches up
+/// while handling a readiness event, it must read what waited there at once (that
+/// event is spent and no other comes while the master is blocked on a full socket).
+/// Before the fix, the slow replica stalled with its master writing into a full socket
+/// (the suite's "diskless no replicas drop during rdb pipe" and "diskless loading short
+/// read" hung on it, intermittently, as did replication-psync).
+#[test]
+fn a_lagging_diskless_load_resumes_reading_once_it_catches_up() {
+    let master = TestServer::start_with(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "1",
+        "--repl-diskless-sync-max-replicas",
+        "2",
+        "--rdbcompression",
+        "no",
+    ]);
+    let mut m = master.raw(2);
+    assert_eq!(
+        m.cmd(&["DEBUG", "POPULATE", "8000", "test", "10000"]),
+        "+OK\r\n"
+    );
+    for _round in 0..2 {
+        let slow =
+            TestServer::start_with(&["--repl-diskless-load", "swapdb", "--key-load-delay", "100"]);
+        let fast = TestServer::start();
+        for r in [&slow, &fast] {
+            r.raw(2)
+                .cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+        }
+        wait_until(|| link_up(slow.port) && link_up(fast.port));
+        assert_eq!(slow.raw(2).cmd(&["DBSIZE"]), ":8000\r\n");
+        assert_eq!(fast.raw(2).cmd(&["DBSIZE"]), ":8000\r\n");
+    }
+}
+
+/// REPLICAOF NO ONE on the middle of a chain: its replica is disconnected, comes
+/// back with the old ID and continues by PSYNC under the new one.
+#[test]
+fn a_replica_turned_master_sends_its_replicas_the_new_id() {
+    let master = TestServer::start();
+    master.raw(2).cmd(&["SET", "a", "b"]);
+    let middle = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    wait_until(|| link_up(middle.port));
+    let sub = TestServer::start_with(&["--replicaof", "127.0.0.1", &middle.port.to_string()]);
+    wait_until(|| link_up(sub.port));
+    let mut mid = middle.raw(2);
+    assert_eq!(info(&mut mid, "stats", "sync_full"), "1");
+    assert_eq!(mid.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    let id = info(&mut mid, "replication", "master_replid");
+    let mut s = sub.raw(2);
+    wait_until(|| info(&mut s, "replication", "master_replid") == id && link_up(sub.port));
+    assert_eq!(info(&mut mid, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info(&mut mid, "stats", "sync_full"), "1");
+    mid.cmd(&["SET", "c", "d"]);
+    wait_until(|| s.cmd(&["GET", "c"]) == "$1\r\nd\r\n");
 }
 
 #[test]

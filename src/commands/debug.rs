@@ -311,14 +311,19 @@ pub fn debug(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     // DEBUG AOF-SPACE <bytes>|-1 and DEBUG AOF-FSYNC-ERROR <errno>|0: the AOF's
     // incremental file fails as on a full disk once it has grown by <bytes>, and the
     // everysec fsync fails with <errno> (tests of the disk-error paths). DEBUG
-    // AOF-FLUSH-SLEEP <usec>: Redis's sleep before each AOF write.
-    if is(sub, "aof-flush-sleep") && args.len() == 3 {
+    // AOF-FLUSH-SLEEP <usec>: Redis's sleep before each AOF write. DEBUG
+    // AOF-FSYNC-SLEEP <ms>: the everysec fsync takes that much longer (a busy disk).
+    if (is(sub, "aof-flush-sleep") || is(sub, "aof-fsync-sleep")) && args.len() == 3 {
         let n = match arg_i64(args[2]) {
-            Ok(n) => n,
+            Ok(n) => n.max(0) as u64,
             Err(e) => return e,
         };
         if let Some(aof) = ctx.ex.aof.as_mut() {
-            aof.flush_sleep_us = n.max(0) as u64;
+            if is(sub, "aof-flush-sleep") {
+                aof.flush_sleep_us = n;
+            } else {
+                aof.fsync_sleep = std::time::Duration::from_millis(n);
+            }
         }
         return Reply::ok();
     }

@@ -471,10 +471,11 @@ impl Server {
             // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
-            // before any reply announcing them is written.
+            // before any reply announcing them is written; under everysec the write
+            // may wait up to 2 s for a slow fsync in flight (aof::flush_turn).
             if self.ex.aof.is_some() {
                 let aof_start = std::time::Instant::now();
-                crate::persistence::aof::flush(&mut self.ex);
+                crate::persistence::aof::flush_turn(&mut self.ex);
                 self.ex.stats.eventloop_aof_ns += aof_start.elapsed().as_nanos() as u64;
             } else {
                 crate::persistence::aof::flush(&mut self.ex);

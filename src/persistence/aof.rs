@@ -256,6 +256,9 @@ pub struct Aof {
     pub space_left: Option<u64>,
     /// DEBUG AOF-FSYNC-ERROR: the everysec fsync fails with this errno (0: it runs).
     pub fsync_fail_with: i32,
+    /// DEBUG AOF-FSYNC-SLEEP: the everysec fsync takes this much longer, as on a busy
+    /// disk (tests of `flush_turn`).
+    pub fsync_sleep: Duration,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write (tests that
     /// need replies and the write to land in one turn).
     pub flush_sleep_us: u64,
@@ -272,6 +275,10 @@ pub struct Aof {
     /// config lookups; CONFIG SET updates it).
     annotated_secs: i64,
     pub timestamps: bool,
+    /// Since when the turn's write has waited for the `everysec` fsync in flight
+    /// (`flush_turn`), and how many times that wait ran out (INFO `aof_delayed_fsync`).
+    postponed_since: Option<Instant>,
+    delayed_fsyncs: u64,
 }
 
 impl Aof {
@@ -697,6 +704,7 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         last_error_log: None,
         space_left: None,
         fsync_fail_with: 0,
+        fsync_sleep: Duration::ZERO,
         flush_sleep_us: 0,
         wait_rewrite: false,
         written_pos: ex.stream.position(),
@@ -704,6 +712,8 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
         fsynced_pos: ex.stream.position(),
         annotated_secs: 0,
         timestamps: ex.config.stored_bool("aof-timestamp-enabled"),
+        postponed_since: None,
+        delayed_fsyncs: 0,
     }));
     ex.stream.enabled = true;
     ex.stream.reset_db();
@@ -750,6 +760,7 @@ pub fn start_at_runtime(ex: &mut Executor, in_exec: bool) -> Result<(), String> 
         last_error_log: None,
         space_left: None,
         fsync_fail_with: 0,
+        fsync_sleep: Duration::ZERO,
         flush_sleep_us: 0,
         wait_rewrite: true,
         written_pos: ex.stream.position(),
@@ -757,6 +768,8 @@ pub fn start_at_runtime(ex: &mut Executor, in_exec: bool) -> Result<(), String> 
         fsynced_pos: ex.stream.position(),
         annotated_secs: 0,
         timestamps: ex.config.stored_bool("aof-timestamp-enabled"),
+        postponed_since: None,
+        delayed_fsyncs: 0,
     }));
     // Until the image is taken there is nothing to log: the image will hold it.
     // (Replicas still need the stream.)
@@ -905,6 +918,33 @@ pub fn reply_waits_for_write(ex: &Executor, slot: usize) -> bool {
             && !ex.stream.buf.is_empty()
             && ex.client(slot).aof_woff > a.written_pos
     })
+}
+
+/// How long the turn's write may wait for a slow `everysec` fsync (Redis's 2 s).
+const FSYNC_POSTPONE_MAX: Duration = Duration::from_secs(2);
+
+/// The end of a loop turn's `flush`, and the timer's. Under `everysec`, while the
+/// background fsync is still running, the write waits, for 2 s at most, as Redis's
+/// flushAppendOnlyFile does: a write to a file being synced can block the loop in the
+/// kernel for as long as the disk takes. Replies go out meanwhile, as with Redis
+/// (`everysec` promises the data within about a second, not before the reply);
+/// replicas get the stream at once. Past 2 s the write is made anyway and counted
+/// (INFO `aof_delayed_fsync`).
+pub fn flush_turn(ex: &mut Executor) {
+    if let Some(aof) = ex.aof.as_mut() {
+        let fsync_running = aof.fsync_thread.as_ref().is_some_and(|t| !t.is_finished());
+        if aof.fsync == Fsync::EverySec && fsync_running && !ex.stream.buf.is_empty() {
+            let since = *aof.postponed_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < FSYNC_POSTPONE_MAX {
+                crate::replication::feed(ex);
+                return;
+            }
+            aof.delayed_fsyncs += 1;
+            crate::log::notice("Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down Redis.");
+        }
+        aof.postponed_since = None;
+    }
+    flush(ex);
 }
 
 /// Writes the stream's pending commands to the incremental file; with `always`,
@@ -1092,6 +1132,7 @@ fn spawn_fsync(aof: &mut Aof, f: File) {
     aof.sync_target = aof.written_pos;
     let status = aof.fsync_errno.clone();
     let fail_with = aof.fsync_fail_with;
+    let sleep = aof.fsync_sleep;
     let before = aof.fsync_thread.take();
     aof.fsync_thread = std::thread::Builder::new()
         .name("cinnabar-aof-fsync".into())
@@ -1099,6 +1140,7 @@ fn spawn_fsync(aof: &mut Aof, f: File) {
             if let Some(t) = before {
                 let _ = t.join();
             }
+            std::thread::sleep(sleep);
             let synced = match fail_with {
                 0 => f.sync_data(),
                 e => Err(std::io::Error::from_raw_os_error(e)),
@@ -1124,7 +1166,7 @@ fn spawn_fsync(aof: &mut Aof, f: File) {
 
 /// Timer work: the `everysec` fsync, finishing a rewrite, automatic rewrites.
 pub fn cron(ex: &mut Executor) {
-    flush(ex);
+    flush_turn(ex);
     if ex.aof.is_none() && ex.persist.off_rewrite_scheduled && !ex.persist.busy() {
         ex.persist.off_rewrite_scheduled = false;
         if let Err(e) = start_rewrite_off(ex) {
@@ -1445,7 +1487,7 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
             ex.persist.off_rewrites,
         )),
         Some(a) => s.push_str(&format!(
-            "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_buffer_length:{}\r\n",
+            "aof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:{}\r\n",
             a.rewrite.is_some() as u8,
             a.rewrite_scheduled as u8,
             if a.last_rewrite_ok { "ok" } else { "err" },
@@ -1453,7 +1495,10 @@ pub fn info_fields(ex: &Executor, s: &mut String) {
             if write_error(ex).is_none() { "ok" } else { "err" },
             a.base_size + a.incr_size,
             a.base_size,
+            a.rewrite_scheduled as u8,
             ex.stream.buf.len(),
+            a.fsync_thread.as_ref().is_some_and(|t| !t.is_finished()) as u8,
+            a.delayed_fsyncs,
         )),
     }
 }

@@ -272,6 +272,9 @@ pub fn unset_master(ex: &mut Executor) -> bool {
     ex.config.replicaof = None;
     // A master's own expiry covers every key now.
     ex.ks.replica_local_expires.clear();
+    // Our replicas must hear of the new ID: they reconnect and continue by PSYNC
+    // through replid2 (Redis's replicationUnsetMaster disconnects them too).
+    disconnect_peers(ex);
     true
 }
 
@@ -496,45 +499,53 @@ pub fn on_event(ex: &mut Executor) {
         link.send(&[b"PING"]);
     }
     // Read everything available (edge-triggered), unless an image's decoding lags:
-    // then the bytes wait in the socket (`tick` comes back for them).
+    // then the bytes wait in the socket (`tick` comes back for them). A decode that
+    // catches up here, after a read was skipped, reads at once: the readiness event
+    // that announced those bytes is spent and no other would come.
     let mut closed = None;
-    if !decode_lagging(ex) {
-        let link = ex.repl.link.as_mut().expect("link");
-        let Some(sock) = link.sock.as_mut() else {
-            return;
-        };
-        loop {
-            if link.rbuf.len() - link.rpos < 16 * 1024 && link.rpos > 0 {
-                link.rbuf.drain(..link.rpos);
-                link.rpos = 0;
-            }
-            let len = link.rbuf.len();
-            link.rbuf.resize(len + 64 * 1024, 0);
-            match sock.read(&mut link.rbuf[len..]) {
-                Ok(0) => {
-                    link.rbuf.truncate(len);
-                    closed = Some("Connection with master lost.".to_string());
-                    break;
+    loop {
+        let skipped_read = decode_lagging(ex);
+        if !skipped_read {
+            let link = ex.repl.link.as_mut().expect("link");
+            let Some(sock) = link.sock.as_mut() else {
+                return;
+            };
+            loop {
+                if link.rbuf.len() - link.rpos < 16 * 1024 && link.rpos > 0 {
+                    link.rbuf.drain(..link.rpos);
+                    link.rpos = 0;
                 }
-                Ok(n) => {
-                    link.rbuf.truncate(len + n);
-                    link.last_io = Instant::now();
-                    ex.stats.total_net_input_bytes += n as u64;
-                }
-                Err(e) => {
-                    link.rbuf.truncate(len);
-                    if e.kind() == std::io::ErrorKind::WouldBlock {
+                let len = link.rbuf.len();
+                link.rbuf.resize(len + 64 * 1024, 0);
+                match sock.read(&mut link.rbuf[len..]) {
+                    Ok(0) => {
+                        link.rbuf.truncate(len);
+                        closed = Some("Connection with master lost.".to_string());
                         break;
                     }
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        closed = Some(format!("Error reading from MASTER: {e}"));
-                        break;
+                    Ok(n) => {
+                        link.rbuf.truncate(len + n);
+                        link.last_io = Instant::now();
+                        ex.stats.total_net_input_bytes += n as u64;
+                    }
+                    Err(e) => {
+                        link.rbuf.truncate(len);
+                        if e.kind() == std::io::ErrorKind::WouldBlock {
+                            break;
+                        }
+                        if e.kind() != std::io::ErrorKind::Interrupted {
+                            closed = Some(format!("Error reading from MASTER: {e}"));
+                            break;
+                        }
                     }
                 }
             }
         }
+        process(ex);
+        if !skipped_read || closed.is_some() || decode_lagging(ex) || ex.repl.link.is_none() {
+            break;
+        }
     }
-    process(ex);
     flush(ex);
     if let Some(why) = closed {
         fail(ex, &why);
