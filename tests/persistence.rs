@@ -385,3 +385,63 @@ fn c_now_ms() -> u128 {
         .unwrap()
         .as_millis()
 }
+
+/// A value whose LZF compression used to write one byte past its buffer: incompressible
+/// bytes that fill it to the end, then a repeat (`util::lzf`). The snapshot writer
+/// panicked on it, so every BGSAVE and full sync of a dataset holding it failed, and a
+/// compressed list node holding it crashed the server. Now it is stored as it is.
+#[test]
+fn a_value_that_overran_the_lzf_buffer_saves_and_reloads() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..200)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect();
+    let mut value = noise[..160].to_vec();
+    value.extend_from_slice(&noise[1..6]);
+    let dir = temp_dir("lzf-edge");
+    let s = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--list-compress-depth",
+            "1",
+        ],
+    );
+    let mut c = s.client();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg(&value)
+        .query(&mut c)
+        .unwrap();
+    // Interior nodes of a list compressed at depth 1 hold it too.
+    for _ in 0..4 {
+        let mut rpush = redis::cmd("RPUSH");
+        rpush.arg("l");
+        for _ in 0..200 {
+            rpush.arg(&value);
+        }
+        let _: i64 = rpush.query(&mut c).unwrap();
+    }
+    assert_eq!(run(&mut c, &["SAVE"]), redis::Value::Okay);
+    assert_eq!(run(&mut c, &["DEBUG", "RELOAD"]), redis::Value::Okay);
+    let got: Vec<u8> = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(got, value);
+    let items: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg("l")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(items.len(), 800);
+    assert!(items.iter().all(|i| *i == value));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
