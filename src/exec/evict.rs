@@ -316,8 +316,9 @@ impl Executor {
             if d.table.is_empty() || (volatile_only && d.volatile == 0) {
                 continue;
             }
-            // A volatile key is found by sampling: give up on this database after a
-            // bounded number of misses (its keys are mostly persistent).
+            // A volatile key is found by sampling; when its keys are mostly persistent
+            // and the draws miss, a scan finds one (Redis draws from its expires
+            // dict, so it always finds one while any exists).
             let tries = if volatile_only { 64 } else { 1 };
             for _ in 0..tries {
                 let Some(e) = d.table.random_entry() else {
@@ -326,6 +327,9 @@ impl Executor {
                 if !volatile_only || e.expire().is_some() {
                     return Some((db, e.key().to_vec()));
                 }
+            }
+            if let Some(key) = first_volatile(&d.table) {
+                return Some((db, key));
             }
         }
         None
@@ -375,7 +379,13 @@ impl Executor {
             if self.eviction_pool.is_empty() {
                 empty_rounds += 1;
                 if empty_rounds >= 64 {
-                    return None;
+                    // The draws keep missing the few volatile keys: a scan finds one.
+                    return self.ks.dbs.iter().enumerate().find_map(|(db, d)| {
+                        (volatile_only && d.volatile > 0)
+                            .then(|| first_volatile(&d.table))
+                            .flatten()
+                            .map(|key| (db, key))
+                    });
                 }
                 continue;
             }
@@ -390,6 +400,23 @@ impl Executor {
                     return Some((c.db, c.key));
                 }
             }
+        }
+    }
+}
+
+/// The first key with an expiry in a scan of `table` (None when it has none): the
+/// fallback of volatile policies whose random draws miss a table's few volatile keys.
+fn first_volatile(table: &crate::keyspace::table::KeyTable) -> Option<Vec<u8>> {
+    let mut found = None;
+    let mut cursor = 0;
+    loop {
+        cursor = table.scan(cursor, |e| {
+            if found.is_none() && e.expire().is_some() {
+                found = Some(e.key().to_vec());
+            }
+        });
+        if found.is_some() || cursor == 0 {
+            return found;
         }
     }
 }
