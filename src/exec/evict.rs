@@ -328,7 +328,7 @@ impl Executor {
                     return Some((db, e.key().to_vec()));
                 }
             }
-            if let Some(key) = first_volatile(&d.table) {
+            if let Some(key) = first_volatile(&d.table, &mut self.eviction_volatile_cursor) {
                 return Some((db, key));
             }
         }
@@ -380,9 +380,10 @@ impl Executor {
                 empty_rounds += 1;
                 if empty_rounds >= 64 {
                     // The draws keep missing the few volatile keys: a scan finds one.
+                    let cursor = &mut self.eviction_volatile_cursor;
                     return self.ks.dbs.iter().enumerate().find_map(|(db, d)| {
                         (volatile_only && d.volatile > 0)
-                            .then(|| first_volatile(&d.table))
+                            .then(|| first_volatile(&d.table, cursor))
                             .flatten()
                             .map(|key| (db, key))
                     });
@@ -404,19 +405,28 @@ impl Executor {
     }
 }
 
-/// The first key with an expiry in a scan of `table` (None when it has none): the
-/// fallback of volatile policies whose random draws miss a table's few volatile keys.
-fn first_volatile(table: &crate::keyspace::table::KeyTable) -> Option<Vec<u8>> {
+/// The next key with an expiry in a scan of `table` from `cursor` (None when it has
+/// none): the fallback of volatile policies whose random draws miss a table's few
+/// volatile keys. The cursor is kept between calls so that successive evictions go on
+/// through the table instead of rescanning its volatile-free start each time; a call
+/// ends after at most one full cycle (the cursor back at 0 twice).
+fn first_volatile(table: &crate::keyspace::table::KeyTable, cursor: &mut u64) -> Option<Vec<u8>> {
     let mut found = None;
-    let mut cursor = 0;
+    let mut wraps = 0;
     loop {
-        cursor = table.scan(cursor, |e| {
+        *cursor = table.scan(*cursor, |e| {
             if found.is_none() && e.expire().is_some() {
                 found = Some(e.key().to_vec());
             }
         });
-        if found.is_some() || cursor == 0 {
+        if found.is_some() {
             return found;
+        }
+        if *cursor == 0 {
+            wraps += 1;
+            if wraps == 2 || table.is_empty() {
+                return None;
+            }
         }
     }
 }

@@ -255,6 +255,10 @@ pub struct Executor {
     pub client_mem: client_mem::ClientMemory,
     pub eviction_running: bool,
     eviction_next_db: usize,
+    /// Where the volatile-key scan behind a volatile policy's missed draws goes on
+    /// (`evict.rs`, `first_volatile`): each call continues the last, so a pass of
+    /// evictions walks a table once rather than from its start per key.
+    eviction_volatile_cursor: u64,
     /// Cluster mode's state (src/cluster); None with `cluster-enabled no`.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
 }
@@ -327,6 +331,7 @@ impl Executor {
             client_mem: Default::default(),
             eviction_running: false,
             eviction_next_db: 0,
+            eviction_volatile_cursor: 0,
             cluster: None,
         };
         ex.sync_access_policy();
