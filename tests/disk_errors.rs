@@ -215,6 +215,36 @@ fn a_slow_everysec_fsync_holds_the_write_back_for_two_seconds_at_most() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A write held back by a slow fsync is not acknowledged until it is in the file: a
+/// server killed meanwhile has either not answered, or answered and kept the key.
+#[test]
+fn a_write_postponed_by_a_slow_fsync_is_acknowledged_only_once_written() {
+    let dir = temp_dir("aof-slow-fsync-kill");
+    let mut s = start_aof(&dir, &[]);
+    let mut c = s.raw(2);
+    let mut admin = s.raw(2);
+    assert_eq!(c.cmd(&["DEBUG", "AOF-FSYNC-SLEEP", "5000"]), "+OK\r\n");
+    assert_eq!(c.cmd(&["SET", "a", "1"]), "+OK\r\n");
+    wait_until(|| info(&mut admin, "aof_pending_bio_fsync") == "1");
+    c.send(&["SET", "b", "2"]);
+    // The write waits in the AOF buffer for the fsync in flight.
+    wait_until(|| info(&mut admin, "aof_buffer_length") != "0");
+    s.kill9();
+    let mut got = String::new();
+    let _ = c.reader.read_to_string(&mut got);
+    let s = start_aof(&dir, &["--aof-load-truncated", "no"]);
+    let mut after = s.raw(2);
+    assert_eq!(after.cmd(&["GET", "a"]), "$1\r\n1\r\n");
+    let b = after.cmd(&["GET", "b"]);
+    if got == "+OK\r\n" {
+        assert_eq!(b, "$1\r\n2\r\n", "acknowledged, then lost");
+    } else {
+        assert_eq!(got, "", "no reply before the kill");
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn write_error_with_appendfsync_always_exits_without_acknowledging() {
     let dir = temp_dir("aof-enospc-always");

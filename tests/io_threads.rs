@@ -364,3 +364,61 @@ fn commands_run_in_the_order_their_clients_sent_them() {
         );
     }
 }
+
+/// With I/O threads the first command of each connection read in a turn is parsed
+/// ahead and its key prefetched with the others'. Every kind of first command (whole,
+/// inline, half sent, a pipeline starting with SELECT, a protocol error) still runs
+/// as sent, in its client's database.
+#[test]
+fn first_commands_parsed_ahead_run_as_sent() {
+    let server =
+        TestServer::start_with(&["--io-threads", "4", "--io-threads-always-active", "yes"]);
+    for round in 0..3 {
+        let mut sleeper = server.raw(2);
+        let mut clients: Vec<RawConn> = (0..12).map(|_| server.raw(2)).collect();
+        let mut bad = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        // Every command below waits for the same turn, behind the sleep.
+        sleeper.send(&["DEBUG", "SLEEP", "0.2"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        for (i, c) in clients.iter_mut().enumerate() {
+            let key = format!("c:{round}:{i}");
+            let whole = format!("*2\r\n$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len());
+            let bytes = match i % 4 {
+                0 => whole,
+                1 => format!("INCR {key}\r\n"),
+                2 => whole[..whole.len() - 4].to_string(),
+                _ => format!("*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n{whole}"),
+            };
+            c.stream.write_all(bytes.as_bytes()).unwrap();
+        }
+        bad.write_all(b"*1\r\n$x\r\n").unwrap();
+        assert_eq!(sleeper.read_reply(), "+OK\r\n");
+        for (i, c) in clients.iter_mut().enumerate() {
+            if i % 4 == 2 {
+                let key = format!("c:{round}:{i}");
+                c.stream
+                    .write_all(&key.as_bytes()[key.len() - 2..])
+                    .unwrap();
+                c.stream.write_all(b"\r\n").unwrap();
+            }
+            if i % 4 == 3 {
+                assert_eq!(c.read_reply(), "+OK\r\n", "client {i}");
+            }
+            assert_eq!(c.read_reply(), ":1\r\n", "client {i}");
+        }
+        let mut all = String::new();
+        bad.read_to_string(&mut all).unwrap();
+        assert_eq!(all, "-ERR Protocol error: invalid bulk length\r\n");
+        let mut check = server.raw(2);
+        for i in 0..12 {
+            let key = format!("c:{round}:{i}");
+            let in_db0 = if i % 4 == 3 { "$-1\r\n" } else { "$1\r\n1\r\n" };
+            assert_eq!(check.cmd(&["GET", &key]), in_db0, "client {i}");
+        }
+        assert_eq!(check.cmd(&["SELECT", "1"]), "+OK\r\n");
+        for i in (3..12).step_by(4) {
+            let key = format!("c:{round}:{i}");
+            assert_eq!(check.cmd(&["GET", &key]), "$1\r\n1\r\n", "client {i}");
+        }
+    }
+}

@@ -35,6 +35,27 @@ use crate::config::Config;
 use crate::keyspace::{unix_ms, Keyspace};
 use crate::protocol::Reply;
 
+/// A command's name as the key of its counters (`Executor::cmd_stats`): every name
+/// comes from its command's entry in the static table, so the address identifies it,
+/// and hashing it costs a few instructions where the text took a string hash and a
+/// comparison on every command.
+#[derive(Debug, Clone, Copy)]
+pub struct CmdName(pub &'static str);
+
+impl PartialEq for CmdName {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for CmdName {}
+
+impl std::hash::Hash for CmdName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.as_ptr() as usize);
+    }
+}
+
 /// Per-command counters (INFO commandstats).
 #[derive(Default, Debug, Clone)]
 pub struct CmdStat {
@@ -156,7 +177,7 @@ pub struct Executor {
     client_count: usize,
     next_client_id: u64,
     pub stats: Stats,
-    pub cmd_stats: FastMap<&'static str, CmdStat>,
+    pub cmd_stats: FastMap<CmdName, CmdStat>,
     pub error_stats: FastMap<String, u64>,
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
@@ -479,6 +500,19 @@ impl Executor {
 
     /// Runs one command for `slot` and encodes its reply into the client's output
     /// buffer (honouring CLIENT REPLY).
+    /// Prefetches the key table entries the client's next commands will look up
+    /// (`KeyTable::prefetch`), in the database it has selected now.
+    pub fn prefetch_keys<'k>(&self, slot: usize, keys: impl Iterator<Item = &'k [u8]>) {
+        self.prefetch_in_db(self.client(slot).db, keys);
+    }
+
+    /// `prefetch_keys` in database `db`.
+    pub fn prefetch_in_db<'k>(&self, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
+        if let Some(d) = self.ks.dbs.get(db) {
+            d.table.prefetch(keys);
+        }
+    }
+
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
         // Pushes to this client raised by its own command follow the reply (pubsub.rs);
         // `call` marks the client executing, so what happens before the command runs
@@ -749,7 +783,7 @@ impl Executor {
         let counted = std::mem::take(&mut self.error_reply_counted);
         if !blocked {
             self.stats.total_commands_processed += 1;
-            let st = self.cmd_stats.entry(cmd.name).or_default();
+            let st = self.cmd_stats.entry(CmdName(cmd.name)).or_default();
             st.calls += 1;
             st.usec += usec;
             if self.config.latency_tracking {
@@ -884,7 +918,10 @@ impl Executor {
     /// statistics (also for commands refused inside scripts).
     pub fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
         if let Some(c) = cmd {
-            self.cmd_stats.entry(c.name).or_default().rejected_calls += 1;
+            self.cmd_stats
+                .entry(CmdName(c.name))
+                .or_default()
+                .rejected_calls += 1;
         }
         if let Reply::Error(e) = &reply {
             self.count_error(e);

@@ -43,6 +43,10 @@ impl Executor {
     /// everything paused if one pauses everything); purposes whose time has passed
     /// are lifted first.
     pub fn current_pause(&mut self) -> Option<Pause> {
+        // Every command asks: no clock read while nothing is paused.
+        if self.pauses.iter().all(Option::is_none) {
+            return None;
+        }
         let before = strictest(&self.pauses);
         let now = Instant::now();
         for p in self.pauses.iter_mut() {
@@ -101,7 +105,7 @@ impl Executor {
         };
         if paused {
             self.postponed.insert(slot);
-        } else {
+        } else if !self.postponed.is_empty() {
             self.postponed.remove(&slot);
         }
         paused

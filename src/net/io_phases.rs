@@ -7,6 +7,8 @@ use std::io;
 
 use super::{io_threads, Net, Server, READ_BUDGET_PER_TURN, WRITE_SLICES};
 use crate::exec::Executor;
+use crate::keyspace::table::PREFETCH_BATCH;
+use crate::protocol::{Limits, Request};
 
 impl Server {
     /// With I/O threads: the first read of every connection reported readable this
@@ -89,7 +91,15 @@ impl Server {
                 read.push((slot, n, drained));
             }
         }
-        for (slot, n, drained) in read {
+        // A batch of connections at a time: their first commands are parsed and their
+        // keys prefetched together, so the cache misses of one command per client
+        // overlap (Valkey 8's batch prefetch across clients).
+        let mut batch_end = 0;
+        for (i, &(slot, n, drained)) in read.iter().enumerate() {
+            if i == batch_end {
+                batch_end = (i + PREFETCH_BATCH).min(read.len());
+                self.prefetch_first_keys(read[i..batch_end].iter().map(|r| r.0));
+            }
             self.process(slot);
             if !drained {
                 let budget = READ_BUDGET_PER_TURN.saturating_sub(n);
@@ -108,6 +118,58 @@ impl Server {
         io_threads::decay_unused(&mut slots);
         slots.clear();
         net.readable = slots;
+    }
+}
+
+impl Server {
+    /// Parses the first command of each connection of `slots` ahead of its turn
+    /// (`Conn::parsed_ahead`, taken up by `run_commands`) and prefetches the keys of
+    /// those commands together (`Executor::prefetch_first_keys`).
+    fn prefetch_first_keys(&mut self, slots: impl Iterator<Item = usize>) {
+        let mut guard = self.net.borrow_mut();
+        let net = &mut *guard;
+        let mut found: smallvec::SmallVec<[(usize, usize, usize, usize); PREFETCH_BATCH]> =
+            smallvec::SmallVec::new();
+        for slot in slots {
+            let Some(Some(conn)) = net.conns.get_mut(slot) else {
+                continue;
+            };
+            if conn.parsed_ahead.is_some() || conn.start == conn.end || !self.ex.has_client(slot) {
+                continue;
+            }
+            let c = self.ex.client(slot);
+            let limits = Limits {
+                max_bulk_len: self.ex.config.proto_max_bulk_len,
+                authenticated: c.authenticated,
+            };
+            match conn.parser.parse(&conn.rbuf[conn.start..conn.end], &limits) {
+                Ok(Some(Request::Multibulk { consumed })) => {
+                    conn.parsed_ahead = Some((consumed, limits));
+                    if let Some(&(s, e)) = conn.parser.ranges().get(1) {
+                        found.push((slot, c.db, conn.start + s, conn.start + e));
+                    }
+                }
+                // Incomplete: the parser resumes where it is when more arrives.
+                Ok(None) => {}
+                // Inline or empty requests, and errors, are parsed again when they run.
+                Ok(Some(_)) | Err(_) => conn.parser.reset(),
+            }
+        }
+        if found.len() < 2 {
+            return;
+        }
+        let conns = &net.conns;
+        let key = |&(slot, _, s, e): &(usize, usize, usize, usize)| -> &[u8] {
+            &conns[slot].as_ref().expect("found above").rbuf[s..e]
+        };
+        // Clients mostly share a database: one batch for the first one's, the rest
+        // one by one.
+        let db = found[0].1;
+        self.ex
+            .prefetch_in_db(db, found.iter().filter(|f| f.1 == db).map(key));
+        for f in found.iter().filter(|f| f.1 != db) {
+            self.ex.prefetch_in_db(f.1, std::iter::once(key(f)));
+        }
     }
 }
 

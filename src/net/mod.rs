@@ -95,6 +95,9 @@ struct Conn {
     io_thread: usize,
     /// Listed in `Net::readable` this turn: one read job per connection per phase.
     read_noted: bool,
+    /// The first command in the buffer was parsed ahead (`Server::prefetch_first_keys`):
+    /// its length and the limits it was parsed under; its ranges are the parser's.
+    parsed_ahead: Option<(usize, Limits)>,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -327,6 +330,7 @@ impl Server {
                 } else if net.pending_reads.is_empty()
                     && net.held.is_empty()
                     && !crate::replication::replica::held(&self.ex)
+                    && !crate::persistence::aof::write_postponed(&self.ex)
                 {
                     Duration::from_millis(self.ex.ms_until_cron().max(1))
                 } else if net.pending_reads.is_empty() {
@@ -593,10 +597,27 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
             authenticated: ex.client(slot).authenticated,
         };
         let buf = &conn.rbuf[conn.start..conn.end];
-        match conn.parser.parse(buf, &limits) {
+        let parsed = match conn.parsed_ahead.take() {
+            Some((consumed, parsed_under)) if parsed_under == limits => {
+                Ok(Some(Request::Multibulk { consumed }))
+            }
+            _ => conn.parser.parse(buf, &limits),
+        };
+        match parsed {
             Ok(None) => break,
             Ok(Some(Request::Empty { consumed })) => conn.start += consumed,
             Ok(Some(Request::Multibulk { consumed })) => {
+                // More commands wait behind this one: run them as a batch whose keys
+                // are prefetched together.
+                if conn.start + consumed < conn.end && limits.authenticated {
+                    match run_pipeline(ex, slot, conn, consumed, &limits, output_at_start) {
+                        Some(s) => {
+                            stop = s;
+                            break;
+                        }
+                        None => continue,
+                    }
+                }
                 let args: smallvec::SmallVec<[&[u8]; 8]> = conn
                     .parser
                     .ranges()
@@ -659,6 +680,123 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
         }
     }
     stop
+}
+
+/// Commands parsed ahead of their execution (`run_pipeline`): each one's offset from
+/// the first one's start, its length, and where its argument ranges are in the
+/// parser's `all_ranges` (relative to its own start).
+type Pipeline = smallvec::SmallVec<[(usize, usize, usize, usize); PREFETCH_BATCH]>;
+
+use crate::keyspace::table::PREFETCH_BATCH;
+
+/// The most arguments a batch parses ahead: a batch is for many small commands.
+const PIPELINE_MAX_ARGS: usize = 1024;
+
+/// A pipeline waits behind the command just parsed (`first` bytes long): the complete
+/// commands behind it are parsed too, up to `PREFETCH_BATCH` in all, their keys
+/// prefetched together so that their cache misses overlap (`KeyTable::prefetch`), and
+/// they run one by one as `run_commands` runs them. `Some` stops `run_commands`;
+/// `None` goes on with what follows the batch, or with what the batch left when the
+/// parsing limits changed under it (AUTH, CONFIG SET proto-max-bulk-len): that is
+/// parsed again.
+fn run_pipeline(
+    ex: &mut Executor,
+    slot: usize,
+    conn: &mut Conn,
+    first: usize,
+    limits: &Limits,
+    output_at_start: usize,
+) -> Option<Stop> {
+    let base = conn.start;
+    let mut batch = Pipeline::new();
+    batch.push((0, first, 0, conn.parser.all_ranges().len()));
+    let mut parsed = first;
+    while batch.len() < PREFETCH_BATCH
+        && base + parsed < conn.end
+        && conn.parser.all_ranges().len() < PIPELINE_MAX_ARGS
+    {
+        let from = conn.parser.all_ranges().len();
+        match conn
+            .parser
+            .parse_next(&conn.rbuf[base + parsed..conn.end], limits)
+        {
+            Ok(Some(Request::Multibulk { consumed })) => {
+                batch.push((parsed, consumed, from, conn.parser.all_ranges().len()));
+                parsed += consumed;
+            }
+            // Incomplete, inline, empty or malformed: the loop parses it again.
+            _ => {
+                conn.parser.reset();
+                break;
+            }
+        }
+    }
+    if batch.len() > 1 {
+        let ranges = conn.parser.all_ranges();
+        let buf = &conn.rbuf[base..];
+        ex.prefetch_keys(
+            slot,
+            batch
+                .iter()
+                .filter(|&&(_, _, from, to)| to - from > 1)
+                .map(|&(offset, _, from, _)| {
+                    let (s, e) = ranges[from + 1];
+                    &buf[offset + s..offset + e]
+                }),
+        );
+    }
+    let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
+    conn.parser.release_args();
+    stop
+}
+
+/// Runs the commands of `batch` (`run_pipeline`).
+fn run_batch(
+    ex: &mut Executor,
+    slot: usize,
+    conn: &mut Conn,
+    batch: &Pipeline,
+    limits: &Limits,
+    output_at_start: usize,
+) -> Option<Stop> {
+    let base = conn.start;
+    for (i, &(offset, consumed, from, to)) in batch.iter().enumerate() {
+        debug_assert_eq!(conn.start, base + offset);
+        if i > 0 {
+            let c = ex.client(slot);
+            if c.close_after_reply || c.close_asap || c.stream.is_some() {
+                return Some(Stop::Done);
+            }
+            if c.authenticated != limits.authenticated
+                || ex.config.proto_max_bulk_len != limits.max_bulk_len
+            {
+                return None;
+            }
+        }
+        let buf = &conn.rbuf[base + offset..];
+        let args: smallvec::SmallVec<[&[u8]; 8]> = conn.parser.all_ranges()[from..to]
+            .iter()
+            .map(|&(s, e)| &buf[s..e])
+            .collect();
+        if !ex.can_run(slot, &args) {
+            // Blocked clients resume through `blocking.take_resumed`.
+            return Some(if ex.blocking.is_blocked(slot) {
+                Stop::Done
+            } else {
+                Stop::Held
+            });
+        }
+        conn.report_qbuf(ex.client_mut(slot));
+        if evicted_before_command(ex, slot) {
+            return Some(Stop::Done);
+        }
+        ex.execute_and_reply(slot, &args);
+        conn.start += consumed;
+        if spent_output_budget(ex, slot, output_at_start) {
+            return Some(Stop::Yielded);
+        }
+    }
+    None
 }
 
 /// Why `run_commands` stopped short of the end of the buffer, if it did.
@@ -952,6 +1090,7 @@ impl Net {
                 refusal,
                 io_thread,
                 read_noted: false,
+                parsed_ahead: None,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }

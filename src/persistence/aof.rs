@@ -910,14 +910,21 @@ pub fn write_error(ex: &Executor) -> Option<i32> {
 }
 
 /// Whether `slot`'s replies must wait: it wrote something the AOF could not take
-/// yet. Its output goes out once the write succeeds, so no client hears of a write
-/// that is not in the file (Redis sends it anyway and may lose it).
+/// yet (a failed write), or whose write waits for a slow fsync (`flush_turn`). Its
+/// output goes out once the write is made, so no client hears of a write that is
+/// not in the file (Redis sends it anyway, and a crash meanwhile loses it).
 pub fn reply_waits_for_write(ex: &Executor, slot: usize) -> bool {
     ex.aof.as_ref().is_some_and(|a| {
-        a.last_write_errno != 0
+        (a.last_write_errno != 0 || a.postponed_since.is_some())
             && !ex.stream.buf.is_empty()
             && ex.client(slot).aof_woff > a.written_pos
     })
+}
+
+/// The turn's write waits for a slow fsync (`flush_turn`): the loop looks again
+/// every millisecond, since the replies it holds go out once it is made.
+pub fn write_postponed(ex: &Executor) -> bool {
+    ex.aof.as_ref().is_some_and(|a| a.postponed_since.is_some())
 }
 
 /// How long the turn's write may wait for a slow `everysec` fsync (Redis's 2 s).
@@ -926,9 +933,10 @@ const FSYNC_POSTPONE_MAX: Duration = Duration::from_secs(2);
 /// The end of a loop turn's `flush`, and the timer's. Under `everysec`, while the
 /// background fsync is still running, the write waits, for 2 s at most, as Redis's
 /// flushAppendOnlyFile does: a write to a file being synced can block the loop in the
-/// kernel for as long as the disk takes. Replies go out meanwhile, as with Redis
-/// (`everysec` promises the data within about a second, not before the reply);
-/// replicas get the stream at once. Past 2 s the write is made anyway and counted
+/// kernel for as long as the disk takes. The replies of the writes it holds wait
+/// with it (`reply_waits_for_write`): Redis sends them, and a crash in those 2 s
+/// loses writes it acknowledged. Other clients are served meanwhile; replicas get
+/// the stream at once. Past 2 s the write is made anyway and counted
 /// (INFO `aof_delayed_fsync`).
 pub fn flush_turn(ex: &mut Executor) {
     if let Some(aof) = ex.aof.as_mut() {

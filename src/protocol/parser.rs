@@ -15,7 +15,7 @@ use memchr::memchr;
 pub const MAX_INLINE_SIZE: usize = 64 * 1024;
 
 /// Limits enforced while parsing.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// `proto-max-bulk-len`.
     pub max_bulk_len: i64,
@@ -58,6 +58,9 @@ pub struct RequestParser {
     /// Length of the bulk whose header was read but whose payload has not fully arrived.
     pending_bulk: Option<usize>,
     ranges: Vec<(usize, usize)>,
+    /// Where the last command's ranges begin in `ranges` (`parse_next` keeps those of
+    /// the commands before it).
+    first: usize,
 }
 
 impl RequestParser {
@@ -67,6 +70,12 @@ impl RequestParser {
 
     /// Argument ranges of the last `Request::Multibulk`, relative to the buffer given.
     pub fn ranges(&self) -> &[(usize, usize)] {
+        &self.ranges[self.first..]
+    }
+
+    /// The ranges of every command since the last `parse`: `parse_next` appends each
+    /// command's, relative to the buffer it was given.
+    pub fn all_ranges(&self) -> &[(usize, usize)] {
         &self.ranges
     }
 
@@ -76,7 +85,19 @@ impl RequestParser {
     pub fn release_args(&mut self) {
         if self.ranges.capacity() > ARGS_KEPT {
             self.ranges = Vec::new();
+            self.first = 0;
         }
+    }
+
+    /// Forgets a command parsed in part: parsing starts afresh at the next buffer
+    /// given (a look-ahead that stopped at an incomplete command).
+    pub fn reset(&mut self) {
+        if self.remaining.is_some() {
+            self.ranges.truncate(self.first);
+        }
+        self.remaining = None;
+        self.pos = 0;
+        self.pending_bulk = None;
     }
 
     /// How many more bytes the command in progress needs at least, when known (used to
@@ -94,6 +115,26 @@ impl RequestParser {
     /// Parses one request from `buf`, which must start at the current command's first
     /// byte. Returns `Ok(None)` when more bytes are needed.
     pub fn parse(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<Request>, ProtocolError> {
+        self.parse_request(buf, limits, false)
+    }
+
+    /// `parse`, keeping the ranges of the commands parsed before (`all_ranges`): a
+    /// pipeline's commands parsed ahead share one vector.
+    pub fn parse_next(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<Request>, ProtocolError> {
+        self.parse_request(buf, limits, true)
+    }
+
+    #[inline(always)]
+    fn parse_request(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+        append: bool,
+    ) -> Result<Option<Request>, ProtocolError> {
         if self.remaining.is_none() {
             if buf.is_empty() {
                 return Ok(None);
@@ -114,7 +155,12 @@ impl RequestParser {
             if count <= 0 {
                 return Ok(Some(Request::Empty { consumed: next }));
             }
-            self.ranges.clear();
+            if append {
+                self.first = self.ranges.len();
+            } else {
+                self.ranges.clear();
+                self.first = 0;
+            }
             // Reserve modestly: the count is announced, not proven.
             self.ranges.reserve((count as usize).min(ARGS_KEPT));
             self.remaining = Some(count as usize);
@@ -558,5 +604,39 @@ mod tests {
         fn random_bytes_never_panic(input in prop::collection::vec(any::<u8>(), 0..300), chunks in prop::collection::vec(1usize..9, 1..4)) {
             let _ = parse_all(&input, &chunks);
         }
+    }
+
+    /// `parse_next` keeps each command's ranges after the ones before it, `ranges()`
+    /// shows the last command's, and `reset` drops a command parsed in part.
+    #[test]
+    fn parse_next_appends_and_reset_forgets_a_partial_command() {
+        let limits = Limits::default();
+        let buf = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$2\r\nvv\r\n*2\r\n$3\r\nGE";
+        let mut p = RequestParser::new();
+        let Ok(Some(Request::Multibulk { consumed: first })) = p.parse(buf, &limits) else {
+            panic!("first command");
+        };
+        assert_eq!(p.all_ranges(), &[(8, 11), (17, 18)]);
+        let Ok(Some(Request::Multibulk { consumed: second })) =
+            p.parse_next(&buf[first..], &limits)
+        else {
+            panic!("second command");
+        };
+        assert_eq!(p.ranges(), &[(8, 11), (17, 18), (24, 26)]);
+        assert_eq!(p.all_ranges().len(), 5);
+        let rest = &buf[first + second..];
+        assert_eq!(p.parse_next(rest, &limits), Ok(None));
+        p.reset();
+        assert_eq!(p.all_ranges().len(), 5);
+        // Parsed afresh from its first byte once complete.
+        let mut whole = rest.to_vec();
+        whole.extend_from_slice(b"T\r\n$1\r\nc\r\n");
+        assert_eq!(
+            p.parse(&whole, &limits),
+            Ok(Some(Request::Multibulk {
+                consumed: whole.len()
+            }))
+        );
+        assert_eq!(p.ranges(), &[(8, 11), (17, 18)]);
     }
 }

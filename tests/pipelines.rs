@@ -1,0 +1,159 @@
+//! Pipelines: the commands a client sends in one go are parsed ahead in batches whose
+//! keys are prefetched together; each command must still run as if parsed alone, in
+//! order, under the limits and state its predecessors left.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+
+fn command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+fn read_replies(c: &mut RawConn, n: usize) -> String {
+    (0..n).map(|_| c.read_reply()).collect()
+}
+
+/// A long pipeline of mixed commands (several batches, a SELECT, an inline command
+/// and an empty multibulk in the middle) gets the same replies whether sent at once
+/// or trickled a few bytes at a time.
+#[test]
+fn a_pipeline_runs_in_order_however_it_arrives() {
+    let s = TestServer::start();
+    let mut pipeline = Vec::new();
+    for i in 0..60 {
+        let key = format!("k{}", i % 7);
+        pipeline.extend(command(&[b"INCR", key.as_bytes()]));
+        if i == 20 {
+            pipeline.extend(command(&[b"SELECT", b"1"]));
+            pipeline.extend(b"PING\r\n");
+            pipeline.extend(b"*0\r\n");
+        }
+        if i == 40 {
+            pipeline.extend(command(&[b"SELECT", b"0"]));
+        }
+    }
+    pipeline.extend(command(&[b"MGET", b"k0", b"k1"]));
+    let replies = 60 + 4;
+    for chunk in [pipeline.len(), 7] {
+        let mut c = s.raw(2);
+        assert_eq!(c.cmd(&["FLUSHALL"]), "+OK\r\n");
+        for piece in pipeline.chunks(chunk) {
+            c.stream.write_all(piece).unwrap();
+        }
+        // Keys k0 and k1 were incremented in db 0 before the first SELECT, in db 1
+        // after it, and in db 0 again after the second.
+        let (k0, k1) = (
+            (0..=20).filter(|i| i % 7 == 0).count() + (41..60).filter(|i| i % 7 == 0).count(),
+            (0..=20).filter(|i| i % 7 == 1).count() + (41..60).filter(|i| i % 7 == 1).count(),
+        );
+        let mut expect = String::new();
+        // Replies of INCR count per database.
+        let mut counts = [[0usize; 7]; 2];
+        let mut db = 0;
+        for i in 0..60 {
+            counts[db][i % 7] += 1;
+            expect += &format!(":{}\r\n", counts[db][i % 7]);
+            if i == 20 {
+                db = 1;
+                expect += "+OK\r\n+PONG\r\n";
+            }
+            if i == 40 {
+                db = 0;
+                expect += "+OK\r\n";
+            }
+        }
+        expect += &format!(
+            "*2\r\n${}\r\n{k0}\r\n${}\r\n{k1}\r\n",
+            k0.to_string().len(),
+            k1.to_string().len()
+        );
+        assert_eq!(read_replies(&mut c, replies), expect, "chunks of {chunk}");
+    }
+}
+
+/// RESET in the middle of a batch makes the client unauthenticated again: the
+/// command after it is parsed under the unauthenticated limits (more than 10
+/// arguments is a protocol error), as if nothing had been parsed ahead.
+#[test]
+fn reset_mid_pipeline_brings_back_the_unauthenticated_limits() {
+    let s = TestServer::start_with(&["--requirepass", "pw"]);
+    let eleven: Vec<&[u8]> = std::iter::once(b"MSET".as_slice())
+        .chain([b"a".as_slice(), b"1"].into_iter().cycle().take(10))
+        .collect();
+    let mut c = s.raw(2);
+    let mut pipeline = command(&[b"AUTH", b"pw"]);
+    pipeline.extend(command(&eleven));
+    pipeline.extend(command(&[b"PING"]));
+    pipeline.extend(command(&[b"RESET"]));
+    pipeline.extend(command(&eleven));
+    pipeline.extend(command(&[b"PING"]));
+    c.stream.write_all(&pipeline).unwrap();
+    // The protocol error closes the connection.
+    let mut got = String::new();
+    c.stream.read_to_string(&mut got).unwrap();
+    assert_eq!(
+        got,
+        "+OK\r\n+OK\r\n+PONG\r\n+RESET\r\n-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+}
+
+/// A command that blocks in the middle of a batch holds the rest of the pipeline
+/// until it is served; QUIT in the middle of one ends it there.
+#[test]
+fn blocking_and_quit_stop_a_batch_where_they_are() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut pipeline = command(&[b"SET", b"a", b"1"]);
+    pipeline.extend(command(&[b"BLPOP", b"q", b"0"]));
+    pipeline.extend(command(&[b"GET", b"a"]));
+    pipeline.extend(command(&[b"INCR", b"a"]));
+    c.stream.write_all(&pipeline).unwrap();
+    assert_eq!(c.read_reply(), "+OK\r\n");
+    let mut other = s.raw(2);
+    // The pipeline waits: the key is still 1 for everyone else.
+    assert_eq!(other.cmd(&["GET", "a"]), "$1\r\n1\r\n");
+    assert_eq!(other.cmd(&["RPUSH", "q", "x"]), ":1\r\n");
+    assert_eq!(
+        read_replies(&mut c, 3),
+        "*2\r\n$1\r\nq\r\n$1\r\nx\r\n$1\r\n1\r\n:2\r\n"
+    );
+
+    let mut q = s.raw(2);
+    let mut pipeline = command(&[b"INCR", b"n"]);
+    pipeline.extend(command(&[b"QUIT"]));
+    pipeline.extend(command(&[b"INCR", b"n"]));
+    q.stream.write_all(&pipeline).unwrap();
+    let mut all = String::new();
+    q.stream.read_to_string(&mut all).unwrap();
+    assert_eq!(all, ":1\r\n+OK\r\n");
+    assert_eq!(other.cmd(&["GET", "n"]), "$1\r\n1\r\n");
+}
+
+/// MULTI/EXEC inside a pipeline, and a transaction spanning batches.
+#[test]
+fn transactions_inside_a_pipeline() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut pipeline = command(&[b"MULTI"]);
+    let mut want = String::from("+OK\r\n");
+    for _ in 0..40 {
+        pipeline.extend(command(&[b"INCR", b"t"]));
+        want += "+QUEUED\r\n";
+    }
+    pipeline.extend(command(&[b"EXEC"]));
+    want += "*40\r\n";
+    for i in 1..=40 {
+        want += &format!(":{i}\r\n");
+    }
+    pipeline.extend(command(&[b"GET", b"t"]));
+    want += "$2\r\n40\r\n";
+    c.stream.write_all(&pipeline).unwrap();
+    assert_eq!(read_replies(&mut c, 43), want);
+}
