@@ -294,6 +294,11 @@ impl Keyspace {
 
     /// Deletes `key` if its expiry has passed; returns true if it did.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        // No key of the database has an expiry (the count active expiry trusts too):
+        // no second lookup of the key on every command.
+        if self.dbs[db].volatile == 0 {
+            return false;
+        }
         let expired = match self.dbs[db].table.get(key) {
             Some(e) => matches!(e.expire(), Some(t) if t <= now_ms),
             None => false,
