@@ -498,8 +498,6 @@ impl Executor {
         self.close_pending = true;
     }
 
-    /// Runs one command for `slot` and encodes its reply into the client's output
-    /// buffer (honouring CLIENT REPLY).
     /// Prefetches the key table entries the client's next commands will look up
     /// (`KeyTable::prefetch`), in the database it has selected now.
     pub fn prefetch_keys<'k>(&self, slot: usize, keys: impl Iterator<Item = &'k [u8]>) {
@@ -513,6 +511,8 @@ impl Executor {
         }
     }
 
+    /// Runs one command for `slot` and encodes its reply into the client's output
+    /// buffer (honouring CLIENT REPLY).
     pub fn execute_and_reply(&mut self, slot: usize, args: &[&[u8]]) {
         // Pushes to this client raised by its own command follow the reply (pubsub.rs);
         // `call` marks the client executing, so what happens before the command runs

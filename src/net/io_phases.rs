@@ -119,12 +119,11 @@ impl Server {
         slots.clear();
         net.readable = slots;
     }
-}
 
-impl Server {
     /// Parses the first command of each connection of `slots` ahead of its turn
     /// (`Conn::parsed_ahead`, taken up by `run_commands`) and prefetches the keys of
-    /// those commands together (`Executor::prefetch_first_keys`).
+    /// those commands together (`Executor::prefetch_in_db`). Only multibulk requests:
+    /// an inline one would be split (and its arguments copied) twice.
     fn prefetch_first_keys(&mut self, slots: impl Iterator<Item = usize>) {
         let mut guard = self.net.borrow_mut();
         let net = &mut *guard;
@@ -134,7 +133,11 @@ impl Server {
             let Some(Some(conn)) = net.conns.get_mut(slot) else {
                 continue;
             };
-            if conn.parsed_ahead.is_some() || conn.start == conn.end || !self.ex.has_client(slot) {
+            if conn.parsed_ahead.is_some()
+                || conn.start == conn.end
+                || conn.rbuf[conn.start] != b'*'
+                || !self.ex.has_client(slot)
+            {
                 continue;
             }
             let c = self.ex.client(slot);
@@ -151,7 +154,7 @@ impl Server {
                 }
                 // Incomplete: the parser resumes where it is when more arrives.
                 Ok(None) => {}
-                // Inline or empty requests, and errors, are parsed again when they run.
+                // Empty requests and errors are parsed again when they run.
                 Ok(Some(_)) | Err(_) => conn.parser.reset(),
             }
         }

@@ -28,6 +28,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::config::Config;
 use crate::exec::Executor;
+use crate::keyspace::table::PREFETCH_BATCH;
 use crate::protocol::{Limits, Request, RequestParser};
 use busy::BusyServer;
 
@@ -686,8 +687,6 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
 /// the first one's start, its length, and where its argument ranges are in the
 /// parser's `all_ranges` (relative to its own start).
 type Pipeline = smallvec::SmallVec<[(usize, usize, usize, usize); PREFETCH_BATCH]>;
-
-use crate::keyspace::table::PREFETCH_BATCH;
 
 /// The most arguments a batch parses ahead: a batch is for many small commands.
 const PIPELINE_MAX_ARGS: usize = 1024;
