@@ -405,9 +405,14 @@ impl Client {
             self.sealed_bytes -= left;
             self.sealed_cap -= front.capacity();
             self.sealed_pos = 0;
-            if let Some(OutBlock::Owned(block)) = self.sealed.pop_front() {
+            if let Some(OutBlock::Owned(mut block)) = self.sealed.pop_front() {
                 if block.capacity() >= BIG_BLOCK {
                     big.push(block);
+                } else if self.out.capacity() == 0 {
+                    // The output buffer sealed for an I/O thread's write
+                    // (net/io_phases.rs) comes back as the next one.
+                    block.clear();
+                    self.out = block;
                 }
             }
         }

@@ -81,6 +81,7 @@ impl Net {
             }
         }
         self.serve_events(ex, Some(caller));
+        self.busy_io_results(ex);
         // Input left over from an earlier budget.
         for slot in std::mem::take(&mut self.pending_reads) {
             if matches!(self.conns.get(slot), Some(Some(_))) {
@@ -111,6 +112,7 @@ impl Net {
     /// wait for the end of the load.
     fn serve_loading(&mut self, ex: &mut Executor) {
         self.serve_events(ex, None);
+        self.busy_io_results(ex);
         for slot in std::mem::take(&mut self.pending_reads) {
             if matches!(self.conns.get(slot), Some(Some(_))) {
                 self.busy_read(ex, slot);
@@ -175,11 +177,27 @@ impl Net {
         self.busy_events = events;
     }
 
+    /// Takes in the I/O threads' results (net/io_phases.rs) and runs the commands the
+    /// reads completed; a socket with more to say is read here, on the loop.
+    fn busy_io_results(&mut self, ex: &mut Executor) {
+        for (slot, more) in self.take_io_results(ex) {
+            if self.busy_run(ex, slot) && more {
+                self.busy_read(ex, slot);
+            }
+        }
+    }
+
     /// Reads and runs a client's commands within one turn's budget.
     fn busy_read(&mut self, ex: &mut Executor, slot: usize) {
-        // Input already read but not run yet: with I/O threads the loop takes in every
-        // ready connection's bytes before it runs any (`Server::read_readable`), so
-        // the socket may have nothing more to say.
+        // A read queued on an I/O thread owns the buffer: its result comes first.
+        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+            if conn.read_queued {
+                conn.read_again = true;
+                return;
+            }
+        }
+        // Input already read but not run yet (the loop's batch of a turn's clients, or
+        // a held pipeline), so the socket may have nothing more to say.
         if let Some(Some(conn)) = self.conns.get(slot) {
             if conn.end > conn.start && !self.busy_run(ex, slot) {
                 return;

@@ -1,56 +1,58 @@
-//! The loop's two I/O-thread phases (`io-threads` above 1): the turn's first reads of
-//! the connections reported readable, and the turn's writes, each spread over the
-//! threads of `io_threads::IoThreads`, with what comes before and after each system
-//! call done on the loop as with one thread.
+//! The loop's side of the I/O threads (`io-threads` above 1, net/io_threads.rs): each
+//! turn it queues the reads of the connections reported readable and, at its end, the
+//! writes of those with new output, on their workers, without waiting for them; it
+//! takes their results in when they come, runs the commands a read completed, and
+//! does what follows a write (freeing written blocks, writability interest, the close
+//! that waited for the last reply).
+//!
+//! What keeps a job's memory still while it is queued (`Conn::read_queued`,
+//! `Conn::write_queued`):
+//! - A queued read owns `rbuf[end..]`: the connection's commands are not run
+//!   (`Server::process`, `Net::busy_read`), nor its buffer resized (`read_room`,
+//!   `resize_query_buffer`), until its result is in.
+//! - A queued write reads sealed output blocks (`Client::seal` moves every reply into
+//!   them first): new replies go to a fresh output buffer meanwhile, and written blocks
+//!   are freed only when the result is in.
+//! - A connection is closed only once its worker has run its jobs (`Net::close`
+//!   waits), so no descriptor is reused under a queued job.
+//!
+//! Results for a connection that is out of the table (a busy script's caller, while
+//! its command runs) wait in `Net::io_later` for the main loop.
 
 use std::io;
 
-use super::{io_threads, Net, Server, READ_BUDGET_PER_TURN, WRITE_SLICES};
+use super::io_threads::{Done, Kind};
+use super::{Net, Server, WRITE_SLICES};
 use crate::exec::Executor;
 use crate::keyspace::table::PREFETCH_BATCH;
 use crate::protocol::{Limits, Request};
 
 impl Server {
-    /// With I/O threads: the first read of every connection reported readable this
-    /// turn, spread over the threads when there are enough of them, then each
-    /// connection's commands, in the order the events came, as `read_and_process`.
-    pub(super) fn read_readable(&mut self) {
-        let mut net = self.net.borrow_mut();
+    /// With I/O threads, after the turn's events: queues a read for every connection
+    /// reported readable (or reads it here, when the turn is too small for the threads
+    /// or the connection is TLS), then takes in the results the workers posted.
+    pub(super) fn io_turn(&mut self) {
+        let mut guard = self.net.borrow_mut();
+        let net = &mut *guard;
         let mut slots = std::mem::take(&mut net.readable);
-        for &slot in &slots {
-            if let Some(Some(conn)) = net.conns.get_mut(slot) {
-                conn.read_noted = false;
-            }
-        }
-        let threaded = net.io.as_ref().is_some_and(|io| io.worth_it(slots.len()));
-        self.ex.stats.io_threads_active = threaded;
-        if !threaded {
-            drop(net);
-            for &slot in &slots {
-                self.read_and_process(slot);
-            }
-            io_threads::decay_unused(&mut slots);
-            slots.clear();
-            self.net.borrow_mut().readable = slots;
-            return;
-        }
-        // Commands run in the order the events came, as with one thread: a client that
-        // wrote first is served first. Each connection is listed once
-        // (`Net::note_readable`), so it has one job.
-        let mut done = std::mem::take(&mut net.io_done);
-        io_threads::decay(&mut done, slots.len());
-        let mut io = net.io.take().expect("checked above");
         let mut on_loop: Vec<usize> = Vec::new();
-        let mut asked: Vec<(usize, usize)> = Vec::with_capacity(slots.len());
-        let waited = {
-            let mut phase = io.phase();
+        if !slots.is_empty() {
+            let io = net.io.as_ref().expect("called with I/O threads");
+            let threaded = io.worth_it(slots.len());
+            self.ex.stats.io_threads_active = threaded;
             for &slot in &slots {
-                let fd = match net.conns.get(slot) {
-                    Some(Some(conn)) => conn.stream.plain_fd(),
-                    _ => continue,
+                let Some(Some(conn)) = net.conns.get_mut(slot) else {
+                    continue;
                 };
-                let Some(fd) = fd else {
-                    // TLS: its session reads on the loop.
+                conn.read_noted = false;
+                if conn.read_queued {
+                    // Read again once the queued read is in: it may have come before
+                    // the bytes this event announced.
+                    conn.read_again = true;
+                    continue;
+                }
+                let Some(fd) = conn.stream.plain_fd().filter(|_| threaded) else {
+                    // TLS (its session reads on the loop), or too few reads this turn.
                     on_loop.push(slot);
                     continue;
                 };
@@ -58,66 +60,53 @@ impl Server {
                     continue;
                 };
                 let conn = net.conns[slot].as_mut().expect("looked up above");
-                let thread = conn.io_thread;
-                // SAFETY: the connection stays in the table, and its buffer is neither
-                // moved nor resized, until `run` below returns: nothing else runs in
-                // between; no other job of the phase is for this connection.
-                unsafe { phase.read(thread, asked.len(), fd, &mut conn.rbuf[from..limit]) };
-                asked.push((slot, limit - from));
+                let io = net.io.as_mut().expect("called with I/O threads");
+                // SAFETY: `read_queued` keeps the buffer unmoved and untouched past
+                // `end`, and the descriptor open, until the result is taken in
+                // (this module's contract).
+                unsafe {
+                    io.read(
+                        conn.io_thread,
+                        slot,
+                        conn.id,
+                        fd,
+                        &mut conn.rbuf[from..limit],
+                    )
+                };
+                conn.read_queued = true;
             }
-            phase.run(&mut done)
-        };
-        net.io = Some(io);
-        self.ex.stats.io_threads_wait_ns += waited;
-        self.ex.stats.io_threaded_reads_processed += done.len() as u64;
-        drop(net);
-        // The phase returns results by thread; each job's tag is its place in `asked`.
-        done.sort_unstable_by_key(|d| d.tag);
-        // Every read is taken in before any command runs: a busy script's round
-        // (net/busy.rs) reads sockets itself, and must find each buffer's end where
-        // its bytes end.
-        let mut read: Vec<(usize, usize, bool)> = Vec::with_capacity(asked.len());
-        for (&(slot, want), d) in asked.iter().zip(done.drain(..)) {
-            let got = d.result;
-            if matches!(&got, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
-                on_loop.push(slot);
-                continue;
-            }
-            let after = self
-                .net
-                .borrow_mut()
-                .after_read(&mut self.ex, slot, got, want);
-            if let Some((n, drained)) = after {
-                read.push((slot, n, drained));
-            }
+            net.io.as_mut().expect("checked").submit();
         }
-        // A batch of connections at a time: their first commands are parsed and their
-        // keys prefetched together, so the cache misses of one command per client
-        // overlap (Valkey 8's batch prefetch across clients).
-        let mut batch_end = 0;
-        for (i, &(slot, n, drained)) in read.iter().enumerate() {
-            if i == batch_end {
-                batch_end = (i + PREFETCH_BATCH).min(read.len());
-                self.prefetch_first_keys(read[i..batch_end].iter().map(|r| r.0));
-            }
-            self.process(slot);
-            if !drained {
-                let budget = READ_BUDGET_PER_TURN.saturating_sub(n);
-                if budget == 0 {
-                    self.net.borrow_mut().pending_reads.push(slot);
-                } else {
-                    self.go_on_reading(slot, budget);
-                }
-            }
-        }
+        io_threads_decay(&mut slots);
+        net.readable = slots;
+        drop(guard);
         for slot in on_loop {
             self.read_and_process(slot);
         }
+        self.take_io_results();
+    }
+
+    /// Takes in the workers' results: writes as `flush` would have, reads as
+    /// `read_and_process` would have, their commands run a batch of connections at a
+    /// time, the first command of each parsed and its keys prefetched together
+    /// (Valkey 8's batch prefetch across clients). A read that filled its room is
+    /// queued again next turn.
+    pub(super) fn take_io_results(&mut self) {
+        let completed = self.net.borrow_mut().take_io_results(&mut self.ex);
+        let mut batch_end = 0;
+        for (i, &(slot, _)) in completed.iter().enumerate() {
+            if i == batch_end {
+                batch_end = (i + PREFETCH_BATCH).min(completed.len());
+                self.prefetch_first_keys(completed[i..batch_end].iter().map(|r| r.0));
+            }
+            self.process(slot);
+        }
         let mut net = self.net.borrow_mut();
-        net.io_done = done;
-        io_threads::decay_unused(&mut slots);
-        slots.clear();
-        net.readable = slots;
+        for &(slot, more) in &completed {
+            if more {
+                net.note_readable(slot);
+            }
+        }
     }
 
     /// Parses the first command of each connection of `slots` ahead of its turn
@@ -134,6 +123,7 @@ impl Server {
                 continue;
             };
             if conn.parsed_ahead.is_some()
+                || conn.read_queued
                 || conn.start == conn.end
                 || conn.rbuf[conn.start] != b'*'
                 || !self.ex.has_client(slot)
@@ -176,10 +166,86 @@ impl Server {
     }
 }
 
+fn io_threads_decay<T>(v: &mut Vec<T>) {
+    super::io_threads::decay_unused(v);
+    v.clear();
+}
+
 impl Net {
-    /// With I/O threads: one write each for the connections of `pending` with plain
-    /// output, spread over the threads, then what follows a write on the loop. What is
-    /// left in `pending` (streamed replies, TLS, nothing to write) is flushed as usual.
+    /// Takes in the results the workers posted (and those kept for a connection that
+    /// was out of the table). Returns the connections whose commands are to run now,
+    /// in the order their reads were taken in, each with whether its socket may have
+    /// more to read.
+    pub(super) fn take_io_results(&mut self, ex: &mut Executor) -> Vec<(usize, bool)> {
+        let Some(io) = self.io.as_mut() else {
+            return Vec::new();
+        };
+        let mut done = std::mem::take(&mut self.io_done);
+        if !io.has_done() && self.io_later.is_empty() {
+            self.io_done = done;
+            return Vec::new();
+        }
+        done.append(&mut self.io_later);
+        io.take_done(&mut done);
+        let mut completed: Vec<(usize, bool)> = Vec::new();
+        for d in done.drain(..) {
+            let slot = d.slot;
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                // Out of the table while its command runs (a busy script's caller):
+                // the main loop takes this in once it is back. Otherwise gone.
+                if ex.has_client(slot) && ex.client(slot).id == d.id {
+                    self.io_later.push(d);
+                }
+                continue;
+            };
+            if conn.id != d.id {
+                // The slot's connection closed (its jobs waited for) and another
+                // took it.
+                continue;
+            }
+            match d.kind {
+                Kind::Read => {
+                    conn.read_queued = false;
+                    let again = std::mem::take(&mut conn.read_again);
+                    ex.stats.io_threaded_reads_processed += 1;
+                    let Done { result, asked, .. } = d;
+                    if matches!(&result, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
+                        completed.push((slot, true));
+                        continue;
+                    }
+                    match self.after_read(ex, slot, result, asked) {
+                        Some((_, drained)) => completed.push((slot, !drained || again)),
+                        // Nothing read: commands held back while the read was queued
+                        // still run.
+                        None if matches!(self.conns.get(slot), Some(Some(_))) => {
+                            completed.push((slot, again))
+                        }
+                        None => {}
+                    }
+                }
+                Kind::Write => {
+                    conn.write_queued = false;
+                    ex.stats.io_threaded_writes_processed += 1;
+                    let whole = matches!(&d.result, Ok(n) if *n == d.asked);
+                    if self.after_write(ex, slot, d.result) {
+                        // Short: the socket is full, and its writable event says when
+                        // to go on. Whole: what came meanwhile goes out this turn.
+                        self.finish_flush_left(ex, slot, Some(!whole));
+                        if whole && ex.has_client(slot) && ex.client(slot).pending_output() > 0 {
+                            ex.mark_pending_write(slot);
+                        }
+                    }
+                }
+            }
+        }
+        self.io_done = done;
+        completed
+    }
+
+    /// With I/O threads: queues one write for each connection of `pending` with plain
+    /// output on its worker. What is left in `pending` (streamed replies, TLS) is
+    /// flushed as usual; a connection whose last write is still queued is written
+    /// again once its result is in.
     pub(super) fn flush_threaded(&mut self, ex: &mut Executor, pending: &mut Vec<usize>) {
         let mut threaded: Vec<usize> = Vec::with_capacity(pending.len());
         pending.retain(|&slot| {
@@ -187,49 +253,43 @@ impl Net {
                 return false;
             };
             let c = ex.client(slot);
-            let plain = conn.stream.plain_fd().is_some()
-                && c.stream.is_none()
-                && c.pending_output() > 0
-                && !c.close_asap;
+            let plain = conn.stream.plain_fd().is_some() && c.stream.is_none() && !c.close_asap;
+            if !plain {
+                return true;
+            }
             // One job per connection: a slot listed twice (its client gone and the
             // slot reused within the turn) is written once.
-            if plain && std::mem::take(&mut ex.client_mut(slot).pending_write) {
+            if std::mem::take(&mut ex.client_mut(slot).pending_write)
+                && !conn.write_queued
+                && ex.client(slot).pending_output() > 0
+            {
                 threaded.push(slot);
             }
-            !plain
+            false
         });
         // Replies that wait for a failed AOF write stay (`may_write`).
         threaded.retain(|&slot| self.may_write(ex, slot));
         if threaded.is_empty() {
             return;
         }
-        let mut io = self.io.take().expect("checked by the caller");
-        let mut done = std::mem::take(&mut self.io_done);
-        io_threads::decay(&mut done, threaded.len());
-        let waited = {
-            let mut phase = io.phase();
-            let mut slices = Vec::with_capacity(WRITE_SLICES);
-            for (tag, &slot) in threaded.iter().enumerate() {
-                let conn = self.conns[slot].as_ref().expect("kept above");
-                let fd = conn.stream.plain_fd().expect("kept above");
-                let c = ex.client(slot);
-                slices.clear();
-                c.unwritten_slices(&mut slices, WRITE_SLICES);
-                // SAFETY: the client's output is neither changed nor freed until `run`
-                // below returns: nothing else runs in between.
-                unsafe { phase.write(conn.io_thread, tag, fd, &slices) };
-            }
-            phase.run(&mut done)
-        };
-        self.io = Some(io);
-        ex.stats.io_threads_wait_ns += waited;
-        ex.stats.io_threaded_writes_processed += done.len() as u64;
-        done.sort_unstable_by_key(|d| d.tag);
-        for (&slot, d) in threaded.iter().zip(done.drain(..)) {
-            if self.after_write(ex, slot, d.result) {
-                self.finish_flush(ex, slot);
-            }
+        // Every pending reply into the sealed blocks the write reads: new output goes
+        // to a fresh buffer while it is queued.
+        for &slot in &threaded {
+            ex.client_mut(slot).seal();
         }
-        self.io_done = done;
+        let mut slices = Vec::with_capacity(WRITE_SLICES);
+        for &slot in &threaded {
+            let conn = self.conns[slot].as_mut().expect("kept above");
+            let fd = conn.stream.plain_fd().expect("kept above");
+            slices.clear();
+            ex.client(slot).unwritten_slices(&mut slices, WRITE_SLICES);
+            let io = self.io.as_mut().expect("called with I/O threads");
+            // SAFETY: `write_queued` keeps the sealed blocks unchanged and alive
+            // (`consume_written` runs on the result), and the descriptor open, until
+            // the result is taken in (this module's contract).
+            unsafe { io.write(conn.io_thread, slot, conn.id, fd, &slices) };
+            conn.write_queued = true;
+        }
+        self.io.as_mut().expect("checked").submit();
     }
 }

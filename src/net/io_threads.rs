@@ -1,30 +1,30 @@
-//! I/O threads (`io-threads N`): the turn's socket reads and writes spread over N
-//! threads, the loop's own thread included, while commands still run one at a time on
-//! the loop's thread.
+//! I/O threads (`io-threads N`): socket reads and writes handed to N - 1 worker threads
+//! while commands run one at a time on the loop's thread, which makes no read or write
+//! system call for a connection the workers serve.
 //!
-//! The shape is Redis 6–7.4's threaded I/O: each phase (the turn's reads, then the
-//! turn's writes) hands every thread a batch of system calls on buffers the loop
-//! owns, the loop does its own batch, then waits for the others before it touches any
-//! client again. Nothing a command can see is shared: a worker only calls `read` or
-//! `writev` on a descriptor, into or from memory the loop leaves alone until the
-//! phase ends. So ordering, MULTI/EXEC, scripts and every reply stay exactly as with
-//! one thread; what moves off the loop is the system-call time, the biggest part of
-//! an unpipelined request.
+//! The shape is Valkey 8's and Redis 8's asynchronous hand-off, without a barrier: the
+//! loop queues a connection's read (into the connection's own buffer) or its write
+//! (from its sealed output blocks) on the connection's worker and goes on with its
+//! turn; the worker makes the system call and queues the result back; the loop takes
+//! the results in at its next look, runs the commands a read completed and queues the
+//! replies. A worker posting a result to a sleeping loop wakes it (`mio::Waker`).
+//!
+//! Nothing a command can see is shared: a job only names a descriptor and memory the
+//! loop leaves alone until the job's result is taken in (net/io_phases.rs keeps that
+//! promise: a connection has at most one read and one write queued, and is neither
+//! parsed, resized nor closed while its read is, nor has its written blocks freed
+//! while its write is). So ordering per connection, MULTI/EXEC, scripts and every reply
+//! stay exactly as with one thread.
 //!
 //! Threads are used in a turn only when it has at least two jobs per thread (Redis's
-//! rule: with fewer, waking a thread costs more than it saves); `io-threads-always-
+//! rule: with fewer, handing a job over costs more than it saves); `io-threads-always-
 //! active yes` (a test switch, as Valkey's) uses them for any job.
 
-use std::cell::UnsafeCell;
+use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A worker's batch belongs to the loop's thread.
-const LOOP_OWNS: u8 = 0;
-/// A worker's batch is handed to it, to be run.
-const WORKER_OWNS: u8 = 1;
 
 /// How long a worker that ran a batch keeps spinning for the next one before it
 /// sleeps: a busy loop hands it work every few tens of microseconds, and a sleeping
@@ -43,8 +43,14 @@ enum Op {
 struct Job {
     fd: RawFd,
     op: Op,
-    /// The caller's name for the job, handed back with its result.
-    tag: usize,
+    /// The connection's slot and its client's id: a result for a slot since reused
+    /// by another connection is recognised and dropped.
+    slot: usize,
+    id: u64,
+    /// Bytes the job asked to move.
+    asked: usize,
+    /// Reads are numbered in the order they were queued (`IoThreads::take_done`).
+    seq: u64,
     /// Bytes moved, or the negated `errno`.
     result: isize,
 }
@@ -54,6 +60,10 @@ struct Batch {
     jobs: Vec<Job>,
     iov: Vec<libc::iovec>,
 }
+
+// SAFETY: a batch's raw pointers are only dereferenced by the worker that runs it,
+// while the loop leaves the memory they point to alone (the module's contract).
+unsafe impl Send for Batch {}
 
 impl Batch {
     fn clear(&mut self) {
@@ -66,9 +76,10 @@ impl Batch {
     fn run(&mut self) {
         for job in &mut self.jobs {
             // SAFETY: the loop built this job from a live descriptor and from buffers
-            // it neither moves, resizes nor frees until `Phase::run` has every batch
-            // back (the contract of `Phase::read` and `Phase::write`), and no two jobs
-            // of a phase share a connection, so no buffer is read and written at once.
+            // it neither moves, resizes nor frees until it has taken in the job's
+            // result (the contract of `IoThreads::read` and `IoThreads::write`), and a
+            // connection has one read and one write queued at most, on one worker,
+            // so no buffer is read and written at once.
             let r = unsafe {
                 match job.op {
                     Op::Read { buf, len } => libc::read(job.fd, buf.cast(), len),
@@ -107,64 +118,125 @@ pub(super) fn decay<T>(v: &mut Vec<T>, used: usize) {
     }
 }
 
-/// A worker's mailbox: its batch, and who owns the batch now.
-struct Mailbox {
-    owner: AtomicU8,
-    batch: UnsafeCell<Batch>,
+/// What a worker and the loop share: the batches queued for it and those it ran.
+#[derive(Default)]
+struct Queues {
+    todo: VecDeque<Batch>,
+    done: Vec<Batch>,
 }
 
-// SAFETY: `batch` is only touched by the side `owner` names, and ownership changes
-// hands with Release stores answered by Acquire loads, so the two threads never use
-// it at once. The raw pointers in a batch stay valid while the worker owns it (see
-// `Batch::run`).
-unsafe impl Sync for Mailbox {}
-// SAFETY: as above; the batch's pointers are only dereferenced by its current owner.
-unsafe impl Send for Mailbox {}
+struct Shared {
+    queues: Mutex<Queues>,
+    /// Batches queued and batches run (and posted to `done`), for spinning and
+    /// parking without the lock.
+    queued: AtomicU64,
+    finished: AtomicU64,
+    /// The worker is parked, or about to be: a new batch unparks it.
+    parked: AtomicBool,
+}
+
+/// What every worker shares with the loop: whether the loop may be asleep in its
+/// poll, and how to wake it.
+struct LoopBell {
+    sleeping: AtomicBool,
+    /// A worker posted results the loop has not taken in.
+    rung: AtomicBool,
+    waker: mio::Waker,
+}
+
+impl LoopBell {
+    fn ring(&self) {
+        self.rung.store(true, Ordering::SeqCst);
+        if self.sleeping.swap(false, Ordering::SeqCst) {
+            let _ = self.waker.wake();
+        }
+    }
+}
 
 struct Worker {
-    mailbox: Arc<Mailbox>,
+    shared: Arc<Shared>,
     thread: std::thread::Thread,
+    /// The batch the loop is filling for this worker.
+    filling: Batch,
+    /// Batches queued so far (`Shared::finished` reaching it means the worker is idle).
+    queued: u64,
 }
 
-/// The result of one connection's job, handed back to the loop.
+/// Whether a job read or wrote.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    Read,
+    Write,
+}
+
+/// The result of one job, handed back to the loop.
 pub(super) struct Done {
-    pub tag: usize,
+    seq: u64,
+    pub slot: usize,
+    pub id: u64,
+    pub kind: Kind,
+    pub asked: usize,
     /// Bytes moved, or the error.
     pub result: std::io::Result<usize>,
 }
 
 pub(super) struct IoThreads {
     workers: Vec<Worker>,
-    /// The loop's own batch (thread 0's).
-    own: Batch,
+    bell: Arc<LoopBell>,
+    /// Emptied batches, to be filled again.
+    spare: Vec<Batch>,
     always_active: bool,
-    /// The next thread a new connection is given (round robin over all of them).
+    /// The next worker a new connection is given (round robin).
     next: usize,
+    /// Reads queued so far, and the next one whose result is to be handed back; the
+    /// results that came before it wait in `early`.
+    reads_queued: u64,
+    reads_handed: u64,
+    early: Vec<Done>,
 }
 
 impl IoThreads {
-    /// `total` threads, the loop's own included: `total - 1` workers are started.
-    pub fn start(total: usize, always_active: bool) -> std::io::Result<IoThreads> {
+    /// `total` threads, the loop's own included: `total - 1` workers are started;
+    /// `waker` wakes the loop's poll.
+    pub fn start(
+        total: usize,
+        always_active: bool,
+        waker: mio::Waker,
+    ) -> std::io::Result<IoThreads> {
+        let bell = Arc::new(LoopBell {
+            sleeping: AtomicBool::new(false),
+            rung: AtomicBool::new(false),
+            waker,
+        });
         let mut workers = Vec::with_capacity(total.saturating_sub(1));
-        for n in 1..total.max(1) {
-            let mailbox = Arc::new(Mailbox {
-                owner: AtomicU8::new(LOOP_OWNS),
-                batch: UnsafeCell::new(Batch::default()),
+        for n in 1..total.max(2) {
+            let shared = Arc::new(Shared {
+                queues: Mutex::new(Queues::default()),
+                queued: AtomicU64::new(0),
+                finished: AtomicU64::new(0),
+                parked: AtomicBool::new(false),
             });
-            let theirs = mailbox.clone();
+            let theirs = shared.clone();
+            let bell = bell.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("io_thd_{n}"))
-                .spawn(move || work(&theirs))?;
+                .spawn(move || work(&theirs, &bell))?;
             workers.push(Worker {
-                mailbox,
+                shared,
                 thread: handle.thread().clone(),
+                filling: Batch::default(),
+                queued: 0,
             });
         }
         Ok(IoThreads {
             workers,
-            own: Batch::default(),
+            bell,
+            spare: Vec::new(),
             always_active,
             next: 0,
+            reads_queued: 0,
+            reads_handed: 0,
+            early: Vec::new(),
         })
     }
 
@@ -173,81 +245,62 @@ impl IoThreads {
         self.workers.len() + 1
     }
 
-    /// The thread a new connection's I/O goes to (CLIENT LIST `io-thread`).
+    /// The worker a new connection's I/O goes to (CLIENT LIST `io-thread`, 1 and up:
+    /// 0 is the loop's own thread).
     pub fn assign(&mut self) -> usize {
         let t = self.next;
-        self.next = (self.next + 1) % self.total();
-        t
+        self.next = (self.next + 1) % self.workers.len();
+        t + 1
     }
 
-    /// Whether a phase of `jobs` connections is worth spreading over the threads.
+    /// Whether a turn of `jobs` reads (or writes) is worth handing to the threads.
     pub fn worth_it(&self, jobs: usize) -> bool {
-        !self.workers.is_empty() && (self.always_active || jobs >= 2 * self.total())
+        self.always_active || jobs >= 2 * self.total()
     }
 
-    /// Starts building a phase.
-    pub fn phase(&mut self) -> Phase<'_> {
-        self.clear();
-        Phase { threads: self }
+    fn filling(&mut self, thread: usize) -> &mut Batch {
+        let w = thread.saturating_sub(1).min(self.workers.len() - 1);
+        &mut self.workers[w].filling
     }
 
-    /// Empties every batch, shrinking those the last phase used little of; the cron
-    /// calls it too, since turns under the threads' bar build no phase.
-    pub fn clear(&mut self) {
-        self.own.clear();
-        for w in &self.workers {
-            debug_assert_eq!(w.mailbox.owner.load(Ordering::Acquire), LOOP_OWNS);
-            // SAFETY: the loop owns every idle mailbox (`run` waits for each one back).
-            unsafe { (*w.mailbox.batch.get()).clear() };
-        }
-    }
-}
-
-/// One phase's jobs, given out by thread, then run with `run`.
-pub(super) struct Phase<'a> {
-    threads: &'a mut IoThreads,
-}
-
-impl Phase<'_> {
-    fn batch(&mut self, thread: usize) -> &mut Batch {
-        match thread.checked_sub(1) {
-            Some(w) if w < self.threads.workers.len() => {
-                // SAFETY: the loop owns the mailbox until `run` hands it over.
-                unsafe { &mut *self.threads.workers[w].mailbox.batch.get() }
-            }
-            _ => &mut self.threads.own,
-        }
-    }
-
-    /// A read of up to `buf.len()` bytes into `buf`, on `thread`.
+    /// Queues a read of up to `buf.len()` bytes into `buf` on `thread`'s worker (sent
+    /// with `submit`).
     ///
     /// # Safety
-    /// `buf` must stay valid and untouched until `run` returns.
-    pub unsafe fn read(&mut self, thread: usize, tag: usize, fd: RawFd, buf: &mut [u8]) {
+    /// `buf` must stay valid, unmoved and untouched, and `fd` open, until the job's
+    /// result has been taken in (`take_done`) or the worker waited for (`wait_idle`).
+    pub unsafe fn read(&mut self, thread: usize, slot: usize, id: u64, fd: RawFd, buf: &mut [u8]) {
         let op = Op::Read {
             buf: buf.as_mut_ptr(),
             len: buf.len(),
         };
-        self.batch(thread).jobs.push(Job {
+        let seq = self.reads_queued;
+        self.reads_queued += 1;
+        self.filling(thread).jobs.push(Job {
             fd,
             op,
-            tag,
+            slot,
+            id,
+            asked: buf.len(),
+            seq,
             result: 0,
         });
     }
 
-    /// A vectored write of `slices`, on `thread`.
+    /// Queues a vectored write of `slices` on `thread`'s worker (sent with `submit`).
     ///
     /// # Safety
-    /// The memory `slices` points to must stay valid and unchanged until `run` returns.
+    /// The memory `slices` points to must stay valid and unchanged, and `fd` open,
+    /// until the job's result has been taken in or the worker waited for.
     pub unsafe fn write(
         &mut self,
         thread: usize,
-        tag: usize,
+        slot: usize,
+        id: u64,
         fd: RawFd,
         slices: &[std::io::IoSlice<'_>],
     ) {
-        let batch = self.batch(thread);
+        let batch = self.filling(thread);
         let iov_from = batch.iov.len();
         // IoSlice is ABI-compatible with iovec on Unix; the fields are rebuilt here
         // rather than transmuted.
@@ -261,76 +314,193 @@ impl Phase<'_> {
                 iov_from,
                 iov_count: slices.len(),
             },
-            tag,
+            slot,
+            id,
+            asked: slices.iter().map(|s| s.len()).sum(),
+            seq: 0,
             result: 0,
         });
     }
 
-    /// Hands each worker its batch, runs the loop's own, waits for the workers, and
-    /// returns every job's result (the loop's batch first, then each worker's,
-    /// each in the order given); says how long it waited for the workers, in ns.
-    pub fn run(self, done: &mut Vec<Done>) -> u64 {
-        let threads = self.threads;
-        for w in &threads.workers {
-            // SAFETY: still the loop's until the store below.
-            if unsafe { (*w.mailbox.batch.get()).jobs.is_empty() } {
+    /// Hands every worker the batch filled for it, waking the sleeping ones.
+    pub fn submit(&mut self) {
+        for w in &mut self.workers {
+            if w.filling.jobs.is_empty() {
                 continue;
             }
-            w.mailbox.owner.store(WORKER_OWNS, Ordering::Release);
-            w.thread.unpark();
+            let next = self.spare.pop().unwrap_or_default();
+            let batch = std::mem::replace(&mut w.filling, next);
+            w.shared
+                .queues
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .todo
+                .push_back(batch);
+            w.queued += 1;
+            w.shared.queued.store(w.queued, Ordering::SeqCst);
+            if w.shared.parked.load(Ordering::SeqCst) {
+                w.thread.unpark();
+            }
         }
-        threads.own.run();
-        collect(&threads.own, done);
-        let waiting = Instant::now();
-        for w in &threads.workers {
-            let mut spins = 0u32;
-            while w.mailbox.owner.load(Ordering::Acquire) != LOOP_OWNS {
-                spins += 1;
-                if spins < 1 << 12 {
-                    std::hint::spin_loop();
-                } else {
-                    // The worker lost its CPU (more runnable threads than cores):
-                    // let it have ours.
-                    std::thread::yield_now();
+    }
+
+    /// Whether a worker posted results not taken in yet.
+    pub fn has_done(&self) -> bool {
+        self.bell.rung.load(Ordering::SeqCst)
+    }
+
+    /// Takes in the results the workers posted: every write's, and the reads' in the
+    /// order the reads were queued, as far as they have all come. The loop queues a
+    /// turn's reads in the order their events came, so clients are served in the
+    /// order they sent, as with one thread, whichever worker is quicker.
+    pub fn take_done(&mut self, out: &mut Vec<Done>) {
+        if !self.bell.rung.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let from = out.len();
+        for w in &self.workers {
+            let batches = {
+                let mut q = w.shared.queues.lock().unwrap_or_else(|e| e.into_inner());
+                if q.done.is_empty() {
+                    continue;
+                }
+                std::mem::take(&mut q.done)
+            };
+            for mut batch in batches {
+                out.extend(batch.jobs.iter().map(|j| Done {
+                    seq: j.seq,
+                    slot: j.slot,
+                    id: j.id,
+                    kind: match j.op {
+                        Op::Read { .. } => Kind::Read,
+                        Op::Write { .. } => Kind::Write,
+                    },
+                    asked: j.asked,
+                    result: if j.result < 0 {
+                        Err(std::io::Error::from_raw_os_error(-j.result as i32))
+                    } else {
+                        Ok(j.result as usize)
+                    },
+                }));
+                batch.clear();
+                if self.spare.len() < 2 * self.workers.len() {
+                    self.spare.push(batch);
                 }
             }
-            // SAFETY: the worker handed the batch back (the Acquire load above).
-            collect(unsafe { &*w.mailbox.batch.get() }, done);
         }
-        waiting.elapsed().as_nanos() as u64
+        let taken: Vec<Done> = out.drain(from..).collect();
+        for d in taken {
+            if d.kind == Kind::Read {
+                self.early.push(d);
+            } else {
+                out.push(d);
+            }
+        }
+        self.early
+            .sort_unstable_by_key(|d| std::cmp::Reverse(d.seq));
+        while self
+            .early
+            .last()
+            .is_some_and(|d| d.seq == self.reads_handed)
+        {
+            out.extend(self.early.pop());
+            self.reads_handed += 1;
+        }
+    }
+
+    /// Waits until `thread`'s worker has run every batch queued for it (its results
+    /// stay posted); says how long that took, in ns.
+    pub fn wait_idle(&mut self, thread: usize) -> u64 {
+        let w = thread.saturating_sub(1).min(self.workers.len() - 1);
+        let start = Instant::now();
+        let w = &self.workers[w];
+        let mut spins = 0u32;
+        while w.shared.finished.load(Ordering::Acquire) != w.queued {
+            spins += 1;
+            if spins < 1 << 10 {
+                std::hint::spin_loop();
+            } else {
+                // The worker lost its CPU (more runnable threads than cores): let it
+                // have ours.
+                std::thread::yield_now();
+            }
+        }
+        start.elapsed().as_nanos() as u64
+    }
+
+    /// `wait_idle` for every worker.
+    pub fn wait_all_idle(&mut self) -> u64 {
+        (1..=self.workers.len()).map(|t| self.wait_idle(t)).sum()
+    }
+
+    /// Before the loop's poll: false when results are waiting (poll without
+    /// sleeping); otherwise a worker posting one from now on wakes the poll.
+    pub fn may_sleep(&self) -> bool {
+        self.bell.sleeping.store(true, Ordering::SeqCst);
+        if self.bell.rung.load(Ordering::SeqCst) {
+            self.bell.sleeping.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// After the loop's poll.
+    pub fn awake(&self) {
+        self.bell.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Shrinks the spare batches (the cron, between bursts).
+    pub fn trim(&mut self) {
+        for b in &mut self.spare {
+            b.clear();
+        }
+        for w in &mut self.workers {
+            w.filling.clear();
+        }
     }
 }
 
-fn collect(batch: &Batch, done: &mut Vec<Done>) {
-    done.extend(batch.jobs.iter().map(|j| Done {
-        tag: j.tag,
-        result: if j.result < 0 {
-            Err(std::io::Error::from_raw_os_error(-j.result as i32))
-        } else {
-            Ok(j.result as usize)
-        },
-    }));
-}
-
-/// A worker's life: wait for a batch (spinning a little after each one, then
-/// sleeping), run it, hand it back.
-fn work(mailbox: &Mailbox) {
+/// A worker's life: take the next batch (spinning a little after each one, then
+/// sleeping), run it, post it back and ring the loop.
+fn work(shared: &Shared, bell: &LoopBell) {
     let mut last = Instant::now();
+    let mut finished = 0u64;
     loop {
         let mut spins = 0u32;
-        while mailbox.owner.load(Ordering::Acquire) != WORKER_OWNS {
+        while shared.queued.load(Ordering::SeqCst) == finished {
             spins = spins.wrapping_add(1);
             if !spins.is_multiple_of(64) || last.elapsed() < WORKER_SPIN {
                 std::hint::spin_loop();
-            } else {
-                // An unpark that came first makes this return at once.
+                continue;
+            }
+            shared.parked.store(true, Ordering::SeqCst);
+            // A batch queued between the check and the mark is seen here; one queued
+            // after the mark unparks us (an unpark that came first makes `park`
+            // return at once).
+            if shared.queued.load(Ordering::SeqCst) == finished {
                 std::thread::park();
             }
+            shared.parked.store(false, Ordering::SeqCst);
         }
-        // SAFETY: the loop handed the batch over (the Acquire load above) and does not
-        // touch it until the Release store below.
-        unsafe { (*mailbox.batch.get()).run() };
-        mailbox.owner.store(LOOP_OWNS, Ordering::Release);
+        let batch = shared
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .todo
+            .pop_front();
+        let Some(mut batch) = batch else {
+            continue;
+        };
+        batch.run();
+        shared
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .done
+            .push(batch);
+        finished += 1;
+        shared.finished.store(finished, Ordering::Release);
+        bell.ring();
         last = Instant::now();
     }
 }
@@ -342,63 +512,89 @@ mod tests {
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
-    /// Reads and writes on pairs of sockets spread over four threads land where they
-    /// should, every phase, with the results matched to their slots.
+    fn threads(n: usize) -> (IoThreads, mio::Poll) {
+        let poll = mio::Poll::new().unwrap();
+        let waker = mio::Waker::new(poll.registry(), mio::Token(0)).unwrap();
+        (IoThreads::start(n, true, waker).unwrap(), poll)
+    }
+
+    /// Waits for `n` results, sleeping in the poll as the loop does.
+    fn collect(io: &mut IoThreads, poll: &mut mio::Poll, n: usize) -> Vec<Done> {
+        let mut done = Vec::new();
+        let mut events = mio::Events::with_capacity(4);
+        while done.len() < n {
+            if io.may_sleep() {
+                poll.poll(&mut events, Some(Duration::from_secs(5)))
+                    .unwrap();
+                io.awake();
+            }
+            io.take_done(&mut done);
+        }
+        done
+    }
+
+    /// Reads and writes on pairs of sockets spread over three workers land where they
+    /// should, with each result matched to its connection, and the loop is woken for
+    /// them.
     #[test]
-    fn phases_move_the_bytes_of_every_connection() {
-        let mut threads = IoThreads::start(4, true).unwrap();
+    fn jobs_move_the_bytes_of_every_connection() {
+        let (mut io, mut poll) = threads(4);
         let pairs: Vec<(UnixStream, UnixStream)> =
             (0..10).map(|_| UnixStream::pair().unwrap()).collect();
-        let thread_of: Vec<usize> = (0..pairs.len()).map(|_| threads.assign()).collect();
-        let mut done = Vec::new();
+        let thread_of: Vec<usize> = (0..pairs.len()).map(|_| io.assign()).collect();
+        assert_eq!(&thread_of[..4], &[1, 2, 3, 1]);
         for round in 0..50u32 {
             // Writes: two slices each, from buffers the test keeps alive.
             let heads: Vec<Vec<u8>> = (0..pairs.len())
                 .map(|i| format!("r{round}c{i}:").into_bytes())
                 .collect();
             let tail = vec![b'x'; 1000];
-            let mut phase = threads.phase();
             for (i, (a, _)) in pairs.iter().enumerate() {
                 let slices = [IoSlice::new(&heads[i]), IoSlice::new(&tail)];
-                // SAFETY: `heads` and `tail` outlive `run` below.
-                unsafe { phase.write(thread_of[i], i, a.as_raw_fd(), &slices) };
+                // SAFETY: `heads` and `tail` outlive the results collected below.
+                unsafe { io.write(thread_of[i], i, 100 + i as u64, a.as_raw_fd(), &slices) };
             }
-            done.clear();
-            phase.run(&mut done);
+            io.submit();
+            let done = collect(&mut io, &mut poll, pairs.len());
             assert_eq!(done.len(), pairs.len());
             for d in &done {
-                assert_eq!(*d.result.as_ref().unwrap(), heads[d.tag].len() + 1000);
+                assert_eq!(d.kind, Kind::Write);
+                assert_eq!(d.id, 100 + d.slot as u64);
+                assert_eq!(d.asked, heads[d.slot].len() + 1000);
+                assert_eq!(*d.result.as_ref().unwrap(), d.asked);
             }
             // Reads on the other ends.
             let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 4096]; pairs.len()];
-            let mut phase = threads.phase();
             for (i, (_, b)) in pairs.iter().enumerate() {
-                // SAFETY: `bufs` outlives `run` and is not touched before it returns.
-                unsafe { phase.read(thread_of[i], i, b.as_raw_fd(), &mut bufs[i]) };
+                // SAFETY: `bufs` is not touched before the results are collected.
+                unsafe { io.read(thread_of[i], i, 7, b.as_raw_fd(), &mut bufs[i]) };
             }
-            done.clear();
-            phase.run(&mut done);
-            for d in &done {
+            io.submit();
+            for d in collect(&mut io, &mut poll, pairs.len()) {
+                assert_eq!(d.kind, Kind::Read);
                 let n = *d.result.as_ref().unwrap();
-                let mut want = heads[d.tag].clone();
+                let mut want = heads[d.slot].clone();
                 want.extend_from_slice(&tail);
-                assert_eq!(&bufs[d.tag][..n], &want[..]);
+                assert_eq!(&bufs[d.slot][..n], &want[..]);
             }
         }
         // An error comes back as the errno: a read on a non-blocking empty socket.
         let (a, mut b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
         let mut buf = [0u8; 8];
-        let mut phase = threads.phase();
-        // SAFETY: `buf` outlives `run`.
-        unsafe { phase.read(1, 7, a.as_raw_fd(), &mut buf) };
-        done.clear();
-        phase.run(&mut done);
-        assert_eq!(done[0].tag, 7);
+        // SAFETY: `buf` outlives the wait below.
+        unsafe { io.read(2, 9, 1, a.as_raw_fd(), &mut buf) };
+        io.submit();
+        io.wait_idle(2);
+        let mut done = Vec::new();
+        io.take_done(&mut done);
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].slot, 9);
         assert_eq!(
             done[0].result.as_ref().unwrap_err().kind(),
             std::io::ErrorKind::WouldBlock
         );
+        io.wait_all_idle();
         b.write_all(b"end").unwrap();
         let mut a = a;
         a.set_nonblocking(false).unwrap();

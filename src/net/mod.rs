@@ -62,6 +62,8 @@ const QBUF_RESIZE_THRESHOLD: usize = 32 * 1024;
 const QBUF_IDLE_SECS: u64 = 2;
 
 const SIGNAL_TOKEN: Token = Token(usize::MAX);
+/// An I/O thread posted results while the loop slept (net/io_threads.rs).
+const IO_WAKE_TOKEN: Token = Token(usize::MAX - 67);
 const LISTENER_BASE: usize = usize::MAX - 64;
 
 struct Conn {
@@ -99,6 +101,14 @@ struct Conn {
     /// The first command in the buffer was parsed ahead (`Server::prefetch_first_keys`):
     /// its length and the limits it was parsed under; its ranges are the parser's.
     parsed_ahead: Option<(usize, Limits)>,
+    /// Its client's id: an I/O thread's result names the connection by slot and id.
+    id: u64,
+    /// With I/O threads: a read into `rbuf`, or a write of the sealed output, is queued
+    /// on the connection's worker (net/io_phases.rs says what that keeps still).
+    read_queued: bool,
+    write_queued: bool,
+    /// Readable again while a read was queued: read once more after its result.
+    read_again: bool,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -151,8 +161,10 @@ struct Net {
     /// listeners with connections to accept after them.
     readable: Vec<usize>,
     accepting: Vec<usize>,
-    /// Results of an I/O phase (kept for its capacity).
+    /// Results of the I/O threads being taken in (kept for its capacity), and those
+    /// for a connection out of the table when they came (net/io_phases.rs).
     io_done: Vec<io_threads::Done>,
+    io_later: Vec<io_threads::Done>,
 }
 
 pub struct Server {
@@ -217,7 +229,12 @@ impl Server {
         let io_thread_count = config.stored_i64("io-threads").max(1) as usize;
         let io = if io_thread_count > 1 {
             let always = config.stored_bool("io-threads-always-active");
-            Some(io_threads::IoThreads::start(io_thread_count, always)?)
+            let waker = mio::Waker::new(poll.registry(), IO_WAKE_TOKEN)?;
+            Some(io_threads::IoThreads::start(
+                io_thread_count,
+                always,
+                waker,
+            )?)
         } else {
             None
         };
@@ -248,6 +265,7 @@ impl Server {
             readable: Vec::new(),
             accepting: Vec::new(),
             io_done: Vec::new(),
+            io_later: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -326,6 +344,9 @@ impl Server {
                     || !net.streaming.is_empty()
                     || !resuming.is_empty()
                     || !net.deferred.is_empty()
+                    || !net.readable.is_empty()
+                    || !net.io_later.is_empty()
+                    || net.io.as_ref().is_some_and(|io| !io.may_sleep())
                 {
                     Duration::ZERO
                 } else if net.pending_reads.is_empty()
@@ -340,7 +361,11 @@ impl Server {
                     Duration::ZERO
                 }
             };
-            if let Err(e) = self.net.borrow_mut().poll.poll(&mut events, Some(timeout)) {
+            let polled = self.net.borrow_mut().poll.poll(&mut events, Some(timeout));
+            if let Some(io) = &self.net.borrow().io {
+                io.awake();
+            }
+            if let Err(e) = polled {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(e);
                 }
@@ -358,6 +383,8 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.net.borrow_mut().on_signal(&mut self.ex),
+                    // Results are taken in below (`io_turn`).
+                    IO_WAKE_TOKEN => {}
                     Token(crate::commands::migrate_conn::WAKE_TOKEN) => {}
                     Token(crate::replication::replica::LINK_TOKEN) => {
                         crate::replication::replica::on_event(&mut self.ex)
@@ -386,7 +413,7 @@ impl Server {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             let mut net = self.net.borrow_mut();
                             if net.io.is_some() {
-                                // Read together after the events (`read_readable`), in
+                                // Read together after the events (`io_turn`), in
                                 // the order the events came.
                                 net.note_readable(slot);
                             } else {
@@ -396,7 +423,13 @@ impl Server {
                         }
                         if ev.is_writable() {
                             let mut net = self.net.borrow_mut();
-                            if self.ex.stream.buf.is_empty() {
+                            if net.io.is_some() {
+                                // Written with the turn's other output, by the
+                                // threads when it is worth it.
+                                if let Some(Some(_)) = net.conns.get(slot) {
+                                    self.ex.mark_pending_write(slot);
+                                }
+                            } else if self.ex.stream.buf.is_empty() {
                                 net.flush(&mut self.ex, slot);
                             } else if let Some(Some(_)) = net.conns.get(slot) {
                                 // Writes of this turn are not in the AOF yet: the
@@ -407,8 +440,8 @@ impl Server {
                     }
                 }
             }
-            if !self.net.borrow().readable.is_empty() {
-                self.read_readable();
+            if self.net.borrow().io.is_some() {
+                self.io_turn();
             }
             let accepting = std::mem::take(&mut self.net.borrow_mut().accepting);
             for idx in accepting {
@@ -509,6 +542,10 @@ impl Server {
             if self.ex.shutdown.is_some() {
                 crate::persistence::aof::flush(&mut self.ex);
                 self.net.borrow_mut().flush_pending(&mut self.ex);
+                // The last replies the I/O threads were given reach their sockets.
+                if let Some(io) = self.net.borrow_mut().io.as_mut() {
+                    io.wait_all_idle();
+                }
                 self.net.borrow_mut().close_listeners();
                 crate::process::notify_stopping(&self.ex.config);
                 crate::log::warning("Cinnabar is now ready to exit, bye bye...");
@@ -547,7 +584,9 @@ impl Server {
             .borrow_mut()
             .conns
             .get_mut(slot)
+            .filter(|c| c.as_ref().is_some_and(|c| !c.read_queued))
             .and_then(|c| c.take());
+        // (A connection whose read is queued runs its commands once the read is in.)
         let Some(mut conn) = taken else { return };
         let stop = run_commands(&mut self.ex, slot, &mut conn);
         let mut guard = self.net.borrow_mut();
@@ -1090,6 +1129,10 @@ impl Net {
                 io_thread,
                 read_noted: false,
                 parsed_ahead: None,
+                id: ex.client(slot).id,
+                read_queued: false,
+                write_queued: false,
+                read_again: false,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
@@ -1184,6 +1227,12 @@ impl Net {
     /// mio registers) reports every later arrival of data or FIN as a new event, so
     /// this saves the `EAGAIN` read that would otherwise follow every request.
     fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<(usize, bool)> {
+        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+            if conn.read_queued {
+                conn.read_again = true;
+                return None;
+            }
+        }
         loop {
             let (from, limit) = self.read_room(slot)?;
             let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
@@ -1338,9 +1387,7 @@ impl Net {
         let hz = ex.config.effective_hz() as usize;
         let mut left = (live / hz).max(live.min(MIN_ITERATIONS));
         if let Some(io) = &mut self.io {
-            io.clear();
-            // Empty between turns: what a burst of connections grew goes.
-            self.readable.shrink_to(0);
+            io.trim();
             self.io_done.shrink_to(0);
         }
         let slots = self.conns.len();
@@ -1351,7 +1398,9 @@ impl Net {
             looked += 1;
             if let Some(conn) = self.conns[slot].as_deref_mut() {
                 let mut big = Vec::new();
-                conn.resize_query_buffer(ex.client_mut(slot), &mut big);
+                if !conn.read_queued {
+                    conn.resize_query_buffer(ex.client_mut(slot), &mut big);
+                }
                 for buf in big {
                     ex.ks.lazyfree.free_other(Box::new(buf), 0);
                 }
@@ -1403,6 +1452,15 @@ impl Net {
     }
 
     fn flush(&mut self, ex: &mut Executor, slot: usize) {
+        // A write queued on an I/O thread goes first; what follows it is written
+        // when its result is in (`take_io_results`).
+        if self
+            .conns
+            .get(slot)
+            .is_some_and(|c| c.as_ref().is_some_and(|c| c.write_queued))
+        {
+            return;
+        }
         if !self.may_write(ex, slot) {
             return;
         }
@@ -1480,15 +1538,22 @@ impl Net {
     /// After a connection's writes of the turn: writability interest, the output
     /// buffer's trimming, and the close that waited for the last reply.
     fn finish_flush(&mut self, ex: &mut Executor, slot: usize) {
+        self.finish_flush_left(ex, slot, None);
+    }
+
+    /// `finish_flush`; `short` says whether the write stopped short of what it was
+    /// given (writability is then waited for), when that is not what is left.
+    fn finish_flush_left(&mut self, ex: &mut Executor, slot: usize, short: Option<bool>) {
         let Some(conn) = self.conns.get_mut(slot).and_then(|c| c.as_mut()) else {
             return;
         };
         let c = ex.client_mut(slot);
         let left = c.pending_output() > 0 || conn.stream.wants_write();
-        if left != conn.wants_write {
+        let wait_writable = short.unwrap_or(left) && left;
+        if wait_writable != conn.wants_write {
             // Edge-triggered: registering for writability reports the socket at once
             // if it already has room, so no wake-up is lost.
-            let interest = if left {
+            let interest = if wait_writable {
                 Interest::READABLE | Interest::WRITABLE
             } else {
                 Interest::READABLE
@@ -1502,7 +1567,7 @@ impl Net {
                 self.close(ex, slot);
                 return;
             }
-            conn.wants_write = left;
+            conn.wants_write = wait_writable;
         }
         let c = ex.client_mut(slot);
         if c.pending_output() == 0 {
@@ -1551,6 +1616,13 @@ impl Net {
 
     fn close(&mut self, ex: &mut Executor, slot: usize) {
         if let Some(mut conn) = self.conns.get_mut(slot).and_then(|c| c.take()) {
+            if conn.read_queued || conn.write_queued {
+                // Its worker runs its jobs before the descriptor and buffers go;
+                // their results are dropped (the slot's id no longer matches).
+                if let Some(io) = self.io.as_mut() {
+                    ex.stats.io_threads_wait_ns += io.wait_idle(conn.io_thread);
+                }
+            }
             let _ = self.poll.registry().deregister(&mut conn.stream);
             if conn.rbuf_borrowed {
                 self.spare_lent = false;
