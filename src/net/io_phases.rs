@@ -92,7 +92,12 @@ impl Server {
     /// (Valkey 8's batch prefetch across clients). A read that filled its room is
     /// queued again next turn.
     pub(super) fn take_io_results(&mut self) {
-        let completed = self.net.borrow_mut().take_io_results(&mut self.ex);
+        let completed = {
+            let mut net = self.net.borrow_mut();
+            let mut completed = std::mem::take(&mut net.io_completed);
+            completed.extend(net.take_io_results(&mut self.ex));
+            completed
+        };
         let mut batch_end = 0;
         for (i, &(slot, _)) in completed.iter().enumerate() {
             if i == batch_end {
@@ -172,6 +177,16 @@ fn io_threads_decay<T>(v: &mut Vec<T>) {
 }
 
 impl Net {
+    /// Waits for the reads queued so far and takes every result in; the commands of
+    /// those reads run at the loop's next look (`io_completed`).
+    pub(super) fn take_queued_reads(&mut self, ex: &mut Executor) {
+        if let Some(io) = self.io.as_mut() {
+            ex.stats.io_threads_wait_ns += io.wait_all_idle();
+        }
+        let completed = self.take_io_results(ex);
+        self.io_completed.extend(completed);
+    }
+
     /// Takes in the results the workers posted (and those kept for a connection that
     /// was out of the table). Returns the connections whose commands are to run now,
     /// in the order their reads were taken in, each with whether its socket may have
@@ -225,13 +240,19 @@ impl Net {
                 }
                 Kind::Write => {
                     conn.write_queued = false;
+                    let again = std::mem::take(&mut conn.write_again);
                     ex.stats.io_threaded_writes_processed += 1;
                     let whole = matches!(&d.result, Ok(n) if *n == d.asked);
                     if self.after_write(ex, slot, d.result) {
                         // Short: the socket is full, and its writable event says when
-                        // to go on. Whole: what came meanwhile goes out this turn.
+                        // to go on, unless it came while the write was queued. Whole:
+                        // what came meanwhile goes out this turn.
                         self.finish_flush_left(ex, slot, Some(!whole));
-                        if whole && ex.has_client(slot) && ex.client(slot).pending_output() > 0 {
+                        if (whole || again)
+                            && ex.has_client(slot)
+                            && (ex.client(slot).pending_output() > 0
+                                || ex.client(slot).stream.is_some())
+                        {
                             ex.mark_pending_write(slot);
                         }
                     }
@@ -248,6 +269,7 @@ impl Net {
     /// again once its result is in.
     pub(super) fn flush_threaded(&mut self, ex: &mut Executor, pending: &mut Vec<usize>) {
         let mut threaded: Vec<usize> = Vec::with_capacity(pending.len());
+        let mut write_again: Vec<usize> = Vec::new();
         pending.retain(|&slot| {
             let Some(Some(conn)) = self.conns.get(slot) else {
                 return false;
@@ -259,14 +281,18 @@ impl Net {
             }
             // One job per connection: a slot listed twice (its client gone and the
             // slot reused within the turn) is written once.
-            if std::mem::take(&mut ex.client_mut(slot).pending_write)
-                && !conn.write_queued
-                && ex.client(slot).pending_output() > 0
-            {
-                threaded.push(slot);
+            if std::mem::take(&mut ex.client_mut(slot).pending_write) {
+                if conn.write_queued {
+                    write_again.push(slot);
+                } else if ex.client(slot).pending_output() > 0 {
+                    threaded.push(slot);
+                }
             }
             false
         });
+        for slot in write_again {
+            self.conns[slot].as_mut().expect("kept above").write_again = true;
+        }
         // Replies that wait for a failed AOF write stay (`may_write`).
         threaded.retain(|&slot| self.may_write(ex, slot));
         if threaded.is_empty() {

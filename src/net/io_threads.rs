@@ -449,8 +449,9 @@ impl IoThreads {
         self.bell.sleeping.store(false, Ordering::SeqCst);
     }
 
-    /// Shrinks the spare batches (the cron, between bursts).
+    /// Shrinks the spare batches and the waiting results (the cron, between bursts).
     pub fn trim(&mut self) {
+        decay_unused(&mut self.early);
         for b in &mut self.spare {
             b.clear();
         }

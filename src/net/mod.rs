@@ -109,6 +109,9 @@ struct Conn {
     write_queued: bool,
     /// Readable again while a read was queued: read once more after its result.
     read_again: bool,
+    /// Asked to write while a write was queued: write once more after its result
+    /// (the writable event it may have been is not repeated).
+    write_again: bool,
 }
 
 /// Everything the loop owns besides the executor. It sits behind `Rc<RefCell>` so a
@@ -161,10 +164,12 @@ struct Net {
     /// listeners with connections to accept after them.
     readable: Vec<usize>,
     accepting: Vec<usize>,
-    /// Results of the I/O threads being taken in (kept for its capacity), and those
-    /// for a connection out of the table when they came (net/io_phases.rs).
+    /// Results of the I/O threads being taken in (kept for its capacity), those for a
+    /// connection out of the table when they came, and connections whose read is in
+    /// but whose commands wait for the loop (net/io_phases.rs).
     io_done: Vec<io_threads::Done>,
     io_later: Vec<io_threads::Done>,
+    io_completed: Vec<(usize, bool)>,
 }
 
 pub struct Server {
@@ -266,6 +271,7 @@ impl Server {
             accepting: Vec::new(),
             io_done: Vec::new(),
             io_later: Vec::new(),
+            io_completed: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -346,6 +352,7 @@ impl Server {
                     || !net.deferred.is_empty()
                     || !net.readable.is_empty()
                     || !net.io_later.is_empty()
+                    || !net.io_completed.is_empty()
                     || net.io.as_ref().is_some_and(|io| !io.may_sleep())
                 {
                     Duration::ZERO
@@ -1067,6 +1074,12 @@ impl Net {
                 }
                 cn_auth = ex.config.stored_str("tls-auth-clients-user") == "CN";
             }
+            if ex.client_count() >= ex.config.maxclients && self.io.is_some() {
+                // At the limit: the reads the turn queued are taken in first, so a
+                // client that closed is gone before a new one counts against
+                // maxclients, as when one thread reads them in the same turn.
+                self.take_queued_reads(ex);
+            }
             let refusal: Option<&'static [u8]> = if ex.client_count() >= ex.config.maxclients {
                 Some(b"-ERR max number of clients reached\r\n")
             } else if ex.config.protected_mode && ex.acl.default_needs_no_auth() && remote_tcp {
@@ -1133,6 +1146,7 @@ impl Net {
                 read_queued: false,
                 write_queued: false,
                 read_again: false,
+                write_again: false,
             }));
             crate::log::verbose(&format!("Accepted {peer}"));
         }
@@ -1388,7 +1402,10 @@ impl Net {
         let mut left = (live / hz).max(live.min(MIN_ITERATIONS));
         if let Some(io) = &mut self.io {
             io.trim();
+            // Empty between turns: what a burst of connections grew goes.
+            self.readable.shrink_to(self.readable.len());
             self.io_done.shrink_to(0);
+            self.io_later.shrink_to(self.io_later.len());
         }
         let slots = self.conns.len();
         let mut looked = 0;
@@ -1454,12 +1471,11 @@ impl Net {
     fn flush(&mut self, ex: &mut Executor, slot: usize) {
         // A write queued on an I/O thread goes first; what follows it is written
         // when its result is in (`take_io_results`).
-        if self
-            .conns
-            .get(slot)
-            .is_some_and(|c| c.as_ref().is_some_and(|c| c.write_queued))
-        {
-            return;
+        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+            if conn.write_queued {
+                conn.write_again = true;
+                return;
+            }
         }
         if !self.may_write(ex, slot) {
             return;
