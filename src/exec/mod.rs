@@ -18,6 +18,7 @@ pub mod latency;
 pub mod monitor;
 pub mod multi;
 pub mod pause;
+mod prefetch;
 pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;
@@ -496,19 +497,6 @@ impl Executor {
         c.argv_mem = 0;
         c.close_asap = true;
         self.close_pending = true;
-    }
-
-    /// Prefetches the key table entries the client's next commands will look up
-    /// (`KeyTable::prefetch`), in the database it has selected now.
-    pub fn prefetch_keys<'k>(&self, slot: usize, keys: impl Iterator<Item = &'k [u8]>) {
-        self.prefetch_in_db(self.client(slot).db, keys);
-    }
-
-    /// `prefetch_keys` in database `db`.
-    pub fn prefetch_in_db<'k>(&self, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
-        if let Some(d) = self.ks.dbs.get(db) {
-            d.table.prefetch(keys);
-        }
     }
 
     /// Runs one command for `slot` and encodes its reply into the client's output

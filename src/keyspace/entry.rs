@@ -116,17 +116,7 @@ unsafe fn object_from_raw(kind: u32, q: *mut u8) -> Object {
     }
 }
 
-/// Hints the CPU to bring `p`'s cache line in; nothing on targets without the hint.
-#[inline(always)]
-pub fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub use crate::util::prefetch;
 
 /// An owning pointer to an entry. The key table holds these in its chains; it is the
 /// only owner, and frees entries with `into_value`.

@@ -789,6 +789,19 @@ fn run_pipeline(
                     &buf[offset + s..offset + e]
                 }),
         );
+        ex.prefetch_members(
+            slot,
+            batch
+                .iter()
+                .filter(|&&(_, _, from, to)| to - from > 2)
+                .map(|&(offset, _, from, _)| {
+                    let arg = |i: usize| {
+                        let (s, e) = ranges[from + i];
+                        &buf[offset + s..offset + e]
+                    };
+                    (arg(0), arg(1), arg(2))
+                }),
+        );
     }
     let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
     conn.parser.release_args();

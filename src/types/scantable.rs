@@ -37,6 +37,8 @@ use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+use crate::util::prefetch;
+
 /// How an element's key is found in its bytes.
 pub trait Shape {
     fn key(elem: &[u8]) -> &[u8];
@@ -115,6 +117,19 @@ fn hasher() -> &'static foldhash::fast::FixedState {
 #[inline]
 fn hash(key: &[u8]) -> usize {
     hasher().hash_one(key) as usize
+}
+
+/// Asks for what the bucket word at `word` (from `ScanTable::prefetch_bucket`) points
+/// to: its overflow block, or its element's bytes.
+///
+/// # Safety
+/// `word` must come from `prefetch_bucket` on a table not changed since.
+pub unsafe fn prefetch_bucket_contents(word: *const usize) {
+    // SAFETY: per the contract, `word` points at a live bucket word.
+    let w = unsafe { &*(word as *const Slot) };
+    if !w.is_empty() && w.tag() != TAG_INLINE {
+        prefetch(w.block_ptr() as *const u8);
+    }
 }
 
 const WORD: usize = std::mem::size_of::<usize>();
@@ -535,6 +550,21 @@ impl<S: Shape> ScanTable<S> {
         }
     }
 
+    /// The bucket word `key` hashes to, its cache line asked for ahead of a lookup
+    /// (a pipeline's batch, net/mod.rs); while resizing, the array that holds it now.
+    /// Follow with `prefetch_bucket_contents` once the lines may have come.
+    pub fn prefetch_bucket(&self, key: &[u8]) -> *const usize {
+        let h = hash(key);
+        let b0 = h & (self.t0.len() - 1);
+        let p: *const Slot = if self.resizing() && b0 < self.rehash {
+            &self.t1[h & (self.t1.len() - 1)]
+        } else {
+            &self.t0[b0]
+        };
+        prefetch(p as *const u8);
+        p as *const usize
+    }
+
     /// The element with `key`.
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
         let (t, b, i) = self.locate(key)?;
@@ -849,6 +879,38 @@ mod tests {
         }
         let mut hdr = [0u8; 10];
         assert!(!t.replace(b"nope", &Pairs::parts(&mut hdr, b"nope", b"x")));
+    }
+
+    /// Prefetching a bucket and what it points to reads any table state (inline and
+    /// heap elements, overflow blocks, empty buckets, mid-resize arrays) and changes
+    /// nothing.
+    #[test]
+    fn prefetch_reads_any_bucket_and_changes_nothing() {
+        let mut t: ScanTable<Members> = ScanTable::default();
+        let members: Vec<Vec<u8>> = (0..3000)
+            .map(|i| {
+                if i % 3 == 0 {
+                    format!("{i}").into_bytes()
+                } else {
+                    format!("member:{i}:{}", "x".repeat(i % 40)).into_bytes()
+                }
+            })
+            .collect();
+        for (i, m) in members.iter().enumerate() {
+            t.insert_new(&[m]);
+            if i % 101 == 0 {
+                for probe in members[..=i].iter().rev().take(20).map(|m| m.as_slice()) {
+                    let w = t.prefetch_bucket(probe);
+                    // SAFETY: `w` came from `prefetch_bucket` on `t`, unchanged since.
+                    unsafe { prefetch_bucket_contents(w) };
+                }
+                let w = t.prefetch_bucket(b"absent");
+                // SAFETY: as above.
+                unsafe { prefetch_bucket_contents(w) };
+            }
+        }
+        assert_eq!(t.len(), members.len());
+        assert!(members.iter().all(|m| t.contains(m)));
     }
 
     #[test]
