@@ -180,7 +180,8 @@ impl Net {
     /// Takes in the I/O threads' results (net/io_phases.rs) and runs the commands the
     /// reads completed; a socket with more to say is read here, on the loop.
     fn busy_io_results(&mut self, ex: &mut Executor) {
-        for (slot, more) in self.take_io_results(ex) {
+        self.take_io_results(ex);
+        for (slot, more) in std::mem::take(&mut self.io_completed) {
             if self.busy_run(ex, slot) && more {
                 self.busy_read(ex, slot);
             }

@@ -92,11 +92,10 @@ impl Server {
     /// (Valkey 8's batch prefetch across clients). A read that filled its room is
     /// queued again next turn.
     pub(super) fn take_io_results(&mut self) {
-        let completed = {
+        let mut completed = {
             let mut net = self.net.borrow_mut();
-            let mut completed = std::mem::take(&mut net.io_completed);
-            completed.extend(net.take_io_results(&mut self.ex));
-            completed
+            net.take_io_results(&mut self.ex);
+            std::mem::take(&mut net.io_completed)
         };
         let mut batch_end = 0;
         for (i, &(slot, _)) in completed.iter().enumerate() {
@@ -111,6 +110,11 @@ impl Server {
             if more {
                 net.note_readable(slot);
             }
+        }
+        if net.io_completed.is_empty() {
+            // Back, for its capacity.
+            completed.clear();
+            net.io_completed = completed;
         }
     }
 
@@ -183,26 +187,24 @@ impl Net {
         if let Some(io) = self.io.as_mut() {
             ex.stats.io_threads_wait_ns += io.wait_all_idle();
         }
-        let completed = self.take_io_results(ex);
-        self.io_completed.extend(completed);
+        self.take_io_results(ex);
     }
 
     /// Takes in the results the workers posted (and those kept for a connection that
-    /// was out of the table). Returns the connections whose commands are to run now,
-    /// in the order their reads were taken in, each with whether its socket may have
-    /// more to read.
-    pub(super) fn take_io_results(&mut self, ex: &mut Executor) -> Vec<(usize, bool)> {
+    /// was out of the table). Lists in `io_completed` the connections whose commands
+    /// are to run now, in the order their reads were taken in, each with whether its
+    /// socket may have more to read.
+    pub(super) fn take_io_results(&mut self, ex: &mut Executor) {
         let Some(io) = self.io.as_mut() else {
-            return Vec::new();
+            return;
         };
-        let mut done = std::mem::take(&mut self.io_done);
         if !io.has_done() && self.io_later.is_empty() {
-            self.io_done = done;
-            return Vec::new();
+            return;
         }
+        let mut done = std::mem::take(&mut self.io_done);
         done.append(&mut self.io_later);
         io.take_done(&mut done);
-        let mut completed: Vec<(usize, bool)> = Vec::new();
+        let mut completed = std::mem::take(&mut self.io_completed);
         for d in done.drain(..) {
             let slot = d.slot;
             let Some(Some(conn)) = self.conns.get_mut(slot) else {
@@ -260,7 +262,7 @@ impl Net {
             }
         }
         self.io_done = done;
-        completed
+        self.io_completed = completed;
     }
 
     /// With I/O threads: queues one write for each connection of `pending` with plain

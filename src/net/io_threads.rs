@@ -193,6 +193,8 @@ pub(super) struct IoThreads {
     reads_queued: u64,
     reads_handed: u64,
     early: Vec<Done>,
+    /// The batches a worker posted, swapped out of its queue (kept for its capacity).
+    posted: Vec<Batch>,
 }
 
 impl IoThreads {
@@ -237,6 +239,7 @@ impl IoThreads {
             reads_queued: 0,
             reads_handed: 0,
             early: Vec::new(),
+            posted: Vec::new(),
         })
     }
 
@@ -357,43 +360,49 @@ impl IoThreads {
         if !self.bell.rung.swap(false, Ordering::SeqCst) {
             return;
         }
-        let from = out.len();
-        for w in &self.workers {
-            let batches = {
+        let IoThreads {
+            workers,
+            spare,
+            early,
+            posted,
+            ..
+        } = self;
+        for w in workers.iter() {
+            {
                 let mut q = w.shared.queues.lock().unwrap_or_else(|e| e.into_inner());
                 if q.done.is_empty() {
                     continue;
                 }
-                std::mem::take(&mut q.done)
-            };
-            for mut batch in batches {
-                out.extend(batch.jobs.iter().map(|j| Done {
-                    seq: j.seq,
-                    slot: j.slot,
-                    id: j.id,
-                    kind: match j.op {
-                        Op::Read { .. } => Kind::Read,
-                        Op::Write { .. } => Kind::Write,
-                    },
-                    asked: j.asked,
-                    result: if j.result < 0 {
-                        Err(std::io::Error::from_raw_os_error(-j.result as i32))
-                    } else {
-                        Ok(j.result as usize)
-                    },
-                }));
-                batch.clear();
-                if self.spare.len() < 2 * self.workers.len() {
-                    self.spare.push(batch);
-                }
+                // Swapped, not taken: both vectors keep their capacity.
+                std::mem::swap(&mut q.done, posted);
             }
-        }
-        let taken: Vec<Done> = out.drain(from..).collect();
-        for d in taken {
-            if d.kind == Kind::Read {
-                self.early.push(d);
-            } else {
-                out.push(d);
+            for mut batch in posted.drain(..) {
+                for j in &batch.jobs {
+                    let d = Done {
+                        seq: j.seq,
+                        slot: j.slot,
+                        id: j.id,
+                        kind: match j.op {
+                            Op::Read { .. } => Kind::Read,
+                            Op::Write { .. } => Kind::Write,
+                        },
+                        asked: j.asked,
+                        result: if j.result < 0 {
+                            Err(std::io::Error::from_raw_os_error(-j.result as i32))
+                        } else {
+                            Ok(j.result as usize)
+                        },
+                    };
+                    if d.kind == Kind::Read {
+                        early.push(d);
+                    } else {
+                        out.push(d);
+                    }
+                }
+                batch.clear();
+                if spare.len() < 2 * workers.len() {
+                    spare.push(batch);
+                }
             }
         }
         self.early
@@ -452,6 +461,7 @@ impl IoThreads {
     /// Shrinks the spare batches and the waiting results (the cron, between bursts).
     pub fn trim(&mut self) {
         decay_unused(&mut self.early);
+        decay_unused(&mut self.posted);
         for b in &mut self.spare {
             b.clear();
         }

@@ -1419,6 +1419,7 @@ impl Net {
             self.readable.shrink_to(self.readable.len());
             self.io_done.shrink_to(0);
             self.io_later.shrink_to(self.io_later.len());
+            self.io_completed.shrink_to(self.io_completed.len());
         }
         let slots = self.conns.len();
         let mut looked = 0;
