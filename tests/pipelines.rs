@@ -157,3 +157,67 @@ fn transactions_inside_a_pipeline() {
     c.stream.write_all(&pipeline).unwrap();
     assert_eq!(read_replies(&mut c, 43), want);
 }
+
+/// Set and hash member commands in a batch have their member's bucket prefetched in the
+/// collection's hash table: big collections (as they grow through a resize), small
+/// ones in listpack or intset form, a string key and an absent one, each command
+/// still answers exactly.
+#[test]
+fn member_commands_in_a_batch_answer_exactly() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (&["SET", "str", "x"], "+OK\r\n"),
+        (&["SADD", "ints", "1", "2"], ":2\r\n"),
+    ]);
+    let mut want = String::new();
+    let mut pipeline = Vec::new();
+    for i in 0..600 {
+        let m = format!("member:{i}");
+        let v = format!("value:{i}");
+        for (args, reply) in [
+            (vec!["SADD", "big", &m], ":1\r\n".to_string()),
+            (vec!["SISMEMBER", "big", &m], ":1\r\n".into()),
+            (
+                vec!["SMISMEMBER", "big", &m, "nope"],
+                "*2\r\n:1\r\n:0\r\n".into(),
+            ),
+            (vec!["HSET", "hbig", &m, &v], ":1\r\n".into()),
+            (vec!["HGET", "hbig", &m], format!("${}\r\n{v}\r\n", v.len())),
+            (vec!["HEXISTS", "hbig", "nope"], ":0\r\n".into()),
+            (
+                vec!["SADD", "ints", "3"],
+                if i == 0 { ":1\r\n" } else { ":0\r\n" }.into(),
+            ),
+            (
+                vec!["SADD", "str", &m],
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".into(),
+            ),
+            (vec!["HGET", "absent", &m], "$-1\r\n".into()),
+        ] {
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            pipeline.extend(command(&args));
+            want.push_str(&reply);
+        }
+        if i % 50 == 49 {
+            let half = format!("member:{}", i / 2);
+            pipeline.extend(command(&[b"SREM", b"big", half.as_bytes()]));
+            want.push_str(":1\r\n");
+            pipeline.extend(command(&[b"HDEL", b"hbig", half.as_bytes()]));
+            want.push_str(":1\r\n");
+        }
+    }
+    c.stream.write_all(&pipeline).unwrap();
+    let n = want.matches("\r\n").count();
+    let mut got = String::new();
+    while got.matches("\r\n").count() < n {
+        got.push_str(&c.read_reply());
+    }
+    assert_eq!(got, want);
+    c.check(&[
+        (&["SCARD", "big"], ":588\r\n"),
+        (&["HLEN", "hbig"], ":588\r\n"),
+        (&["OBJECT", "ENCODING", "big"], "$9\r\nhashtable\r\n"),
+        (&["OBJECT", "ENCODING", "hbig"], "$9\r\nhashtable\r\n"),
+    ]);
+}

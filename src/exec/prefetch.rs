@@ -55,9 +55,10 @@ impl Executor {
         let mut words: smallvec::SmallVec<[*const usize; crate::keyspace::table::PREFETCH_BATCH]> =
             smallvec::SmallVec::new();
         for (name, key, member) in cmds {
-            if words.len() == words.inline_size()
-                || !MEMBER_COMMANDS.iter().any(|c| name.eq_ignore_ascii_case(c))
-            {
+            if words.len() == words.inline_size() {
+                break;
+            }
+            if !MEMBER_COMMANDS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
                 continue;
             }
             let Some(entry) = d.table.get(key) else {

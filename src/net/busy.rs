@@ -98,12 +98,7 @@ impl Net {
         self.flush_pending_except_absent(ex);
         if ex.shutdown.is_some() && ex.persist.shutdown_prepared {
             // SHUTDOWN NOSAVE: the script never returns.
-            if !ex.config.pidfile.is_empty() {
-                let _ = std::fs::remove_file(&ex.config.pidfile);
-            }
-            self.close_listeners();
-            crate::log::warning("Cinnabar is now ready to exit, bye bye...");
-            std::process::exit(0);
+            self.exit_now(ex);
         }
     }
 
@@ -122,12 +117,7 @@ impl Net {
         crate::exec::shutdown::while_loading(ex);
         self.flush_pending_except_absent(ex);
         if ex.shutdown.is_some() {
-            if !ex.config.pidfile.is_empty() {
-                let _ = std::fs::remove_file(&ex.config.pidfile);
-            }
-            self.close_listeners();
-            crate::log::warning("Cinnabar is now ready to exit, bye bye...");
-            std::process::exit(0);
+            self.exit_now(ex);
         }
     }
 
@@ -188,12 +178,25 @@ impl Net {
         }
     }
 
+    /// Exits from inside a round: the pid file goes, the listeners close, and the
+    /// writes handed to the I/O threads reach their sockets first.
+    fn exit_now(&mut self, ex: &Executor) -> ! {
+        if !ex.config.pidfile.is_empty() {
+            let _ = std::fs::remove_file(&ex.config.pidfile);
+        }
+        self.close_listeners();
+        if let Some(io) = self.io.as_mut() {
+            io.wait_all_idle();
+        }
+        crate::log::warning("Cinnabar is now ready to exit, bye bye...");
+        std::process::exit(0);
+    }
+
     /// Reads and runs a client's commands within one turn's budget.
     fn busy_read(&mut self, ex: &mut Executor, slot: usize) {
         // A read queued on an I/O thread owns the buffer: its result comes first.
         if let Some(Some(conn)) = self.conns.get_mut(slot) {
-            if conn.read_queued {
-                conn.read_again = true;
+            if conn.read_waits() {
                 return;
             }
         }

@@ -45,10 +45,9 @@ impl Server {
                     continue;
                 };
                 conn.read_noted = false;
-                if conn.read_queued {
+                if conn.read_waits() {
                     // Read again once the queued read is in: it may have come before
                     // the bytes this event announced.
-                    conn.read_again = true;
                     continue;
                 }
                 let Some(fd) = conn.stream.plain_fd().filter(|_| threaded) else {
@@ -77,7 +76,8 @@ impl Server {
             }
             net.io.as_mut().expect("checked").submit();
         }
-        io_threads_decay(&mut slots);
+        super::io_threads::decay_unused(&mut slots);
+        slots.clear();
         net.readable = slots;
         drop(guard);
         for slot in on_loop {
@@ -173,11 +173,6 @@ impl Server {
             self.ex.prefetch_in_db(f.1, std::iter::once(key(f)));
         }
     }
-}
-
-fn io_threads_decay<T>(v: &mut Vec<T>) {
-    super::io_threads::decay_unused(v);
-    v.clear();
 }
 
 impl Net {

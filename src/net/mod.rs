@@ -779,28 +779,22 @@ fn run_pipeline(
     if batch.len() > 1 {
         let ranges = conn.parser.all_ranges();
         let buf = &conn.rbuf[base..];
+        // Argument `i` of a batched command; `argc` how many it has.
+        let arg = |&(offset, _, from, _): &(usize, usize, usize, usize), i: usize| {
+            let (s, e) = ranges[from + i];
+            &buf[offset + s..offset + e]
+        };
+        let argc = |&(_, _, from, to): &(usize, usize, usize, usize)| to - from;
         ex.prefetch_keys(
             slot,
-            batch
-                .iter()
-                .filter(|&&(_, _, from, to)| to - from > 1)
-                .map(|&(offset, _, from, _)| {
-                    let (s, e) = ranges[from + 1];
-                    &buf[offset + s..offset + e]
-                }),
+            batch.iter().filter(|b| argc(b) > 1).map(|b| arg(b, 1)),
         );
         ex.prefetch_members(
             slot,
             batch
                 .iter()
-                .filter(|&&(_, _, from, to)| to - from > 2)
-                .map(|&(offset, _, from, _)| {
-                    let arg = |i: usize| {
-                        let (s, e) = ranges[from + i];
-                        &buf[offset + s..offset + e]
-                    };
-                    (arg(0), arg(1), arg(2))
-                }),
+                .filter(|b| argc(b) > 2)
+                .map(|b| (arg(b, 0), arg(b, 1), arg(b, 2))),
         );
     }
     let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
@@ -887,6 +881,15 @@ fn evicted_before_command(ex: &mut Executor, slot: usize) -> bool {
 }
 
 impl Conn {
+    /// Whether a read is queued on an I/O thread: this one then waits, and is made
+    /// once the queued one's result is in (the event it answers is not repeated).
+    fn read_waits(&mut self) -> bool {
+        if self.read_queued {
+            self.read_again = true;
+        }
+        self.read_queued
+    }
+
     /// The query buffer's length as Redis shows it (CLIENT LIST `qbuf`, the
     /// query-buffer limit): the unprocessed bytes, except that once a big argument
     /// (32 KB or more) is announced, what precedes its data is no longer counted,
@@ -1255,8 +1258,7 @@ impl Net {
     /// this saves the `EAGAIN` read that would otherwise follow every request.
     fn read_some(&mut self, ex: &mut Executor, slot: usize) -> Option<(usize, bool)> {
         if let Some(Some(conn)) = self.conns.get_mut(slot) {
-            if conn.read_queued {
-                conn.read_again = true;
+            if conn.read_waits() {
                 return None;
             }
         }
