@@ -19,6 +19,9 @@ throughput where the threads have cores of their own.
 every read and write, however few a turn has (by default a turn needs two per thread),
 so the main thread makes no socket call at all; redis-server has no such switch.
 
+CINNABAR=PATH runs another cinnabar binary (to compare two builds); SERVERS=a,b keeps
+only the servers named (cinnabar, redis-server, valkey-server).
+
 The main thread's cost per request is what bounds throughput on a machine with cores to
 spare: every command runs there. redis-server is given `io-threads-do-reads yes`, so it
 threads reads as well as writes, as Cinnabar and Valkey do.
@@ -44,7 +47,8 @@ keys = opt("--keys", 100_000)
 threads = [int(a) for a in args] or [1, 2, 4]
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-servers = [("cinnabar", os.path.join(root, "target/release/cinnabar"))]
+servers = [("cinnabar", os.environ.get("CINNABAR")
+             or os.path.join(root, "target/release/cinnabar"))]
 if shutil.which("redis-server"):
     servers.append(("redis-server", shutil.which("redis-server")))
 valkey = os.environ.get("VALKEY_SERVER")
@@ -56,6 +60,10 @@ if not valkey:
         valkey = shutil.which("valkey-server")
 if valkey and os.path.exists(valkey):
     servers.append(("valkey-server", valkey))
+
+if os.environ.get("SERVERS"):
+    keep = os.environ["SERVERS"].split(",")
+    servers = [s for s in servers if s[0] in keep]
 
 def free_port():
     s = socket.socket()

@@ -375,16 +375,18 @@ impl Client {
 
     /// Up to `max` slices of unwritten output, in order, for one vectored write.
     pub fn unwritten_slices<'a>(&'a self, slices: &mut Vec<std::io::IoSlice<'a>>, max: usize) {
-        for (i, block) in self.sealed.iter().enumerate() {
-            if slices.len() == max {
-                return;
-            }
+        let room = max.saturating_sub(slices.len());
+        slices.extend(self.unwritten().take(room).map(std::io::IoSlice::new));
+    }
+
+    /// The output still to write, in order: the sealed blocks, then the buffer.
+    pub fn unwritten(&self) -> impl Iterator<Item = &[u8]> {
+        let sealed = self.sealed.iter().enumerate().map(|(i, block)| {
             let from = if i == 0 { self.sealed_pos } else { 0 };
-            slices.push(std::io::IoSlice::new(&block.bytes()[from..]));
-        }
-        if slices.len() < max && self.out.len() > self.out_pos {
-            slices.push(std::io::IoSlice::new(&self.out[self.out_pos..]));
-        }
+            &block.bytes()[from..]
+        });
+        let out = (self.out.len() > self.out_pos).then(|| &self.out[self.out_pos..]);
+        sealed.chain(out)
     }
 
     /// Accounts `n` bytes written to the socket: sealed blocks written whole are freed,

@@ -7,7 +7,8 @@
 //!
 //! What keeps a job's memory still while it is queued (`Conn::read_queued`,
 //! `Conn::write_queued`):
-//! - A queued read owns `rbuf[end..]`: the connection's commands are not run
+//! - A queued read owns `rbuf[end..]` and its parser (`Conn::lent`), and reads
+//!   `rbuf[start..end]`: the connection's commands are not run
 //!   (`Server::process`, `Net::busy_read`), nor its buffer resized (`read_room`,
 //!   `resize_query_buffer`), until its result is in.
 //! - A queued write reads sealed output blocks (`Client::seal` moves every reply into
@@ -21,11 +22,11 @@
 
 use std::io;
 
-use super::io_threads::{Done, Kind};
+use super::io_threads::Kind;
 use super::{Net, Server, WRITE_SLICES};
 use crate::exec::Executor;
 use crate::keyspace::table::PREFETCH_BATCH;
-use crate::protocol::{Limits, Request};
+use crate::protocol::Limits;
 
 impl Server {
     /// With I/O threads, after the turn's events: queues a read for every connection
@@ -59,9 +60,26 @@ impl Server {
                     continue;
                 };
                 let conn = net.conns[slot].as_mut().expect("looked up above");
+                // The worker parses what it reads, with the connection's parser, unless
+                // a command parsed ahead still waits to run.
+                let ahead = (conn.parsed_ahead.is_none() && self.ex.has_client(slot)).then(|| {
+                    let mut lent = conn.lent.take().unwrap_or_default();
+                    std::mem::swap(&mut lent.parser, &mut conn.parser);
+                    std::mem::swap(&mut lent.batch, &mut conn.batch_ahead);
+                    // What the box said after its last read is stale: a read that
+                    // brings nothing parses nothing.
+                    lent.first = None;
+                    lent.batch.clear();
+                    lent.limits = Limits {
+                        max_bulk_len: self.ex.config.proto_max_bulk_len,
+                        authenticated: self.ex.client(slot).authenticated,
+                    };
+                    lent
+                });
+                let before = from - conn.start;
                 let io = net.io.as_mut().expect("called with I/O threads");
-                // SAFETY: `read_queued` keeps the buffer unmoved and untouched past
-                // `end`, and the descriptor open, until the result is taken in
+                // SAFETY: `read_queued` keeps the buffer unmoved and unwritten from
+                // `start` on, and the descriptor open, until the result is taken in
                 // (this module's contract).
                 unsafe {
                     io.read(
@@ -70,6 +88,8 @@ impl Server {
                         conn.id,
                         fd,
                         &mut conn.rbuf[from..limit],
+                        before,
+                        ahead,
                     )
                 };
                 conn.read_queued = true;
@@ -118,43 +138,33 @@ impl Server {
         }
     }
 
-    /// Parses the first command of each connection of `slots` ahead of its turn
-    /// (`Conn::parsed_ahead`, taken up by `run_commands`) and prefetches the keys of
-    /// those commands together (`Executor::prefetch_in_db`). Only multibulk requests:
-    /// an inline one would be split (and its arguments copied) twice.
+    /// Prefetches together the keys of the first commands of `slots`, parsed by the
+    /// I/O threads that read them (`Conn::parsed_ahead`), before any of them runs
+    /// (`Executor::prefetch_in_db`).
     fn prefetch_first_keys(&mut self, slots: impl Iterator<Item = usize>) {
-        let mut guard = self.net.borrow_mut();
-        let net = &mut *guard;
+        let net = self.net.borrow();
         let mut found: smallvec::SmallVec<[(usize, usize, usize, usize); PREFETCH_BATCH]> =
             smallvec::SmallVec::new();
         for slot in slots {
-            let Some(Some(conn)) = net.conns.get_mut(slot) else {
+            let Some(Some(conn)) = net.conns.get(slot) else {
                 continue;
             };
-            if conn.parsed_ahead.is_some()
-                || conn.read_queued
-                || conn.start == conn.end
-                || conn.rbuf[conn.start] != b'*'
-                || !self.ex.has_client(slot)
-            {
+            if conn.parsed_ahead.is_none() || conn.read_queued || !self.ex.has_client(slot) {
                 continue;
             }
-            let c = self.ex.client(slot);
-            let limits = Limits {
-                max_bulk_len: self.ex.config.proto_max_bulk_len,
-                authenticated: c.authenticated,
-            };
-            match conn.parser.parse(&conn.rbuf[conn.start..conn.end], &limits) {
-                Ok(Some(Request::Multibulk { consumed })) => {
-                    conn.parsed_ahead = Some((consumed, limits));
-                    if let Some(&(s, e)) = conn.parser.ranges().get(1) {
-                        found.push((slot, c.db, conn.start + s, conn.start + e));
-                    }
-                }
-                // Incomplete: the parser resumes where it is when more arrives.
-                Ok(None) => {}
-                // Empty requests and errors are parsed again when they run.
-                Ok(Some(_)) | Err(_) => conn.parser.reset(),
+            // The first command's ranges come first (a batch's follow).
+            let args = conn
+                .batch_ahead
+                .first()
+                .map_or(conn.parser.all_ranges().len(), |b| b.3);
+            if args > 1 {
+                let (s, e) = conn.parser.all_ranges()[1];
+                found.push((
+                    slot,
+                    self.ex.client(slot).db,
+                    conn.start + s,
+                    conn.start + e,
+                ));
             }
         }
         if found.len() < 2 {
@@ -218,9 +228,15 @@ impl Net {
             match d.kind {
                 Kind::Read => {
                     conn.read_queued = false;
+                    if let Some(mut lent) = d.ahead {
+                        std::mem::swap(&mut lent.parser, &mut conn.parser);
+                        std::mem::swap(&mut lent.batch, &mut conn.batch_ahead);
+                        conn.parsed_ahead = lent.first.map(|n| (n, lent.limits));
+                        conn.lent = Some(lent);
+                    }
                     let again = std::mem::take(&mut conn.read_again);
                     ex.stats.io_threaded_reads_processed += 1;
-                    let Done { result, asked, .. } = d;
+                    let (result, asked) = (d.result, d.asked);
                     if matches!(&result, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
                         completed.push((slot, true));
                         continue;
@@ -265,10 +281,10 @@ impl Net {
     /// flushed as usual; a connection whose last write is still queued is written
     /// again once its result is in.
     pub(super) fn flush_threaded(&mut self, ex: &mut Executor, pending: &mut Vec<usize>) {
-        let mut threaded: Vec<usize> = Vec::with_capacity(pending.len());
-        let mut write_again: Vec<usize> = Vec::new();
+        let mut threaded = std::mem::take(&mut self.io_writes);
+        threaded.clear();
         pending.retain(|&slot| {
-            let Some(Some(conn)) = self.conns.get(slot) else {
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
                 return false;
             };
             let c = ex.client(slot);
@@ -280,19 +296,17 @@ impl Net {
             // slot reused within the turn) is written once.
             if std::mem::take(&mut ex.client_mut(slot).pending_write) {
                 if conn.write_queued {
-                    write_again.push(slot);
+                    conn.write_again = true;
                 } else if ex.client(slot).pending_output() > 0 {
                     threaded.push(slot);
                 }
             }
             false
         });
-        for slot in write_again {
-            self.conns[slot].as_mut().expect("kept above").write_again = true;
-        }
         // Replies that wait for a failed AOF write stay (`may_write`).
         threaded.retain(|&slot| self.may_write(ex, slot));
         if threaded.is_empty() {
+            self.io_writes = threaded;
             return;
         }
         // Every pending reply into the sealed blocks the write reads: new output goes
@@ -300,19 +314,19 @@ impl Net {
         for &slot in &threaded {
             ex.client_mut(slot).seal();
         }
-        let mut slices = Vec::with_capacity(WRITE_SLICES);
         for &slot in &threaded {
             let conn = self.conns[slot].as_mut().expect("kept above");
             let fd = conn.stream.plain_fd().expect("kept above");
-            slices.clear();
-            ex.client(slot).unwritten_slices(&mut slices, WRITE_SLICES);
+            let slices = ex.client(slot).unwritten().take(WRITE_SLICES);
             let io = self.io.as_mut().expect("called with I/O threads");
             // SAFETY: `write_queued` keeps the sealed blocks unchanged and alive
             // (`consume_written` runs on the result), and the descriptor open, until
             // the result is taken in (this module's contract).
-            unsafe { io.write(conn.io_thread, slot, conn.id, fd, &slices) };
+            unsafe { io.write(conn.io_thread, slot, conn.id, fd, slices) };
             conn.write_queued = true;
         }
         self.io.as_mut().expect("checked").submit();
+        super::io_threads::decay_unused(&mut threaded);
+        self.io_writes = threaded;
     }
 }

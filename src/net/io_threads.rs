@@ -1,13 +1,15 @@
-//! I/O threads (`io-threads N`): socket reads and writes handed to N - 1 worker threads
-//! while commands run one at a time on the loop's thread, which makes no read or write
-//! system call for a connection the workers serve.
+//! I/O threads (`io-threads N`): socket reads and writes, and the parsing of what was
+//! read, handed to N - 1 worker threads while commands run one at a time on the loop's
+//! thread, which makes no read or write system call for a connection the workers serve
+//! and parses none of its commands that the worker could.
 //!
 //! The shape is Valkey 8's and Redis 8's asynchronous hand-off, without a barrier: the
 //! loop queues a connection's read (into the connection's own buffer) or its write
 //! (from its sealed output blocks) on the connection's worker and goes on with its
-//! turn; the worker makes the system call and queues the result back; the loop takes
-//! the results in at its next look, runs the commands a read completed and queues the
-//! replies. A worker posting a result to a sleeping loop wakes it (`mio::Waker`).
+//! turn; the worker makes the system call, parses what a read completed with the
+//! connection's parser (lent with the job: net/batch.rs) and queues the result back;
+//! the loop takes the results in at its next look, runs the commands a read completed
+//! and queues the replies. A worker posting a result to a sleeping loop wakes it (`mio::Waker`).
 //!
 //! Nothing a command can see is shared: a job only names a descriptor and memory the
 //! loop leaves alone until the job's result is taken in (net/io_phases.rs keeps that
@@ -26,6 +28,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::batch::ParseAhead;
+
 /// How long a worker that ran a batch keeps spinning for the next one before it
 /// sleeps: a busy loop hands it work every few tens of microseconds, and a sleeping
 /// thread takes longer than that to wake.
@@ -39,10 +43,15 @@ enum Op {
     Write { iov_from: usize, iov_count: usize },
 }
 
-#[derive(Clone, Copy)]
 struct Job {
     fd: RawFd,
     op: Op,
+    /// A read's parsing: the connection's parser, lent with it, parses what the read
+    /// completes (net/batch.rs). `head` is the connection's first unconsumed byte,
+    /// `before` how many of them precede the read's room.
+    ahead: Option<Box<ParseAhead>>,
+    head: *const u8,
+    before: usize,
     /// The connection's slot and its client's id: a result for a slot since reused
     /// by another connection is recognised and dropped.
     slot: usize,
@@ -67,7 +76,12 @@ unsafe impl Send for Batch {}
 
 impl Batch {
     fn clear(&mut self) {
-        decay_unused(&mut self.jobs);
+        self.clear_after(self.jobs.len());
+    }
+
+    /// `clear`, for a batch whose `jobs_used` jobs were taken out already.
+    fn clear_after(&mut self, jobs_used: usize) {
+        decay(&mut self.jobs, jobs_used);
         decay_unused(&mut self.iov);
         self.jobs.clear();
         self.iov.clear();
@@ -93,6 +107,16 @@ impl Batch {
                     ),
                 }
             };
+            if r > 0 {
+                if let Some(ahead) = job.ahead.as_mut() {
+                    // SAFETY: `head..` the read's room is the connection's unconsumed
+                    // bytes, which the loop leaves alone as it does the room (the
+                    // contract of `IoThreads::read`), and the read filled `r` more.
+                    let buf =
+                        unsafe { std::slice::from_raw_parts(job.head, job.before + r as usize) };
+                    super::batch::parse_read(ahead, buf);
+                }
+            }
             job.result = if r < 0 {
                 -(std::io::Error::last_os_error()
                     .raw_os_error()
@@ -178,6 +202,8 @@ pub(super) struct Done {
     pub asked: usize,
     /// Bytes moved, or the error.
     pub result: std::io::Result<usize>,
+    /// A read's parser, given back with what it parsed.
+    pub ahead: Option<Box<ParseAhead>>,
 }
 
 pub(super) struct IoThreads {
@@ -267,21 +293,39 @@ impl IoThreads {
     }
 
     /// Queues a read of up to `buf.len()` bytes into `buf` on `thread`'s worker (sent
-    /// with `submit`).
+    /// with `submit`). With `ahead`, the worker then parses the `before` bytes that
+    /// precede `buf` and those it read (`batch::parse_read`), and gives the parser
+    /// back with the result.
     ///
     /// # Safety
-    /// `buf` must stay valid, unmoved and untouched, and `fd` open, until the job's
-    /// result has been taken in (`take_done`) or the worker waited for (`wait_idle`).
-    pub unsafe fn read(&mut self, thread: usize, slot: usize, id: u64, fd: RawFd, buf: &mut [u8]) {
+    /// `buf` and the `before` bytes in front of it must stay valid, unmoved and
+    /// unwritten, and `fd` open, until the job's result has been taken in
+    /// (`take_done`) or the worker waited for (`wait_idle`).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn read(
+        &mut self,
+        thread: usize,
+        slot: usize,
+        id: u64,
+        fd: RawFd,
+        buf: &mut [u8],
+        before: usize,
+        ahead: Option<Box<ParseAhead>>,
+    ) {
         let op = Op::Read {
             buf: buf.as_mut_ptr(),
             len: buf.len(),
         };
+        // SAFETY: the caller says `before` bytes precede `buf` in one allocation.
+        let head = unsafe { buf.as_ptr().sub(before) };
         let seq = self.reads_queued;
         self.reads_queued += 1;
         self.filling(thread).jobs.push(Job {
             fd,
             op,
+            ahead,
+            head,
+            before,
             slot,
             id,
             asked: buf.len(),
@@ -295,31 +339,37 @@ impl IoThreads {
     /// # Safety
     /// The memory `slices` points to must stay valid and unchanged, and `fd` open,
     /// until the job's result has been taken in or the worker waited for.
-    pub unsafe fn write(
+    pub unsafe fn write<'a>(
         &mut self,
         thread: usize,
         slot: usize,
         id: u64,
         fd: RawFd,
-        slices: &[std::io::IoSlice<'_>],
+        slices: impl Iterator<Item = &'a [u8]>,
     ) {
         let batch = self.filling(thread);
         let iov_from = batch.iov.len();
-        // IoSlice is ABI-compatible with iovec on Unix; the fields are rebuilt here
-        // rather than transmuted.
-        batch.iov.extend(slices.iter().map(|s| libc::iovec {
-            iov_base: s.as_ptr() as *mut libc::c_void,
-            iov_len: s.len(),
+        let mut asked = 0;
+        batch.iov.extend(slices.map(|s| {
+            asked += s.len();
+            libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            }
         }));
+        let iov_count = batch.iov.len() - iov_from;
         batch.jobs.push(Job {
             fd,
             op: Op::Write {
                 iov_from,
-                iov_count: slices.len(),
+                iov_count,
             },
+            ahead: None,
+            head: std::ptr::null(),
+            before: 0,
             slot,
             id,
-            asked: slices.iter().map(|s| s.len()).sum(),
+            asked,
             seq: 0,
             result: 0,
         });
@@ -377,7 +427,8 @@ impl IoThreads {
                 std::mem::swap(&mut q.done, posted);
             }
             for mut batch in posted.drain(..) {
-                for j in &batch.jobs {
+                let used = batch.jobs.len();
+                for j in batch.jobs.drain(..) {
                     let d = Done {
                         seq: j.seq,
                         slot: j.slot,
@@ -392,6 +443,7 @@ impl IoThreads {
                         } else {
                             Ok(j.result as usize)
                         },
+                        ahead: j.ahead,
                     };
                     if d.kind == Kind::Read {
                         early.push(d);
@@ -399,7 +451,7 @@ impl IoThreads {
                         out.push(d);
                     }
                 }
-                batch.clear();
+                batch.clear_after(used);
                 if spare.len() < 2 * workers.len() {
                     spare.push(batch);
                 }
@@ -519,7 +571,7 @@ fn work(shared: &Shared, bell: &LoopBell) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{IoSlice, Read, Write};
+    use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
@@ -561,9 +613,17 @@ mod tests {
                 .collect();
             let tail = vec![b'x'; 1000];
             for (i, (a, _)) in pairs.iter().enumerate() {
-                let slices = [IoSlice::new(&heads[i]), IoSlice::new(&tail)];
+                let slices = [&heads[i][..], &tail[..]];
                 // SAFETY: `heads` and `tail` outlive the results collected below.
-                unsafe { io.write(thread_of[i], i, 100 + i as u64, a.as_raw_fd(), &slices) };
+                unsafe {
+                    io.write(
+                        thread_of[i],
+                        i,
+                        100 + i as u64,
+                        a.as_raw_fd(),
+                        slices.into_iter(),
+                    )
+                };
             }
             io.submit();
             let done = collect(&mut io, &mut poll, pairs.len());
@@ -578,7 +638,7 @@ mod tests {
             let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 4096]; pairs.len()];
             for (i, (_, b)) in pairs.iter().enumerate() {
                 // SAFETY: `bufs` is not touched before the results are collected.
-                unsafe { io.read(thread_of[i], i, 7, b.as_raw_fd(), &mut bufs[i]) };
+                unsafe { io.read(thread_of[i], i, 7, b.as_raw_fd(), &mut bufs[i], 0, None) };
             }
             io.submit();
             for d in collect(&mut io, &mut poll, pairs.len()) {
@@ -594,7 +654,7 @@ mod tests {
         a.set_nonblocking(true).unwrap();
         let mut buf = [0u8; 8];
         // SAFETY: `buf` outlives the wait below.
-        unsafe { io.read(2, 9, 1, a.as_raw_fd(), &mut buf) };
+        unsafe { io.read(2, 9, 1, a.as_raw_fd(), &mut buf, 0, None) };
         io.submit();
         io.wait_idle(2);
         let mut done = Vec::new();

@@ -6,6 +6,7 @@
 //! command can see lives in the executor. Reads are bounded per turn so one client
 //! pipelining megabytes cannot starve the others.
 
+mod batch;
 mod busy;
 mod io_phases;
 mod io_threads;
@@ -28,7 +29,6 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::config::Config;
 use crate::exec::Executor;
-use crate::keyspace::table::PREFETCH_BATCH;
 use crate::protocol::{Limits, Request, RequestParser};
 use busy::BusyServer;
 
@@ -101,6 +101,12 @@ struct Conn {
     /// The first command in the buffer was parsed ahead (`Server::prefetch_first_keys`):
     /// its length and the limits it was parsed under; its ranges are the parser's.
     parsed_ahead: Option<(usize, Limits)>,
+    /// The complete commands behind that first one, parsed with it by the I/O thread
+    /// that read them (net/batch.rs): valid while `parsed_ahead` is.
+    batch_ahead: Vec<batch::BatchCmd>,
+    /// With I/O threads: the box the parser travels in to the worker that reads for
+    /// the connection (`batch::ParseAhead`), kept between reads.
+    lent: Option<Box<batch::ParseAhead>>,
     /// Its client's id: an I/O thread's result names the connection by slot and id.
     id: u64,
     /// With I/O threads: a read into `rbuf`, or a write of the sealed output, is queued
@@ -170,6 +176,9 @@ struct Net {
     io_done: Vec<io_threads::Done>,
     io_later: Vec<io_threads::Done>,
     io_completed: Vec<(usize, bool)>,
+    /// The connections whose writes a turn queues (`flush_threaded`), kept for its
+    /// capacity.
+    io_writes: Vec<usize>,
 }
 
 pub struct Server {
@@ -272,6 +281,7 @@ impl Server {
             io_done: Vec::new(),
             io_later: Vec::new(),
             io_completed: Vec::new(),
+            io_writes: Vec::new(),
         }));
         Ok(Server { net, ex })
     }
@@ -644,11 +654,16 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
             authenticated: ex.client(slot).authenticated,
         };
         let buf = &conn.rbuf[conn.start..conn.end];
-        let parsed = match conn.parsed_ahead.take() {
+        // The first command (and the batch behind it) may have been parsed already,
+        // by the I/O thread that read it, under the limits that still hold.
+        let (parsed, ahead) = match conn.parsed_ahead.take() {
             Some((consumed, parsed_under)) if parsed_under == limits => {
-                Ok(Some(Request::Multibulk { consumed }))
+                (Ok(Some(Request::Multibulk { consumed })), true)
             }
-            _ => conn.parser.parse(buf, &limits),
+            _ => {
+                conn.batch_ahead.clear();
+                (conn.parser.parse(buf, &limits), false)
+            }
         };
         match parsed {
             Ok(None) => break,
@@ -657,7 +672,15 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
                 // More commands wait behind this one: run them as a batch whose keys
                 // are prefetched together.
                 if conn.start + consumed < conn.end && limits.authenticated {
-                    match run_pipeline(ex, slot, conn, consumed, &limits, output_at_start) {
+                    match batch::run_pipeline(
+                        ex,
+                        slot,
+                        conn,
+                        consumed,
+                        &limits,
+                        output_at_start,
+                        ahead,
+                    ) {
                         Some(s) => {
                             stop = s;
                             break;
@@ -727,128 +750,6 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
         }
     }
     stop
-}
-
-/// Commands parsed ahead of their execution (`run_pipeline`): each one's offset from
-/// the first one's start, its length, and where its argument ranges are in the
-/// parser's `all_ranges` (relative to its own start).
-type Pipeline = smallvec::SmallVec<[(usize, usize, usize, usize); PREFETCH_BATCH]>;
-
-/// The most arguments a batch parses ahead: a batch is for many small commands.
-const PIPELINE_MAX_ARGS: usize = 1024;
-
-/// A pipeline waits behind the command just parsed (`first` bytes long): the complete
-/// commands behind it are parsed too, up to `PREFETCH_BATCH` in all, their keys
-/// prefetched together so that their cache misses overlap (`KeyTable::prefetch`), and
-/// they run one by one as `run_commands` runs them. `Some` stops `run_commands`;
-/// `None` goes on with what follows the batch, or with what the batch left when the
-/// parsing limits changed under it (AUTH, CONFIG SET proto-max-bulk-len): that is
-/// parsed again.
-fn run_pipeline(
-    ex: &mut Executor,
-    slot: usize,
-    conn: &mut Conn,
-    first: usize,
-    limits: &Limits,
-    output_at_start: usize,
-) -> Option<Stop> {
-    let base = conn.start;
-    let mut batch = Pipeline::new();
-    batch.push((0, first, 0, conn.parser.all_ranges().len()));
-    let mut parsed = first;
-    while batch.len() < PREFETCH_BATCH
-        && base + parsed < conn.end
-        && conn.parser.all_ranges().len() < PIPELINE_MAX_ARGS
-    {
-        let from = conn.parser.all_ranges().len();
-        match conn
-            .parser
-            .parse_next(&conn.rbuf[base + parsed..conn.end], limits)
-        {
-            Ok(Some(Request::Multibulk { consumed })) => {
-                batch.push((parsed, consumed, from, conn.parser.all_ranges().len()));
-                parsed += consumed;
-            }
-            // Incomplete, inline, empty or malformed: the loop parses it again.
-            _ => {
-                conn.parser.reset();
-                break;
-            }
-        }
-    }
-    if batch.len() > 1 {
-        let ranges = conn.parser.all_ranges();
-        let buf = &conn.rbuf[base..];
-        // Argument `i` of a batched command; `argc` how many it has.
-        let arg = |&(offset, _, from, _): &(usize, usize, usize, usize), i: usize| {
-            let (s, e) = ranges[from + i];
-            &buf[offset + s..offset + e]
-        };
-        let argc = |&(_, _, from, to): &(usize, usize, usize, usize)| to - from;
-        ex.prefetch_keys(
-            slot,
-            batch.iter().filter(|b| argc(b) > 1).map(|b| arg(b, 1)),
-        );
-        ex.prefetch_members(
-            slot,
-            batch
-                .iter()
-                .filter(|b| argc(b) > 2)
-                .map(|b| (arg(b, 0), arg(b, 1), arg(b, 2))),
-        );
-    }
-    let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
-    conn.parser.release_args();
-    stop
-}
-
-/// Runs the commands of `batch` (`run_pipeline`).
-fn run_batch(
-    ex: &mut Executor,
-    slot: usize,
-    conn: &mut Conn,
-    batch: &Pipeline,
-    limits: &Limits,
-    output_at_start: usize,
-) -> Option<Stop> {
-    let base = conn.start;
-    for (i, &(offset, consumed, from, to)) in batch.iter().enumerate() {
-        debug_assert_eq!(conn.start, base + offset);
-        if i > 0 {
-            let c = ex.client(slot);
-            if c.close_after_reply || c.close_asap || c.stream.is_some() {
-                return Some(Stop::Done);
-            }
-            if c.authenticated != limits.authenticated
-                || ex.config.proto_max_bulk_len != limits.max_bulk_len
-            {
-                return None;
-            }
-        }
-        let buf = &conn.rbuf[base + offset..];
-        let args: smallvec::SmallVec<[&[u8]; 8]> = conn.parser.all_ranges()[from..to]
-            .iter()
-            .map(|&(s, e)| &buf[s..e])
-            .collect();
-        if !ex.can_run(slot, &args) {
-            // Blocked clients resume through `blocking.take_resumed`.
-            return Some(if ex.blocking.is_blocked(slot) {
-                Stop::Done
-            } else {
-                Stop::Held
-            });
-        }
-        conn.report_qbuf(ex.client_mut(slot));
-        if evicted_before_command(ex, slot) {
-            return Some(Stop::Done);
-        }
-        ex.execute_and_reply(slot, &args);
-        conn.start += consumed;
-        if spent_output_budget(ex, slot, output_at_start) {
-            return Some(Stop::Yielded);
-        }
-    }
-    None
 }
 
 /// Why `run_commands` stopped short of the end of the buffer, if it did.
@@ -1158,6 +1059,8 @@ impl Net {
                 io_thread,
                 read_noted: false,
                 parsed_ahead: None,
+                batch_ahead: Vec::new(),
+                lent: None,
                 id: ex.client(slot).id,
                 read_queued: false,
                 write_queued: false,
@@ -1457,11 +1360,17 @@ impl Net {
                 self.flush_threaded(ex, &mut pending);
             }
         }
-        for slot in pending {
+        for &slot in &pending {
             if let Some(Some(_)) = self.conns.get(slot) {
                 ex.client_mut(slot).pending_write = false;
                 self.flush(ex, slot);
             }
+        }
+        // Back, for its capacity, unless the writes listed more.
+        if ex.pending_writes.is_empty() {
+            io_threads::decay_unused(&mut pending);
+            pending.clear();
+            ex.pending_writes = pending;
         }
     }
 
