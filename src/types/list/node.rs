@@ -334,10 +334,12 @@ impl Node {
     pub(super) fn insert_at(&mut self, at: usize, v: &[u8]) {
         debug_assert!(!self.lzf);
         let mut b = std::mem::take(&mut self.buf).into_vec();
-        let mut e = Vec::with_capacity(entry_size(v));
-        encode_entry(v, &mut e);
-        b.reserve_exact(e.len());
-        b.splice(at..at, e);
+        let old_len = b.len();
+        b.reserve_exact(entry_size(v));
+        // Encoded at the end and rotated into place: no buffer for the entry alone.
+        encode_entry(v, &mut b);
+        let n = b.len() - old_len;
+        b[at..].rotate_right(n);
         self.buf = b.into_boxed_slice();
         self.count += 1;
     }
