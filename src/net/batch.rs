@@ -39,13 +39,21 @@ pub(super) struct ParseAhead {
     pub first: Option<usize>,
 }
 
+impl ParseAhead {
+    /// Forgets what the last read found: a read that brings nothing parses nothing
+    /// (the box is kept between reads, so its last result would otherwise stand).
+    pub fn forget(&mut self) {
+        self.first = None;
+        self.batch.clear();
+    }
+}
+
 /// After a read, on the I/O thread: parses the first command of `buf` (the
 /// connection's unconsumed bytes) and, for an authenticated client, the complete
 /// multibulk commands behind it, as `run_commands` and `run_pipeline` would. Inline,
 /// empty and malformed requests are left to the loop (an error is replied to there).
 pub(super) fn parse_read(ahead: &mut ParseAhead, buf: &[u8]) {
-    ahead.batch.clear();
-    ahead.first = None;
+    ahead.forget();
     if buf.first() != Some(&b'*') {
         return;
     }

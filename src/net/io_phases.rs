@@ -66,10 +66,6 @@ impl Server {
                     let mut lent = conn.lent.take().unwrap_or_default();
                     std::mem::swap(&mut lent.parser, &mut conn.parser);
                     std::mem::swap(&mut lent.batch, &mut conn.batch_ahead);
-                    // What the box said after its last read is stale: a read that
-                    // brings nothing parses nothing.
-                    lent.first = None;
-                    lent.batch.clear();
                     lent.limits = Limits {
                         max_bulk_len: self.ex.config.proto_max_bulk_len,
                         authenticated: self.ex.client(slot).authenticated,

@@ -107,8 +107,17 @@ impl Batch {
                     ),
                 }
             };
-            if r > 0 {
-                if let Some(ahead) = job.ahead.as_mut() {
+            // The errno first, before anything else can change it.
+            job.result = if r < 0 {
+                -(std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO) as isize)
+            } else {
+                r
+            };
+            if let Some(ahead) = job.ahead.as_mut() {
+                ahead.forget();
+                if r > 0 {
                     // SAFETY: `head..` the read's room is the connection's unconsumed
                     // bytes, which the loop leaves alone as it does the room (the
                     // contract of `IoThreads::read`), and the read filled `r` more.
@@ -117,13 +126,6 @@ impl Batch {
                     super::batch::parse_read(ahead, buf);
                 }
             }
-            job.result = if r < 0 {
-                -(std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO) as isize)
-            } else {
-                r
-            };
         }
     }
 }
@@ -649,12 +651,16 @@ mod tests {
                 assert_eq!(&bufs[d.slot][..n], &want[..]);
             }
         }
-        // An error comes back as the errno: a read on a non-blocking empty socket.
+        // An error comes back as the errno: a read on a non-blocking empty socket. The
+        // parser lent with it comes back without the command its last read found.
         let (a, mut b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
         let mut buf = [0u8; 8];
+        let mut lent = Box::<ParseAhead>::default();
+        lent.first = Some(22);
+        lent.batch.push((0, 22, 0, 2));
         // SAFETY: `buf` outlives the wait below.
-        unsafe { io.read(2, 9, 1, a.as_raw_fd(), &mut buf, 0, None) };
+        unsafe { io.read(2, 9, 1, a.as_raw_fd(), &mut buf, 0, Some(lent)) };
         io.submit();
         io.wait_idle(2);
         let mut done = Vec::new();
@@ -665,6 +671,24 @@ mod tests {
             done[0].result.as_ref().unwrap_err().kind(),
             std::io::ErrorKind::WouldBlock
         );
+        let lent = done.pop().unwrap().ahead.unwrap();
+        assert_eq!((lent.first, lent.batch.len()), (None, 0));
+        // A read that completes a command: the worker parses it, the bytes already
+        // there (`before`) included.
+        let (c, mut d) = UnixStream::pair().unwrap();
+        let mut rbuf = b"*2\r\n$3\r\nGE".to_vec();
+        rbuf.resize(64, 0);
+        d.write_all(b"T\r\n$1\r\nk\r\n*1\r\n").unwrap();
+        // SAFETY: `rbuf` outlives the wait below.
+        unsafe { io.read(1, 3, 2, c.as_raw_fd(), &mut rbuf[10..], 10, Some(lent)) };
+        io.submit();
+        io.wait_idle(1);
+        let mut done = Vec::new();
+        io.take_done(&mut done);
+        assert_eq!(*done[0].result.as_ref().unwrap(), 14);
+        let lent = done.pop().unwrap().ahead.unwrap();
+        assert_eq!((lent.first, lent.batch.len()), (Some(20), 0));
+        assert_eq!(lent.parser.all_ranges(), &[(8, 11), (17, 18)]);
         io.wait_all_idle();
         b.write_all(b"end").unwrap();
         let mut a = a;
