@@ -497,3 +497,112 @@ fn a_closed_client_frees_its_place_before_the_next_accept() {
     let _ = refused.read_to_string(&mut text);
     assert_eq!(text, "-ERR max number of clients reached\r\n");
 }
+
+/// One client's script for `random_cuts_answer_as_with_one_thread`: commands on keys
+/// of its own (so concurrent clients cannot change its replies), multibulk and
+/// inline, empty requests, transactions, authentication failing and succeeding, and
+/// RESET in the middle, which takes the client back to unauthenticated limits.
+fn mixed_script(seed: u64) -> Vec<u8> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let enc = |args: &[&str]| {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend(format!("${}\r\n{a}\r\n", a.len()).into_bytes());
+        }
+        out
+    };
+    let mut out = Vec::new();
+    out.extend(enc(&["GET", "x"]));
+    out.extend(enc(&["AUTH", "wrong"]));
+    out.extend(enc(&["AUTH", "pw"]));
+    for i in 0..300 {
+        if i == 150 {
+            out.extend(enc(&["RESET"]));
+            out.extend(enc(&["GET", "x"]));
+            out.extend(enc(&["AUTH", "pw"]));
+        }
+        let key = format!("k{seed}_{}", rng.usize(..20));
+        let list = format!("l{seed}");
+        match rng.usize(..9) {
+            0 => out.extend(enc(&["SET", &key, &"v".repeat(rng.usize(..3000))])),
+            1 => out.extend(enc(&["GET", &key])),
+            2 => out.extend(format!("INCR cnt{seed}\r\n").into_bytes()),
+            3 => out.extend(enc(&["RPUSH", &list, &rng.usize(..100).to_string()])),
+            4 => out.extend(enc(&["LRANGE", &list, "0", "3"])),
+            5 => out.extend(b"*0\r\n"),
+            6 => {
+                out.extend(enc(&["MULTI"]));
+                out.extend(enc(&["INCR", &format!("m{seed}")]));
+                out.extend(enc(&["EXEC"]));
+            }
+            7 => out.extend(enc(&[
+                "SADD",
+                &format!("s{seed}"),
+                &rng.usize(..50).to_string(),
+            ])),
+            _ => out.extend(enc(&["STRLEN", &key])),
+        }
+    }
+    out.extend(enc(&["PING", "end"]));
+    out
+}
+
+/// Sends `script` cut at random places (1 byte to 20 KB, seeded) and returns every
+/// byte of the replies up to the last one.
+fn send_in_cuts(port: u16, script: &[u8], seed: u64) -> Vec<u8> {
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut reader = stream.try_clone().unwrap();
+    let replies = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !got.ends_with(b"$3\r\nend\r\n") {
+            let n = reader.read(&mut buf).unwrap();
+            assert!(n > 0, "connection closed");
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    let mut rng = fastrand::Rng::with_seed(seed * 7 + 1);
+    let mut writer = stream;
+    let mut at = 0;
+    while at < script.len() {
+        let n = [1, 3, 7, 50, 500, 4000, 20000][rng.usize(..7)].min(script.len() - at);
+        writer.write_all(&script[at..at + n]).unwrap();
+        at += n;
+    }
+    replies.join().unwrap()
+}
+
+/// Whatever the cuts, the I/O threads' parsing (the first command and the batch behind
+/// it, parsed by the worker that read them) gives every client exactly the replies one
+/// thread gives: twelve clients at once, with and without always-active threads.
+#[test]
+fn random_cuts_answer_as_with_one_thread() {
+    let configs: [&[&str]; 3] = [
+        &["--io-threads", "1"],
+        &["--io-threads", "4", "--io-threads-always-active", "yes"],
+        &["--io-threads", "3", "--io-threads-always-active", "no"],
+    ];
+    let mut answers: Vec<Vec<Vec<u8>>> = Vec::new();
+    for config in configs {
+        let mut args = vec!["--requirepass", "pw"];
+        args.extend_from_slice(config);
+        let s = TestServer::start_with(&args);
+        let port = s.port;
+        let clients: Vec<_> = (0..12u64)
+            .map(|seed| std::thread::spawn(move || send_in_cuts(port, &mixed_script(seed), seed)))
+            .collect();
+        answers.push(clients.into_iter().map(|c| c.join().unwrap()).collect());
+    }
+    for (seed, one) in answers[0].iter().enumerate() {
+        assert!(
+            one.starts_with(b"-NOAUTH Authentication required.\r\n-WRONGPASS"),
+            "client {seed}"
+        );
+        assert!(one.ends_with(b"$3\r\nend\r\n"), "client {seed}");
+        for (config, other) in answers[1..].iter().enumerate() {
+            assert!(other[seed] == *one, "client {seed}, config {}", config + 1);
+        }
+    }
+}
