@@ -30,7 +30,8 @@ const PIPELINE_MAX_ARGS: usize = 1024;
 #[derive(Default)]
 pub(super) struct ParseAhead {
     pub parser: RequestParser,
-    /// The batch found behind the first command (`Conn::batch_ahead`).
+    /// The batch found behind the first command, the first one included (empty when
+    /// nothing complete follows it).
     pub batch: Vec<BatchCmd>,
     /// What the client may send (proto-max-bulk-len, authenticated) when the read was
     /// queued: what is parsed under other limits is parsed again on the loop.
@@ -45,6 +46,24 @@ impl ParseAhead {
     pub fn forget(&mut self) {
         self.first = None;
         self.batch.clear();
+    }
+
+    /// Whether a command parsed ahead waits to run (the worker then gets no parser).
+    pub fn has_first(&self) -> bool {
+        self.first.is_some()
+    }
+
+    /// The length of the first command parsed ahead, once, if it was parsed under
+    /// `limits` (otherwise it is forgotten, and parsed again under the new ones). Its
+    /// batch stays for `run_pipeline`.
+    pub fn take_first(&mut self, limits: &Limits) -> Option<usize> {
+        match self.first.take() {
+            Some(n) if self.limits == *limits => Some(n),
+            _ => {
+                self.batch.clear();
+                None
+            }
+        }
     }
 }
 
@@ -127,9 +146,10 @@ pub(super) fn run_pipeline(
 ) -> Option<Stop> {
     let base = conn.start;
     let mut batch = Pipeline::new();
-    if ahead && !conn.batch_ahead.is_empty() {
-        debug_assert_eq!(conn.batch_ahead[0].1, first);
-        batch.extend(conn.batch_ahead.drain(..));
+    let parsed_ahead = conn.lent.as_mut().filter(|l| ahead && !l.batch.is_empty());
+    if let Some(lent) = parsed_ahead {
+        debug_assert_eq!(lent.batch[0].1, first);
+        batch.extend(lent.batch.drain(..));
     } else {
         parse_batch(
             &mut conn.parser,

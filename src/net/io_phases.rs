@@ -62,10 +62,10 @@ impl Server {
                 let conn = net.conns[slot].as_mut().expect("looked up above");
                 // The worker parses what it reads, with the connection's parser, unless
                 // a command parsed ahead still waits to run.
-                let ahead = (conn.parsed_ahead.is_none() && self.ex.has_client(slot)).then(|| {
+                let waiting = conn.lent.as_ref().is_some_and(|l| l.has_first());
+                let ahead = (!waiting && self.ex.has_client(slot)).then(|| {
                     let mut lent = conn.lent.take().unwrap_or_default();
                     std::mem::swap(&mut lent.parser, &mut conn.parser);
-                    std::mem::swap(&mut lent.batch, &mut conn.batch_ahead);
                     lent.limits = Limits {
                         max_bulk_len: self.ex.config.proto_max_bulk_len,
                         authenticated: self.ex.client(slot).authenticated,
@@ -135,7 +135,7 @@ impl Server {
     }
 
     /// Prefetches together the keys of the first commands of `slots`, parsed by the
-    /// I/O threads that read them (`Conn::parsed_ahead`), before any of them runs
+    /// I/O threads that read them (`Conn::lent`), before any of them runs
     /// (`Executor::prefetch_in_db`).
     fn prefetch_first_keys(&mut self, slots: impl Iterator<Item = usize>) {
         let net = self.net.borrow();
@@ -145,12 +145,15 @@ impl Server {
             let Some(Some(conn)) = net.conns.get(slot) else {
                 continue;
             };
-            if conn.parsed_ahead.is_none() || conn.read_queued || !self.ex.has_client(slot) {
+            let Some(lent) = conn.lent.as_ref().filter(|l| l.has_first()) else {
+                continue;
+            };
+            if conn.read_queued || !self.ex.has_client(slot) {
                 continue;
             }
             // The first command's ranges come first (a batch's follow).
-            let args = conn
-                .batch_ahead
+            let args = lent
+                .batch
                 .first()
                 .map_or(conn.parser.all_ranges().len(), |b| b.3);
             if args > 1 {
@@ -226,8 +229,6 @@ impl Net {
                     conn.read_queued = false;
                     if let Some(mut lent) = d.ahead {
                         std::mem::swap(&mut lent.parser, &mut conn.parser);
-                        std::mem::swap(&mut lent.batch, &mut conn.batch_ahead);
-                        conn.parsed_ahead = lent.first.map(|n| (n, lent.limits));
                         conn.lent = Some(lent);
                     }
                     let again = std::mem::take(&mut conn.read_again);

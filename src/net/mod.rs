@@ -98,14 +98,10 @@ struct Conn {
     io_thread: usize,
     /// Listed in `Net::readable` this turn: one read job per connection per phase.
     read_noted: bool,
-    /// The first command in the buffer was parsed ahead (`Server::prefetch_first_keys`):
-    /// its length and the limits it was parsed under; its ranges are the parser's.
-    parsed_ahead: Option<(usize, Limits)>,
-    /// The complete commands behind that first one, parsed with it by the I/O thread
-    /// that read them (net/batch.rs): valid while `parsed_ahead` is.
-    batch_ahead: Vec<batch::BatchCmd>,
     /// With I/O threads: the box the parser travels in to the worker that reads for
-    /// the connection (`batch::ParseAhead`), kept between reads.
+    /// the connection (`batch::ParseAhead`), kept between reads. Back home it says
+    /// what the worker parsed: the first command in the buffer (its ranges are the
+    /// parser's), under which limits, and the batch behind it.
     lent: Option<Box<batch::ParseAhead>>,
     /// Its client's id: an I/O thread's result names the connection by slot and id.
     id: u64,
@@ -656,14 +652,10 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
         let buf = &conn.rbuf[conn.start..conn.end];
         // The first command (and the batch behind it) may have been parsed already,
         // by the I/O thread that read it, under the limits that still hold.
-        let (parsed, ahead) = match conn.parsed_ahead.take() {
-            Some((consumed, parsed_under)) if parsed_under == limits => {
-                (Ok(Some(Request::Multibulk { consumed })), true)
-            }
-            _ => {
-                conn.batch_ahead.clear();
-                (conn.parser.parse(buf, &limits), false)
-            }
+        let ahead = conn.lent.as_mut().and_then(|l| l.take_first(&limits));
+        let parsed = match ahead {
+            Some(consumed) => Ok(Some(Request::Multibulk { consumed })),
+            None => conn.parser.parse(buf, &limits),
         };
         match parsed {
             Ok(None) => break,
@@ -679,7 +671,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
                         consumed,
                         &limits,
                         output_at_start,
-                        ahead,
+                        ahead.is_some(),
                     ) {
                         Some(s) => {
                             stop = s;
@@ -1058,8 +1050,6 @@ impl Net {
                 refusal,
                 io_thread,
                 read_noted: false,
-                parsed_ahead: None,
-                batch_ahead: Vec::new(),
                 lent: None,
                 id: ex.client(slot).id,
                 read_queued: false,
