@@ -3,6 +3,11 @@
 //! expiry in its entry, not in a second table: the `[Expires HT]` section counts the
 //! keys with a TTL over the same buckets. Sorted sets index members in a B+tree with
 //! no hash table, so HTSTATS-KEY answers for them as Redis does for listpacks.
+//!
+//! The keyspace table's buckets hold eight entries each (`keyspace/buckets.rs`): its
+//! `table size` is its entry slots, the number Redis's dict would show for the same
+//! keys (both grow at one key per slot), while the chain figures are per bucket: the
+//! entries a bucket and its overflow hold.
 
 use crate::commands::{errors, is, Ctx};
 use crate::keyspace::{ObjRef, ValueRef};
@@ -15,7 +20,10 @@ const VECTLEN: usize = 50;
 /// copy of them: a big keyspace has millions of buckets).
 #[derive(Default)]
 struct Stats {
+    /// Entry slots (Redis's table size).
     size: usize,
+    /// Chains (buckets).
+    chains: usize,
     used: usize,
     slots: usize,
     max: usize,
@@ -23,13 +31,15 @@ struct Stats {
 }
 
 impl Stats {
-    fn of(chains: impl Iterator<Item = usize>) -> Stats {
+    /// The statistics of chains each `per_chain` entry slots wide.
+    fn of(chains: impl Iterator<Item = usize>, per_chain: usize) -> Stats {
         let mut st = Stats {
             vect: vec![0; VECTLEN],
             ..Stats::default()
         };
         for n in chains {
-            st.size += 1;
+            st.size += per_chain;
+            st.chains += 1;
             st.used += n;
             st.vect[n.min(VECTLEN - 1)] += 1;
             if n > 0 {
@@ -76,7 +86,7 @@ fn describe(out: &mut String, idx: usize, st: &Stats, full: bool) {
             let _ = writeln!(
                 out,
                 "   {n}: {count} ({:.2}%)",
-                count as f32 / st.size as f32 * 100.0
+                count as f32 / st.chains as f32 * 100.0
             );
         }
     }
@@ -86,11 +96,12 @@ fn describe(out: &mut String, idx: usize, st: &Stats, full: bool) {
 fn describe_table<I: Iterator<Item = usize>>(
     out: &mut String,
     chains: impl Fn(bool) -> Option<I>,
+    per_chain: usize,
     full: bool,
 ) {
     for (idx, rehashing) in [(0, false), (1, true)] {
         if let Some(c) = chains(rehashing) {
-            describe(out, idx, &Stats::of(c), full);
+            describe(out, idx, &Stats::of(c, per_chain), full);
         }
     }
 }
@@ -107,7 +118,12 @@ pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let full = args.len() >= 4 && is(args[3], "full");
     let d = &ctx.ex.ks.dbs[db as usize];
     let mut out = String::from("[Dictionary HT]\n");
-    describe_table(&mut out, |r| d.table.chain_lengths(r), full);
+    describe_table(
+        &mut out,
+        |r| d.table.chain_lengths(r),
+        crate::keyspace::table::BUCKET_SLOTS,
+        full,
+    );
     out.push_str("[Expires HT]\n");
     // The keys with a TTL, over the keyspace's own buckets (no chain detail: they
     // share chains with the other keys).
@@ -131,11 +147,11 @@ pub fn htstats_key(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match e.value() {
         ValueRef::Obj(ObjRef::Set(s)) if s.table().is_some() => {
             let t = s.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), full);
+            describe_table(&mut out, |r| t.chain_lengths(r), 1, full);
         }
         ValueRef::Obj(ObjRef::Hash(h)) if h.table().is_some() => {
             let t = h.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), full);
+            describe_table(&mut out, |r| t.chain_lengths(r), 1, full);
         }
         _ => {
             return Reply::err(
@@ -153,10 +169,17 @@ mod tests {
     #[test]
     fn formats_as_redis() {
         let mut s = String::new();
-        describe(&mut s, 0, &Stats::of([0, 2, 1, 0].into_iter()), true);
+        describe(&mut s, 0, &Stats::of([0, 2, 1, 0].into_iter(), 1), true);
         assert_eq!(
             s,
             "Hash table 0 stats (main hash table):\n table size: 4\n number of elements: 3\n different slots: 2\n max chain length: 2\n avg chain length (counted): 1.50\n avg chain length (computed): 1.50\n Chain length distribution:\n   0: 2 (50.00%)\n   1: 1 (25.00%)\n   2: 1 (25.00%)\n"
+        );
+        // Buckets of eight slots: the size counts slots, the distribution buckets.
+        let mut s = String::new();
+        describe(&mut s, 0, &Stats::of([9, 0].into_iter(), 8), true);
+        assert_eq!(
+            s,
+            "Hash table 0 stats (main hash table):\n table size: 16\n number of elements: 9\n different slots: 1\n max chain length: 9\n avg chain length (counted): 9.00\n avg chain length (computed): 9.00\n Chain length distribution:\n   0: 1 (50.00%)\n   9: 1 (50.00%)\n"
         );
         let mut s = String::new();
         describe(&mut s, 1, &Stats::default(), false);

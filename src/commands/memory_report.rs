@@ -16,7 +16,7 @@
 //!   Redis 8 counts them as overhead too, `script.VMs`);
 //! - the key tables, per database: `overhead.hashtable.main` is the bucket slots (8
 //!   bytes each, both arrays while a resize is in progress) plus each entry's header
-//!   (chain link, metadata, key length: 13 bytes); `overhead.hashtable.expires` is
+//!   (metadata, key length: 5 bytes); `overhead.hashtable.expires` is
 //!   the 8-byte expiry field of each key that has one. Keys and values are dataset.
 //!
 //! The dataset is what remains. RSS is the process's real resident size
@@ -26,8 +26,8 @@
 use crate::alloc;
 use crate::exec::Executor;
 
-/// Bytes of an entry's header in the key table (next pointer, meta, key length).
-const ENTRY_HEADER: usize = 13;
+/// Bytes of an entry's header in the key table (meta, key length).
+const ENTRY_HEADER: usize = 5;
 /// Bytes of a bucket slot and of an expiry field.
 const SLOT: usize = 8;
 

@@ -1,13 +1,13 @@
-//! One key-table entry: chain link, metadata, key, optional expiry and value packed into
-//! a single allocation.
+//! One key-table entry: metadata, key, optional expiry and value packed into a single
+//! allocation. It has no chain link: the table's buckets hold the entry pointers
+//! (`buckets.rs`).
 //!
 //! Layout (offsets in bytes):
 //!
 //! ```text
-//! 0   next     *mut u8   next entry in the bucket chain (null at the end)
-//! 8   meta     u32       access clock (24 bits) | value kind (3 bits) | has-expiry (1 bit)
+//! 0   meta     u32       access clock (24 bits) | value kind (3 bits) | has-expiry (1 bit)
 //!                        | snapshot mark (bit 28, see `table.rs`'s copy-on-write)
-//! 12  keylen   u8        key length, or 255 followed by a u32 length for long keys
+//! 4   keylen   u8        key length, or 255 followed by a u32 length for long keys
 //! ..  key      [u8]
 //! ..  expire   i64       absolute unix time in ms, present only with the has-expiry bit
 //! ..  payload            INT: i64 · EMB: u8 length + bytes · RAW: Box<Vec<u8>>
@@ -19,10 +19,11 @@
 //! own header's size class (a 5-member zset: 24 bytes) and not that of one enum sized
 //! for the largest type, with no second indirection.
 //!
-//! A million `key:N` → `value:N` pairs cost one 40-byte allocation each plus an 8-byte
-//! bucket slot, against Redis's dictEntry + sds key + robj (about 88 bytes per key).
-//! Because the entry is one block, changing a string to one of another length, or
-//! adding/removing an expiry, reallocates the entry; the table relinks it in place.
+//! A million `key:N` → `value:N` pairs cost one 28-byte allocation each (a 32-byte
+//! block) plus an 8-byte bucket slot, against Redis's dictEntry + sds key + robj (about
+//! 88 bytes per key). Because the entry is one block, changing a string to one of
+//! another length, or adding/removing an expiry, reallocates the entry; the table puts
+//! the new pointer in the old one's slot.
 //! Everything unsafe about the layout is confined to this file.
 
 use std::alloc::{alloc, dealloc, Layout};
@@ -31,9 +32,8 @@ use std::ptr::{self, NonNull};
 use super::value::{ObjMut, ObjRef, Object, Value, ValueRef, EMBSTR_MAX};
 use crate::types::{hash::Hash, list::List, set::Set, stream::Stream, zset::ZSet};
 
-const NEXT: usize = 0;
-const META: usize = 8;
-const KEYLEN: usize = 12;
+const META: usize = 0;
+const KEYLEN: usize = 4;
 const ALIGN: usize = 8;
 
 const KIND_SHIFT: u32 = 24;
@@ -148,7 +148,7 @@ impl EntryPtr {
         let val_off = exp_off + if expire.is_some() { 8 } else { 0 };
         let size = val_off + payload_len(&value);
         let layout = Layout::from_size_align(size, ALIGN).expect("entry layout");
-        // SAFETY: `size` is at least 13 bytes, so the layout is non-zero-sized.
+        // SAFETY: `size` is at least 5 bytes, so the layout is non-zero-sized.
         let p = unsafe { alloc(layout) };
         let Some(nn) = NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
@@ -171,7 +171,6 @@ impl EntryPtr {
         // same key length, expiry presence and payload kind; unaligned writes are used for
         // fields past the fixed header.
         unsafe {
-            ptr::write(p.add(NEXT) as *mut *mut u8, ptr::null_mut());
             ptr::write(p.add(META) as *mut u32, meta);
             if key.len() < 255 {
                 *p.add(KEYLEN) = key.len() as u8;
@@ -208,29 +207,13 @@ impl EntryPtr {
 
     fn meta(self) -> u32 {
         // SAFETY: every live entry has an initialised u32 at META (aligned: the block is
-        // 8-aligned and META is 8).
+        // 8-aligned and META is 0).
         unsafe { ptr::read(self.0.as_ptr().add(META) as *const u32) }
     }
 
     fn set_meta(self, m: u32) {
         // SAFETY: as in `meta`; the table owns the entry exclusively while mutating.
         unsafe { ptr::write(self.0.as_ptr().add(META) as *mut u32, m) }
-    }
-
-    pub fn next(self) -> *mut u8 {
-        // SAFETY: NEXT holds an initialised, aligned pointer in every live entry.
-        unsafe { ptr::read(self.0.as_ptr().add(NEXT) as *const *mut u8) }
-    }
-
-    pub fn set_next(self, n: *mut u8) {
-        // SAFETY: as in `next`.
-        unsafe { ptr::write(self.0.as_ptr().add(NEXT) as *mut *mut u8, n) }
-    }
-
-    /// Pointer to the `next` field, so a chain can be relinked through it.
-    pub fn next_slot(self) -> *mut *mut u8 {
-        // SAFETY: the field lies inside the allocation.
-        unsafe { self.0.as_ptr().add(NEXT) as *mut *mut u8 }
     }
 
     fn key_len_and_off(self) -> (usize, usize) {
@@ -415,7 +398,7 @@ impl EntryPtr {
     /// Frees the entry and hands back its value (and expiry).
     ///
     /// # Safety
-    /// The entry must be unlinked from every chain and never used again.
+    /// The entry must be out of every bucket and never used again.
     pub unsafe fn into_value(self) -> (Value, Option<i64>) {
         let p = self.0.as_ptr();
         let off = self.value_off();
@@ -460,7 +443,6 @@ mod tests {
         assert_eq!(e.key(), key);
         assert_eq!(e.expire(), expire);
         assert_eq!(e.lru(), 12345);
-        assert!(e.next().is_null());
         // SAFETY: the entry was never linked anywhere.
         let (back, exp) = unsafe { e.into_value() };
         assert_eq!(exp, expire);
@@ -503,7 +485,7 @@ mod tests {
         e.set_snap_mark(0);
         assert_eq!(e.snap_mark(), 0);
         e.set_lru(0xFF_FFFF);
-        assert_eq!(e.alloc_size(), 8 + 4 + 1 + 5 + 8 + 8);
+        assert_eq!(e.alloc_size(), 4 + 1 + 5 + 8 + 8);
         // SAFETY: unlinked test entry.
         unsafe { e.into_value() };
 
@@ -647,9 +629,9 @@ mod tests {
     }
 
     #[test]
-    fn populate_sized_entry_fits_forty_bytes() {
+    fn populate_sized_entry_fits_thirty_two_bytes() {
         let e = EntryPtr::new(b"key:123456", None, Value::Str(b"value:123456".to_vec()), 0);
-        assert!(e.alloc_size() <= 40);
+        assert_eq!(e.alloc_size(), 28);
         // SAFETY: unlinked test entry.
         unsafe { e.into_value() };
     }

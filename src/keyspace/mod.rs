@@ -6,6 +6,7 @@
 //! expired. Expiry times live inside the key's entry, so keys without a TTL pay nothing;
 //! the active cycle's cost per pass is the table size, bounded per tick by its budget.
 
+mod buckets;
 pub(crate) mod entry;
 pub mod field_expiry;
 pub mod lazyfree;

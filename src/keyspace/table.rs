@@ -1,12 +1,23 @@
-//! The key table: a chained hash table of packed entries that grows and shrinks
-//! incrementally.
+//! The key table: a hash table of packed entries in cache-line buckets that grows and
+//! shrinks incrementally.
+//!
+//! Every key has two candidate buckets (two-choice hashing): a new key goes to the one
+//! whose chain is shorter, and stays there. Entries carry no chain link; a bucket holds
+//! eight tagged entry pointers and overflows into a chained bucket when full
+//! (`buckets.rs`). With two choices the chains stay even, so a table is sized as
+//! Redis's dict is, one entry slot per key (it grows at a load of 1): a million keys
+//! take 2^17 buckets, 8.4 bytes per key, with about one bucket in six overflowing.
+//! Looking up reads the first candidate's line, then the second's if the key is not
+//! in the first.
 //!
 //! Like Redis's dict it keeps two bucket arrays while resizing and moves a few buckets
 //! on every write and on a timer, so doubling at ten million keys never stops the
-//! world. Bucket counts are powers of two, which is what lets SCAN's reverse-binary
-//! cursor visit every bucket of the smaller table together with all of its images in
-//! the larger one: a key present for a whole SCAN is returned at least once even while
-//! the table grows or shrinks between calls.
+//! world. Bucket counts are powers of two, and a resize moves each entry to an image of
+//! the bucket it was in (the candidate it had taken, under the new mask), which is what
+//! lets SCAN's reverse-binary cursor visit every bucket of the smaller table together
+//! with all of its images in the larger one: a key present for a whole SCAN is
+//! returned at least once even while the table grows or shrinks between calls. Entries
+//! never change bucket otherwise.
 //!
 //! Background snapshots are key-level copy-on-write (`cow_begin`): starting one flips
 //! the table's snapshot mark, so every existing entry's mark differs from it
@@ -20,14 +31,15 @@
 //! expiry and every command reach entries only through these methods.
 
 use std::hash::BuildHasher;
-use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::buckets::{self, Bucket, Pos, SLOTS};
 use super::entry::{EntryPtr, SNAP_MARK};
 use super::slot_index::SlotIndex;
 use super::value::{Value, ValueRef};
 
-const INITIAL_BUCKETS: usize = 4;
+/// Entry slots of the smallest table: one bucket.
+const INITIAL_SLOTS: usize = SLOTS;
 /// Under `maxmemory`, a table this full or less does not double if the new bucket
 /// array would take memory over the limit (Redis's dictExpandAllowed): the doubling
 /// itself would make the server evict keys. Beyond it, it grows regardless.
@@ -47,35 +59,34 @@ fn growth_fits(more: usize) -> bool {
     let limit = GROW_LIMIT.load(Ordering::Relaxed);
     limit == 0 || crate::alloc::used_memory() + more <= limit
 }
-/// A bucket array of `n` empty buckets, or None when the allocator cannot give it
-/// (a size asked for by a client must not abort the process).
-fn try_empty_buckets(n: usize) -> Option<Vec<*mut u8>> {
-    let layout = std::alloc::Layout::array::<*mut u8>(n).ok()?;
-    if layout.size() == 0 {
-        return Some(Vec::new());
-    }
-    // SAFETY: the layout is non-zero in size; a zeroed block is `n` null pointers;
-    // the Vec takes the block with exactly the layout it was allocated with
-    // (capacity `n` of `*mut u8`), so it frees it with that layout.
-    unsafe {
-        let p = std::alloc::alloc_zeroed(layout) as *mut *mut u8;
-        if p.is_null() {
-            return None;
-        }
-        Some(Vec::from_raw_parts(p, n, n))
-    }
-}
 
 /// Buckets examined at most per rehash step when they turn out empty.
 const EMPTY_VISITS_PER_STEP: usize = 10;
-/// Buckets a snapshot walk requests memory for together (`cow_walk`).
-const WALK_BATCH: usize = 16;
+/// Buckets a snapshot walk requests memory for together (`cow_walk`): about thirty
+/// entries, as many misses as a core keeps in flight.
+const WALK_BATCH: usize = 4;
+
+/// Entry slots per bucket (a chain's first bucket; `buckets.rs`).
+pub const BUCKET_SLOTS: usize = SLOTS;
 
 /// The most keys `KeyTable::prefetch` takes at once.
 pub const PREFETCH_BATCH: usize = 16;
 
+/// A key's second candidate bucket index before masking: the high half of a multiply
+/// of its hash, so that it does not follow from the first (the low bits).
+#[inline(always)]
+fn second_choice(h: u64) -> usize {
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
+}
+
+/// The two candidate buckets of hash `h` in an array of `mask + 1` buckets.
+#[inline(always)]
+fn choices(h: u64, mask: usize) -> (usize, usize) {
+    (h as usize & mask, second_choice(h) & mask)
+}
+
 pub struct KeyTable {
-    tables: [Vec<*mut u8>; 2],
+    tables: [Vec<Bucket>; 2],
     /// Next bucket of `tables[0]` to move while resizing; `None` when not resizing.
     rehash_idx: Option<usize>,
     len: usize,
@@ -150,7 +161,7 @@ impl<'a> EntryRef<'a> {
     pub fn lru(&self) -> u32 {
         self.ptr.lru()
     }
-    /// Bytes used by the entry and its bucket slot, for MEMORY USAGE.
+    /// Bytes of the entry's allocation, for MEMORY USAGE.
     pub fn alloc_size(&self) -> usize {
         self.ptr.alloc_size()
     }
@@ -209,6 +220,14 @@ impl<'a> EntryMut<'a> {
     }
 }
 
+/// Where a found key's entry sits: array, bucket, position in the bucket's chain.
+#[derive(Clone, Copy)]
+struct Loc {
+    table: usize,
+    bucket: usize,
+    pos: Pos,
+}
+
 impl Default for KeyTable {
     fn default() -> Self {
         Self::new()
@@ -258,8 +277,8 @@ impl KeyTable {
     }
 
     /// Calls `f` with up to `max` keys of cluster slot `slot` (nothing without an
-    /// index): each indexed hash selects one chain per array, whose entries with that
-    /// hash and slot are the slot's keys.
+    /// index): each indexed hash selects two candidate buckets per array, whose entries
+    /// with that hash and slot are the slot's keys.
     pub fn slot_keys(&self, slot: usize, max: usize, mut f: impl FnMut(&[u8])) {
         let Some(ix) = self.slot_index.as_deref() else {
             return;
@@ -269,18 +288,19 @@ impl KeyTable {
             for t in 0..=1 {
                 let table = &self.tables[t];
                 if !table.is_empty() {
-                    let mut p = table[(h as usize) & (table.len() - 1)];
-                    while !p.is_null() && n < max {
-                        // SAFETY: chains contain only live entries.
-                        let e = unsafe { EntryPtr::from_raw(p) };
-                        let key = e.key();
-                        if self.hash(key) == h
-                            && crate::util::hashslot::key_slot(key) as usize == slot
-                        {
-                            f(key);
-                            n += 1;
-                        }
-                        p = e.next();
+                    let (a, b) = choices(h, table.len() - 1);
+                    let distinct = if a == b { 1 } else { 2 };
+                    for &i in &[a, b][..distinct] {
+                        table[i].for_each(|e| {
+                            let key = e.key();
+                            if n < max
+                                && self.hash(key) == h
+                                && crate::util::hashslot::key_slot(key) as usize == slot
+                            {
+                                f(key);
+                                n += 1;
+                            }
+                        });
                     }
                 }
                 if self.rehash_idx.is_none() {
@@ -296,14 +316,8 @@ impl KeyTable {
     /// Visits every entry once (no snapshot or resize work).
     fn for_each_ptr(&self, mut f: impl FnMut(EntryPtr)) {
         for table in &self.tables {
-            for &head in table {
-                let mut p = head;
-                while !p.is_null() {
-                    // SAFETY: chains contain only live entries; `f` does not free them.
-                    let e = unsafe { EntryPtr::from_raw(p) };
-                    p = e.next();
-                    f(e);
-                }
+            for b in table {
+                b.for_each(&mut f);
             }
         }
     }
@@ -316,40 +330,32 @@ impl KeyTable {
         self.len == 0
     }
 
-    /// Total bucket slots, for INFO-style reporting and tests.
+    /// Total entry slots of the bucket arrays (what Redis's dict calls its table size:
+    /// the table grows when its keys reach it), for INFO-style reporting and tests.
     pub fn buckets(&self) -> usize {
-        self.tables[0].len() + self.tables[1].len()
+        (self.tables[0].len() + self.tables[1].len()) * SLOTS
     }
 
-    /// The chain length of every bucket of the main array (`rehashing` false) or of
-    /// the one a resize fills (true; None when not resizing): DEBUG HTSTATS.
+    /// The number of entries in every bucket chain of the main array (`rehashing`
+    /// false) or of the one a resize fills (true; None when not resizing): DEBUG
+    /// HTSTATS.
     pub fn chain_lengths(&self, rehashing: bool) -> Option<impl Iterator<Item = usize> + '_> {
         if rehashing && self.rehash_idx.is_none() {
             return None;
         }
         let t = &self.tables[usize::from(rehashing)];
-        Some(t.iter().map(|&head| {
-            let mut n = 0;
-            let mut p = head;
-            while !p.is_null() {
-                n += 1;
-                // SAFETY: every non-null bucket head and `next` link points to a live
-                // entry owned by this table.
-                p = unsafe { EntryPtr::from_raw(p) }.next();
-            }
-            n
-        }))
+        Some(t.iter().map(Bucket::len))
     }
 
     pub fn is_rehashing(&self) -> bool {
         self.rehash_idx.is_some()
     }
 
-    /// Bucket slots of the array being emptied by a resize in progress (0 when
-    /// none): MEMORY STATS `overhead.db.hashtable.rehashing`.
+    /// Entry slots of the array being emptied by a resize in progress (0 when none):
+    /// MEMORY STATS `overhead.db.hashtable.rehashing`.
     pub fn rehashing_buckets(&self) -> usize {
         if self.rehash_idx.is_some() {
-            self.tables[0].len()
+            self.tables[0].len() * SLOTS
         } else {
             0
         }
@@ -359,18 +365,17 @@ impl KeyTable {
         self.hasher.hash_one(key)
     }
 
-    /// Asks the CPU for what looking up `keys` will read (bucket slots, the first
-    /// entry of each chain, its value), a batch at a time, so that a pipeline's cache
-    /// misses overlap instead of each command stalling on its own (Valkey 8's batch
-    /// prefetch). A hint only: nothing is changed, and a wrong guess costs nothing
-    /// but the loads. Each level is requested for the whole batch before the next
-    /// level is read, so the loads of one level are in flight together.
+    /// Asks the CPU for what looking up `keys` will read (both candidate buckets, the
+    /// entry whose tag matches, its value), a batch at a time, so that a pipeline's
+    /// cache misses overlap instead of each command stalling on its own (Valkey 8's
+    /// batch prefetch). A hint only: nothing is changed, and a wrong guess costs
+    /// nothing but the loads. Each level is requested for the whole batch before the
+    /// next level is read, so the loads of one level are in flight together.
     pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
         const MAX: usize = PREFETCH_BATCH;
         if self.len == 0 {
             return;
         }
-        let mut slots: [*const *mut u8; MAX] = [std::ptr::null(); MAX];
         // While resizing, a key is in either array; the newer one receives every
         // insert, so it is the better guess for a key not moved yet as well.
         let table = if self.rehash_idx.is_some() && !self.tables[1].is_empty() {
@@ -382,47 +387,60 @@ impl KeyTable {
             return;
         }
         let mask = table.len() - 1;
+        let mut cands = [(0usize, 0usize, 0u64); MAX];
         let mut n = 0;
-        for (slot, key) in slots.iter_mut().zip(keys) {
-            let idx = (self.hash(key) as usize) & mask;
-            *slot = table.as_ptr().wrapping_add(idx);
-            super::entry::prefetch(*slot as *const u8);
+        for (c, key) in cands.iter_mut().zip(keys) {
+            let h = self.hash(key);
+            let (a, b) = choices(h, mask);
+            table[a].prefetch();
+            table[b].prefetch();
+            *c = (a, b, buckets::tag(h));
             n += 1;
         }
-        let mut heads: [*mut u8; MAX] = [std::ptr::null_mut(); MAX];
-        for (head, &slot) in heads.iter_mut().zip(&slots[..n]) {
-            // SAFETY: `slot` points into the live bucket array chosen above.
-            *head = unsafe { *slot };
-            if !head.is_null() {
-                super::entry::prefetch(*head);
+        let mut found: [Option<EntryPtr>; MAX] = [None; MAX];
+        for (f, &(a, b, tag)) in found.iter_mut().zip(&cands[..n]) {
+            *f = table[a]
+                .first_with_tag(tag)
+                .or_else(|| table[b].first_with_tag(tag));
+            if let Some(e) = f {
+                e.prefetch();
             }
         }
-        for &head in &heads[..n] {
-            if !head.is_null() {
-                // SAFETY: a non-null bucket slot holds a live entry of this table.
-                unsafe { EntryPtr::from_raw(head) }.prefetch_value();
-            }
+        for e in found[..n].iter().flatten() {
+            e.prefetch_value();
         }
     }
 
-    /// Finds the link (bucket slot or predecessor's `next` field) pointing at `key`'s entry.
-    fn find_link(&self, key: &[u8], h: u64) -> Option<*mut *mut u8> {
+    /// Finds `key`'s entry and where it sits.
+    #[inline]
+    fn locate(&self, key: &[u8], h: u64) -> Option<(EntryPtr, Loc)> {
+        let tag = buckets::tag(h);
         for t in 0..=1 {
             let table = &self.tables[t];
             if table.is_empty() {
                 continue;
             }
-            let idx = (h as usize) & (table.len() - 1);
-            let mut link = table.as_ptr().wrapping_add(idx) as *mut *mut u8;
-            // SAFETY: `link` points at a bucket slot of a live table or at the `next`
-            // field of a live entry; chains contain only live entries.
-            unsafe {
-                while !(*link).is_null() {
-                    let e = EntryPtr::from_raw(*link);
-                    if e.key() == key {
-                        return Some(link);
-                    }
-                    link = e.next_slot();
+            let (a, b) = choices(h, table.len() - 1);
+            if let Some((e, pos)) = table[a].find(tag, key) {
+                return Some((
+                    e,
+                    Loc {
+                        table: t,
+                        bucket: a,
+                        pos,
+                    },
+                ));
+            }
+            if a != b {
+                if let Some((e, pos)) = table[b].find(tag, key) {
+                    return Some((
+                        e,
+                        Loc {
+                            table: t,
+                            bucket: b,
+                            pos,
+                        },
+                    ));
                 }
             }
             if self.rehash_idx.is_none() {
@@ -436,10 +454,7 @@ impl KeyTable {
         if self.len == 0 {
             return None;
         }
-        let h = self.hash(key);
-        // SAFETY: a found link points at a live entry.
-        self.find_link(key, h)
-            .map(|l| unsafe { EntryPtr::from_raw(*l) })
+        self.locate(key, self.hash(key)).map(|(e, _)| e)
     }
 
     pub fn get(&self, key: &[u8]) -> Option<EntryRef<'_>> {
@@ -470,6 +485,11 @@ impl KeyTable {
         self.find(key).is_some()
     }
 
+    /// Puts a rebuilt entry in place of the one at `loc`.
+    fn replace_at(&mut self, loc: Loc, entry: EntryPtr, h: u64) {
+        self.tables[loc.table][loc.bucket].set(loc.pos, buckets::word(entry, buckets::tag(h)));
+    }
+
     /// Inserts or replaces `key`. Returns the previous value and expiry if there was one.
     pub fn insert(
         &mut self,
@@ -480,27 +500,26 @@ impl KeyTable {
     ) -> Option<(Value, Option<i64>)> {
         self.rehash_step();
         let h = self.hash(key);
-        if let Some(link) = self.find_link(key, h) {
-            // SAFETY: `link` holds the live old entry; the new one takes its place in the
-            // chain, after which the old one is unlinked and freed exactly once.
-            unsafe {
-                let old = EntryPtr::from_raw(*link);
-                self.before_write(old);
-                let entry = EntryPtr::new(key, expire, value, access(Some(old.lru())));
-                entry.set_snap_mark(self.mark);
-                entry.set_next(old.next());
-                *link = entry.as_ptr();
-                return Some(old.into_value());
-            }
+        if let Some((old, loc)) = self.locate(key, h) {
+            self.before_write(old);
+            let entry = EntryPtr::new(key, expire, value, access(Some(old.lru())));
+            entry.set_snap_mark(self.mark);
+            self.replace_at(loc, entry, h);
+            // SAFETY: the old entry is out of its bucket; it is freed exactly once.
+            return Some(unsafe { old.into_value() });
         }
         let entry = EntryPtr::new(key, expire, value, access(None));
         entry.set_snap_mark(self.mark);
         self.expand_if_needed();
         let t = if self.rehash_idx.is_some() { 1 } else { 0 };
         let table = &mut self.tables[t];
-        let idx = (h as usize) & (table.len() - 1);
-        entry.set_next(table[idx]);
-        table[idx] = entry.as_ptr();
+        let (a, b) = choices(h, table.len() - 1);
+        let i = if a == b || table[a].len() <= table[b].len() {
+            a
+        } else {
+            b
+        };
+        table[i].push(buckets::word(entry, buckets::tag(h)));
         self.len += 1;
         if let Some(ix) = self.slot_index.as_deref_mut() {
             ix.add(key, h);
@@ -511,29 +530,27 @@ impl KeyTable {
     /// Rebuilds `key`'s entry with a new expiry, keeping value and access clock.
     /// Returns false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>) -> bool {
+        if self.len == 0 {
+            return false;
+        }
         let h = self.hash(key);
-        let Some(link) = self.find_link(key, h) else {
+        let Some((old, loc)) = self.locate(key, h) else {
             return false;
         };
-        // SAFETY: as in `insert`: the rebuilt entry replaces the old one in its chain.
-        unsafe {
-            let old = EntryPtr::from_raw(*link);
-            self.before_write(old);
-            if let Some(t) = expire {
-                if old.set_expire_in_place(t) {
-                    return true;
-                }
-            } else if old.expire().is_none() {
+        self.before_write(old);
+        if let Some(t) = expire {
+            if old.set_expire_in_place(t) {
                 return true;
             }
-            let next = old.next();
-            let lru = old.lru();
-            let (value, _) = old.into_value();
-            let entry = EntryPtr::new(key, expire, value, lru);
-            entry.set_snap_mark(self.mark);
-            entry.set_next(next);
-            *link = entry.as_ptr();
+        } else if old.expire().is_none() {
+            return true;
         }
+        let lru = old.lru();
+        // SAFETY: the old entry is replaced in its bucket below and never used again.
+        let (value, _) = unsafe { old.into_value() };
+        let entry = EntryPtr::new(key, expire, value, lru);
+        entry.set_snap_mark(self.mark);
+        self.replace_at(loc, entry, h);
         true
     }
 
@@ -544,18 +561,15 @@ impl KeyTable {
         }
         self.rehash_step();
         let h = self.hash(key);
-        let link = self.find_link(key, h)?;
-        // SAFETY: unlink the entry from its chain, then free it exactly once.
-        unsafe {
-            let old = EntryPtr::from_raw(*link);
-            self.before_write(old);
-            *link = old.next();
-            self.len -= 1;
-            if let Some(ix) = self.slot_index.as_deref_mut() {
-                ix.remove(key, h);
-            }
-            Some(old.into_value())
+        let (old, loc) = self.locate(key, h)?;
+        self.before_write(old);
+        self.tables[loc.table][loc.bucket].remove(loc.pos);
+        self.len -= 1;
+        if let Some(ix) = self.slot_index.as_deref_mut() {
+            ix.remove(key, h);
         }
+        // SAFETY: the entry is out of its bucket; it is freed exactly once.
+        Some(unsafe { old.into_value() })
     }
 
     /// Removes every entry, handing the values to `sink` (which may drop them here or
@@ -577,17 +591,10 @@ impl KeyTable {
             }
         }
         for t in 0..2 {
-            let table = std::mem::take(&mut self.tables[t]);
-            for mut p in table {
-                while !p.is_null() {
-                    // SAFETY: each chained entry is visited once and freed after reading
-                    // its successor.
-                    unsafe {
-                        let e = EntryPtr::from_raw(p);
-                        p = e.next();
-                        sink(e.into_value().0);
-                    }
-                }
+            let mut table = std::mem::take(&mut self.tables[t]);
+            for b in &mut table {
+                // SAFETY: each entry is drained out of its bucket once and freed.
+                b.drain(|e, _| sink(unsafe { e.into_value() }.0));
             }
         }
         self.rehash_idx = None;
@@ -602,15 +609,15 @@ impl KeyTable {
             return;
         }
         if self.tables[0].is_empty() {
-            self.tables[0] = vec![ptr::null_mut(); INITIAL_BUCKETS];
+            self.tables[0] = buckets::try_empty(INITIAL_SLOTS / SLOTS).expect("one bucket");
             return;
         }
-        let size = self.tables[0].len();
+        let size = self.tables[0].len() * SLOTS;
         if self.len >= size {
-            let buckets = (self.len + 1).next_power_of_two();
+            let slots = (self.len + 1).next_power_of_two();
             let loaded = self.len * 1000 > size * GROW_ANYWAY_LOAD_PERMILLE;
-            if loaded || growth_fits(buckets * std::mem::size_of::<*mut u8>()) {
-                self.start_resize(buckets);
+            if loaded || growth_fits(slots / SLOTS * std::mem::size_of::<Bucket>()) {
+                self.start_resize(slots);
             }
         }
     }
@@ -621,13 +628,14 @@ impl KeyTable {
     /// in progress is finished first; a table already that big is left alone.
     /// False, with the table unchanged, when that array cannot be allocated.
     pub fn expand(&mut self, keys: usize) -> bool {
-        let Some(buckets) = keys.max(INITIAL_BUCKETS).checked_next_power_of_two() else {
+        let Some(slots) = keys.max(INITIAL_SLOTS).checked_next_power_of_two() else {
             return false;
         };
-        if buckets <= self.tables[0].len().max(self.tables[1].len()) {
+        let n = slots / SLOTS;
+        if n <= self.tables[0].len().max(self.tables[1].len()) {
             return true;
         }
-        let Some(array) = try_empty_buckets(buckets) else {
+        let Some(array) = buckets::try_empty(n) else {
             return false;
         };
         while self.rehash_idx.is_some() {
@@ -647,30 +655,35 @@ impl KeyTable {
         if self.rehash_idx.is_some() {
             return;
         }
-        let size = self.tables[0].len();
-        if size > INITIAL_BUCKETS && self.len * 100 / size < 10 {
-            self.start_resize(self.len.next_power_of_two().max(INITIAL_BUCKETS));
+        let size = self.tables[0].len() * SLOTS;
+        if size > INITIAL_SLOTS && self.len * 100 / size < 10 {
+            self.start_resize(self.len.next_power_of_two().max(INITIAL_SLOTS));
         }
     }
 
-    fn start_resize(&mut self, buckets: usize) {
-        if buckets == self.tables[0].len() {
+    /// Starts moving the keys to an array of `slots` entry slots. An array the
+    /// allocator cannot give leaves the table as it is (fuller chains, no abort).
+    fn start_resize(&mut self, slots: usize) {
+        let n = slots / SLOTS;
+        if n == self.tables[0].len() {
             return;
         }
-        // A zeroed allocation: the pages are mapped lazily, so even a 128 MB bucket
-        // array costs no pause here.
-        self.tables[1] = vec![ptr::null_mut(); buckets];
-        self.rehash_idx = Some(0);
+        if let Some(array) = buckets::try_empty(n) {
+            self.tables[1] = array;
+            self.rehash_idx = Some(0);
+        }
     }
 
     /// Moves one bucket (skipping a few empty ones) from the old table to the new.
+    /// Each entry goes to the image of the candidate bucket it was in, so SCAN's
+    /// guarantee holds across the resize.
     pub fn rehash_step(&mut self) {
         let Some(mut idx) = self.rehash_idx else {
             return;
         };
         let mut empty_visits = EMPTY_VISITS_PER_STEP;
         let old_len = self.tables[0].len();
-        while idx < old_len && self.tables[0][idx].is_null() {
+        while idx < old_len && self.tables[0][idx].is_empty() {
             idx += 1;
             empty_visits -= 1;
             if empty_visits == 0 {
@@ -679,19 +692,19 @@ impl KeyTable {
             }
         }
         if idx < old_len {
-            let mut p = std::mem::replace(&mut self.tables[0][idx], ptr::null_mut());
-            let mask = self.tables[1].len() - 1;
-            while !p.is_null() {
-                // SAFETY: each entry of the moved chain is relinked into the new table
-                // exactly once; entries themselves do not move in memory.
-                unsafe {
-                    let e = EntryPtr::from_raw(p);
-                    p = e.next();
-                    let slot = (self.hash(e.key()) as usize) & mask;
-                    e.set_next(self.tables[1][slot]);
-                    self.tables[1][slot] = e.as_ptr();
-                }
-            }
+            let old_mask = old_len - 1;
+            let new_mask = self.tables[1].len() - 1;
+            let [old, new] = &mut self.tables;
+            let hasher = &self.hasher;
+            old[idx].drain(|e, tag| {
+                let h = hasher.hash_one(e.key());
+                let i = if h as usize & old_mask == idx {
+                    h as usize & new_mask
+                } else {
+                    second_choice(h) & new_mask
+                };
+                new[i].push(buckets::word(e, tag));
+            });
             idx += 1;
         }
         if idx >= old_len {
@@ -733,18 +746,9 @@ impl KeyTable {
             return 0;
         }
         let mut v = cursor;
-        let mut emit_bucket = |table: &Vec<*mut u8>, idx: usize| {
-            let mut p = table[idx];
-            while !p.is_null() {
-                // SAFETY: chains hold live entries; the table is borrowed immutably.
-                let e = unsafe { EntryPtr::from_raw(p) };
-                p = e.next();
-                f(e);
-            }
-        };
         if self.rehash_idx.is_none() {
             let m0 = (self.tables[0].len() - 1) as u64;
-            emit_bucket(&self.tables[0], (v & m0) as usize);
+            self.tables[0][(v & m0) as usize].for_each(&mut f);
             v |= !m0;
             v = v.reverse_bits().wrapping_add(1).reverse_bits();
         } else {
@@ -755,9 +759,9 @@ impl KeyTable {
             };
             let m0 = (small.len() - 1) as u64;
             let m1 = (large.len() - 1) as u64;
-            emit_bucket(small, (v & m0) as usize);
+            small[(v & m0) as usize].for_each(&mut f);
             loop {
-                emit_bucket(large, (v & m1) as usize);
+                large[(v & m1) as usize].for_each(&mut f);
                 v |= !m1;
                 v = v.reverse_bits().wrapping_add(1).reverse_bits();
                 if v & (m0 ^ m1) == 0 {
@@ -812,7 +816,7 @@ impl KeyTable {
                 left -= 1;
             } else {
                 // The next buckets in SCAN order lie all over the table, and each key
-                // is up to four dependent cache misses away (slot, entry, string
+                // is up to four dependent cache misses away (bucket, entry, string
                 // vector, bytes): a batch's memory is requested level by level before
                 // any of it is read, so the misses overlap instead of queueing.
                 let t = &self.tables[0];
@@ -827,34 +831,19 @@ impl KeyTable {
                         break;
                     }
                 }
-                let heads = &idx[..n];
-                heads
+                let batch = &idx[..n];
+                batch.iter().for_each(|&i| t[i].prefetch());
+                batch
                     .iter()
-                    .for_each(|&i| super::entry::prefetch(&t[i] as *const _ as *const u8));
-                let entry = |i: usize| {
-                    // SAFETY: chains hold live entries; the table is borrowed immutably.
-                    (!t[i].is_null()).then(|| unsafe { EntryPtr::from_raw(t[i]) })
-                };
-                heads
+                    .for_each(|&i| t[i].for_each(EntryPtr::prefetch));
+                batch
                     .iter()
-                    .filter_map(|&i| entry(i))
-                    .for_each(EntryPtr::prefetch);
-                heads
+                    .for_each(|&i| t[i].for_each(EntryPtr::prefetch_value));
+                batch
                     .iter()
-                    .filter_map(|&i| entry(i))
-                    .for_each(EntryPtr::prefetch_value);
-                heads
-                    .iter()
-                    .filter_map(|&i| entry(i))
-                    .for_each(EntryPtr::prefetch_string_bytes);
-                for &i in heads {
-                    let mut p = t[i];
-                    while !p.is_null() {
-                        // SAFETY: as above.
-                        let e = unsafe { EntryPtr::from_raw(p) };
-                        p = e.next();
-                        c.save(e, mark, false);
-                    }
+                    .for_each(|&i| t[i].for_each(EntryPtr::prefetch_string_bytes));
+                for &i in batch {
+                    t[i].for_each(|e| c.save(e, mark, false));
                 }
                 left -= n;
             }
@@ -868,45 +857,31 @@ impl KeyTable {
         false
     }
 
-    /// A uniformly chosen bucket's random entry (Redis's approach: fair enough for
-    /// RANDOMKEY and eviction sampling, and O(1) on a table that is not nearly empty).
+    /// A uniformly chosen non-empty bucket's random entry (Redis's approach: fair
+    /// enough for RANDOMKEY and eviction sampling, and O(1) on a table that is not
+    /// nearly empty).
     pub fn random_entry(&self) -> Option<EntryRef<'_>> {
         if self.len == 0 {
             return None;
         }
         loop {
-            let p = match self.rehash_idx {
+            let b = match self.rehash_idx {
                 Some(done) => {
                     let n0 = self.tables[0].len();
                     let total = n0 + self.tables[1].len();
                     let i = done + fastrand::usize(..total - done);
                     if i < n0 {
-                        self.tables[0][i]
+                        &self.tables[0][i]
                     } else {
-                        self.tables[1][i - n0]
+                        &self.tables[1][i - n0]
                     }
                 }
-                None => self.tables[0][fastrand::usize(..self.tables[0].len())],
+                None => &self.tables[0][fastrand::usize(..self.tables[0].len())],
             };
-            if p.is_null() {
+            if b.is_empty() {
                 continue;
             }
-            let mut chain = 0;
-            let mut q = p;
-            while !q.is_null() {
-                chain += 1;
-                // SAFETY: live chain entries.
-                q = unsafe { EntryPtr::from_raw(q) }.next();
-            }
-            let mut pick = fastrand::usize(..chain);
-            let mut q = p;
-            while pick > 0 {
-                // SAFETY: live chain entries.
-                q = unsafe { EntryPtr::from_raw(q) }.next();
-                pick -= 1;
-            }
-            // SAFETY: `q` is a live entry of the chain.
-            let ptr = unsafe { EntryPtr::from_raw(q) };
+            let ptr = b.nth(fastrand::usize(..b.len())).expect("within the chain");
             return Some(EntryRef {
                 ptr,
                 _table: std::marker::PhantomData,
@@ -1002,6 +977,52 @@ mod tests {
         for (i, k) in keys.iter().enumerate() {
             assert!(t.contains(k), "key {i}");
         }
+    }
+
+    /// At a load of one key per slot (the most a table holds before it doubles) the two
+    /// candidates keep chains short: few buckets overflow and none by much. A second
+    /// choice that followed from the first would fail this. Removing half the keys
+    /// keeps the rest reachable, and a SCAN then returns each key exactly once.
+    #[test]
+    fn two_choices_keep_chains_short_at_full_load() {
+        let mut t = KeyTable::new();
+        let n = 4096 * SLOTS;
+        assert!(t.expand(n));
+        for i in 0..n as i64 {
+            t.insert(format!("key:{i}").as_bytes(), None, val(i), |_| 0);
+        }
+        assert!(!t.is_rehashing());
+        assert_eq!(t.buckets(), n);
+        let chains: Vec<usize> = t.chain_lengths(false).unwrap().collect();
+        assert_eq!(chains.len(), 4096);
+        assert_eq!(chains.iter().sum::<usize>(), n);
+        let overflowing = chains.iter().filter(|&&c| c > SLOTS).count();
+        // About 30% at this load; one choice would overflow 41% and reach 19.
+        assert!(overflowing < 4096 / 3, "{overflowing} buckets overflow");
+        assert!(chains.iter().all(|&c| c <= 2 * SLOTS), "{chains:?}");
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut kept = HashSet::new();
+        for i in 0..n as i64 {
+            let k = format!("key:{i}").into_bytes();
+            if rng.bool() {
+                assert!(matches!(t.remove(&k), Some((Value::Int(v), None)) if v == i));
+            } else {
+                kept.insert(k);
+            }
+        }
+        for k in &kept {
+            assert!(t.contains(k));
+        }
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = t.scan(cursor, |e| seen.push(e.key().to_vec()));
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), kept.len());
+        assert_eq!(seen.into_iter().collect::<HashSet<_>>(), kept);
     }
 
     /// `expand` sizes the array once: inserting that many keys then never resizes,
