@@ -624,7 +624,8 @@ impl Keyspace {
                 let mut visited = 0;
                 let mut ttl_sum: i64 = 0;
                 let mut ttl_n: i64 = 0;
-                while visited < 64 {
+                // 64 key slots a batch: eight buckets of eight.
+                while visited * table::BUCKET_SLOTS < 64 {
                     cursor = d.table.scan(cursor, |e| {
                         if let Some(t) = e.expire() {
                             sampled_total += 1;
