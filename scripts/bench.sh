@@ -8,6 +8,10 @@
 #                                     # then 1M keys with a TTL (SET key:N value:N EX ...)
 #   ROUNDS=3 REQUESTS=500000 scripts/bench.sh
 #   TESTS=lpush,rpush,lpop,rpop,lrange_100,hset,sadd,spop scripts/bench.sh
+#   BENCH_CPU=1 scripts/bench.sh  # also each server's CPU time per request, test by test
+#                                 # (all its threads' run time from /proc/PID/task/*/schedstat):
+#                                 # on a machine where redis-benchmark saturates a core, req/s
+#                                 # at -P 16 measures the client as much as the server
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
 #   BENCH_ZSET=1 scripts/bench.sh      # also the sorted-set section (below)
 #   BENCH_ZSET=only scripts/bench.sh   # only the sorted-set section
@@ -120,6 +124,26 @@ bench() {
             name=${s%%:*}; port=${s##*:}
             redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -P "$P" --csv "$@" 2>/dev/null \
                 | tail -n +2 | tr -d '"' | while IFS=, read -r test rps _; do echo "$name $P ${test// /_} $rps"; done >> "$out"
+        done
+    done
+}
+
+# cpu_ns PID: the run time of all of the process's threads so far, in ns.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s+=$1} END {printf "%.0f\n", s}'; }
+
+# bench_cpu OUT P: as `bench`, one redis-benchmark per test, appending "server P test
+# ns-of-server-CPU-per-request" lines to OUT.
+bench_cpu() {
+    local out=$1 P=$2
+    for round in $(seq "$ROUNDS"); do
+        for test in ${TESTS//,/ }; do
+            for s in "${servers[@]}"; do
+                name=${s%%:*}; port=${s##*:}; pid=${spid[$name]}
+                before=$(cpu_ns "$pid")
+                redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -P "$P" -t "$test" -d 16 -q >/dev/null 2>&1
+                after=$(cpu_ns "$pid")
+                echo "$name $P $test $(( (after - before) / REQUESTS ))" >> "$out"
+            done
         done
     done
 }
@@ -299,6 +323,14 @@ if [ "${BENCH_MEM:-0}" != only ]; then
         bench "$work/raw" "$P" -t "$TESTS" -d 16
     done
     table "$work/raw"
+    if [ "${BENCH_CPU:-0}" = 1 ]; then
+        echo
+        echo "server CPU ns per request (all threads; median of $ROUNDS; ratios: Cinnabar over the other, lower is better)"
+        for P in 1 16; do
+            bench_cpu "$work/cpu" "$P"
+        done
+        table "$work/cpu" | sed '1s/.*/test                                                  P   cinnabar_ns       redis_ns  c\/redis      valkey_ns c\/valkey/'
+    fi
     echo
 fi
 echo "memory: DEBUG POPULATE 1000000 (key:N -> value:N)"

@@ -55,8 +55,8 @@ pub const PIPE_LIMIT: usize = 4 << 20;
 /// A sink hands its buffer to the writer once it holds this much; the writer pushes
 /// streamed bytes into the pipe in chunks of this size too.
 const CHUNK: usize = 256 << 10;
-/// Buckets walked between clock checks.
-const BATCH: usize = 64;
+/// Buckets walked between clock checks: about 120 keys (buckets hold eight entries).
+const BATCH: usize = 16;
 
 const SEG_RAW: u8 = 0;
 const SEG_STR: u8 = 1;
