@@ -351,3 +351,64 @@ fn errorstats_stop_after_128_codes() {
     assert!(stats.contains("errorstat_E1:count=1\r\n"), "{stats}");
     assert!(!stats.contains("ERRORSTATS_DISABLED"), "{stats}");
 }
+
+/// A key table's sizes follow Redis's dict: four slots for the first key, a resize to
+/// eight at the fifth, visible in INFO memory and MEMORY STATS while the old array
+/// still holds keys (read inside the transaction that started it).
+#[test]
+fn a_resize_in_progress_shows_in_memory_reports() {
+    let s = TestServer::start_with(&["--appendonly", "no"]);
+    let mut r = s.client();
+    let stat = |r: &mut redis::Connection, name: &str| -> i64 {
+        let v: Vec<redis::Value> = redis::cmd("MEMORY").arg("STATS").query(r).unwrap();
+        let i = v
+            .iter()
+            .position(|x| {
+                redis::from_redis_value::<String>(x.clone()).ok().as_deref() == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no {name}"));
+        redis::from_redis_value(v[i + 1].clone()).unwrap()
+    };
+    let _: () = redis::cmd("SET").arg("a").arg("b").query(&mut r).unwrap();
+    let info: String = redis::cmd("INFO").arg("memory").query(&mut r).unwrap();
+    assert_eq!(num(&info, "mem_overhead_db_hashtable_rehashing"), 0);
+    assert_eq!(stat(&mut r, "overhead.db.hashtable.lut"), 4 * 8);
+    assert_eq!(stat(&mut r, "db.dict.rehashing.count"), 0);
+    let (info, stats): (String, Vec<redis::Value>) = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("b")
+        .arg("c")
+        .ignore()
+        .cmd("SET")
+        .arg("c")
+        .arg("d")
+        .ignore()
+        .cmd("SET")
+        .arg("d")
+        .arg("e")
+        .ignore()
+        .cmd("SET")
+        .arg("e")
+        .arg("f")
+        .ignore()
+        .cmd("INFO")
+        .arg("memory")
+        .cmd("MEMORY")
+        .arg("STATS")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(num(&info, "mem_overhead_db_hashtable_rehashing"), 4 * 8);
+    let get = |name: &str| -> i64 {
+        let i = stats
+            .iter()
+            .position(|x| {
+                redis::from_redis_value::<String>(x.clone()).ok().as_deref() == Some(name)
+            })
+            .unwrap();
+        redis::from_redis_value(stats[i + 1].clone()).unwrap()
+    };
+    assert_eq!(get("overhead.db.hashtable.lut"), (4 + 8) * 8);
+    assert_eq!(get("overhead.db.hashtable.rehashing"), 4 * 8);
+    assert_eq!(get("db.dict.rehashing.count"), 1);
+}

@@ -118,12 +118,14 @@ pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let full = args.len() >= 4 && is(args[3], "full");
     let d = &ctx.ex.ks.dbs[db as usize];
     let mut out = String::from("[Dictionary HT]\n");
-    describe_table(
-        &mut out,
-        |r| d.table.chain_lengths(r),
-        crate::keyspace::table::BUCKET_SLOTS,
-        full,
-    );
+    for (idx, rehashing) in [(0, false), (1, true)] {
+        if let Some(c) = d.table.chain_lengths(rehashing) {
+            let mut st = Stats::of(c, crate::keyspace::table::BUCKET_SLOTS);
+            // The smallest table, four slots, takes a whole bucket.
+            st.size = d.table.array_slots(rehashing);
+            describe(&mut out, idx, &st, full);
+        }
+    }
     out.push_str("[Expires HT]\n");
     // The keys with a TTL, over the keyspace's own buckets (no chain detail: they
     // share chains with the other keys).

@@ -38,8 +38,14 @@ use super::entry::{EntryPtr, SNAP_MARK};
 use super::slot_index::SlotIndex;
 use super::value::{Value, ValueRef};
 
-/// Entry slots of the smallest table: one bucket.
-const INITIAL_SLOTS: usize = SLOTS;
+/// Entry slots of the smallest table, as Redis's dict (4 buckets): it lives in one
+/// bucket, and grows to 8 (the same bucket size) at its fifth key as Redis's does.
+const INITIAL_SLOTS: usize = 4;
+
+/// Buckets that hold a table of `slots` entry slots.
+fn buckets_for(slots: usize) -> usize {
+    slots.div_ceil(SLOTS)
+}
 /// Under `maxmemory`, a table this full or less does not double if the new bucket
 /// array would take memory over the limit (Redis's dictExpandAllowed): the doubling
 /// itself would make the server evict keys. Beyond it, it grows regardless.
@@ -87,6 +93,9 @@ fn choices(h: u64, mask: usize) -> (usize, usize) {
 
 pub struct KeyTable {
     tables: [Vec<Bucket>; 2],
+    /// Each array's size in entry slots (the number it grows at); 0 for no array.
+    /// Bucket count × 8, except that the smallest size, 4, also takes a bucket.
+    sizes: [usize; 2],
     /// Next bucket of `tables[0]` to move while resizing; `None` when not resizing.
     rehash_idx: Option<usize>,
     len: usize,
@@ -238,6 +247,7 @@ impl KeyTable {
     pub fn new() -> Self {
         KeyTable {
             tables: [Vec::new(), Vec::new()],
+            sizes: [0, 0],
             rehash_idx: None,
             len: 0,
             hasher: foldhash::fast::FixedState::with_seed(fastrand::u64(..)),
@@ -333,7 +343,13 @@ impl KeyTable {
     /// Total entry slots of the bucket arrays (what Redis's dict calls its table size:
     /// the table grows when its keys reach it), for INFO-style reporting and tests.
     pub fn buckets(&self) -> usize {
-        (self.tables[0].len() + self.tables[1].len()) * SLOTS
+        self.sizes[0] + self.sizes[1]
+    }
+
+    /// The size in entry slots of the main array (`rehashing` false) or of the one a
+    /// resize fills (true): DEBUG HTSTATS's table size.
+    pub fn array_slots(&self, rehashing: bool) -> usize {
+        self.sizes[usize::from(rehashing)]
     }
 
     /// The number of entries in every bucket chain of the main array (`rehashing`
@@ -355,7 +371,7 @@ impl KeyTable {
     /// MEMORY STATS `overhead.db.hashtable.rehashing`.
     pub fn rehashing_buckets(&self) -> usize {
         if self.rehash_idx.is_some() {
-            self.tables[0].len() * SLOTS
+            self.sizes[0]
         } else {
             0
         }
@@ -598,6 +614,7 @@ impl KeyTable {
             }
         }
         self.rehash_idx = None;
+        self.sizes = [0, 0];
         self.len = 0;
         if self.slot_index.is_some() {
             self.slot_index = Some(Box::default());
@@ -609,14 +626,15 @@ impl KeyTable {
             return;
         }
         if self.tables[0].is_empty() {
-            self.tables[0] = buckets::try_empty(INITIAL_SLOTS / SLOTS).expect("one bucket");
+            self.tables[0] = buckets::try_empty(buckets_for(INITIAL_SLOTS)).expect("one bucket");
+            self.sizes[0] = INITIAL_SLOTS;
             return;
         }
-        let size = self.tables[0].len() * SLOTS;
+        let size = self.sizes[0];
         if self.len >= size {
             let slots = (self.len + 1).next_power_of_two();
             let loaded = self.len * 1000 > size * GROW_ANYWAY_LOAD_PERMILLE;
-            if loaded || growth_fits(slots / SLOTS * std::mem::size_of::<Bucket>()) {
+            if loaded || growth_fits(buckets_for(slots) * std::mem::size_of::<Bucket>()) {
                 self.start_resize(slots);
             }
         }
@@ -631,11 +649,10 @@ impl KeyTable {
         let Some(slots) = keys.max(INITIAL_SLOTS).checked_next_power_of_two() else {
             return false;
         };
-        let n = slots / SLOTS;
-        if n <= self.tables[0].len().max(self.tables[1].len()) {
+        if slots <= self.sizes[0].max(self.sizes[1]) {
             return true;
         }
-        let Some(array) = buckets::try_empty(n) else {
+        let Some(array) = buckets::try_empty(buckets_for(slots)) else {
             return false;
         };
         while self.rehash_idx.is_some() {
@@ -643,8 +660,10 @@ impl KeyTable {
         }
         if self.tables[0].is_empty() {
             self.tables[0] = array;
+            self.sizes[0] = slots;
         } else {
             self.tables[1] = array;
+            self.sizes[1] = slots;
             self.rehash_idx = Some(0);
         }
         true
@@ -655,7 +674,7 @@ impl KeyTable {
         if self.rehash_idx.is_some() {
             return;
         }
-        let size = self.tables[0].len() * SLOTS;
+        let size = self.sizes[0];
         if size > INITIAL_SLOTS && self.len * 100 / size < 10 {
             self.start_resize(self.len.next_power_of_two().max(INITIAL_SLOTS));
         }
@@ -664,12 +683,12 @@ impl KeyTable {
     /// Starts moving the keys to an array of `slots` entry slots. An array the
     /// allocator cannot give leaves the table as it is (fuller chains, no abort).
     fn start_resize(&mut self, slots: usize) {
-        let n = slots / SLOTS;
-        if n == self.tables[0].len() {
+        if slots == self.sizes[0] {
             return;
         }
-        if let Some(array) = buckets::try_empty(n) {
+        if let Some(array) = buckets::try_empty(buckets_for(slots)) {
             self.tables[1] = array;
+            self.sizes[1] = slots;
             self.rehash_idx = Some(0);
         }
     }
@@ -709,6 +728,7 @@ impl KeyTable {
         }
         if idx >= old_len {
             self.tables[0] = std::mem::take(&mut self.tables[1]);
+            self.sizes = [self.sizes[1], 0];
             self.rehash_idx = None;
         } else {
             self.rehash_idx = Some(idx);
@@ -976,6 +996,31 @@ mod tests {
         assert_eq!(t.len(), keys.len());
         for (i, k) in keys.iter().enumerate() {
             assert!(t.contains(k), "key {i}");
+        }
+    }
+
+    /// Sizes follow Redis's dict: four slots for the first key, a resize to eight (in
+    /// progress until the next writes move the old bucket) at the fifth.
+    #[test]
+    fn smallest_table_grows_at_its_fifth_key() {
+        let mut t = KeyTable::new();
+        assert_eq!(t.buckets(), 0);
+        for i in 0..4 {
+            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+            assert_eq!((t.buckets(), t.is_rehashing()), (4, false));
+        }
+        t.insert(b"k4", None, val(4), |_| 0);
+        assert!(t.is_rehashing());
+        assert_eq!((t.buckets(), t.rehashing_buckets()), (12, 4));
+        assert_eq!((t.array_slots(false), t.array_slots(true)), (4, 8));
+        assert_eq!(t.chain_lengths(true).unwrap().sum::<usize>(), 1);
+        for i in 0..5 {
+            assert!(t.contains(format!("k{i}").as_bytes()));
+        }
+        t.rehash_step();
+        assert_eq!((t.buckets(), t.is_rehashing()), (8, false));
+        for i in 0..5 {
+            assert!(t.contains(format!("k{i}").as_bytes()));
         }
     }
 
