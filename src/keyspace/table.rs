@@ -437,23 +437,14 @@ impl KeyTable {
                 continue;
             }
             let (a, b) = choices(h, table.len() - 1);
-            if let Some((e, pos)) = table[a].find(tag, key) {
-                return Some((
-                    e,
-                    Loc {
-                        table: t,
-                        bucket: a,
-                        pos,
-                    },
-                ));
-            }
-            if a != b {
-                if let Some((e, pos)) = table[b].find(tag, key) {
+            let distinct = if a == b { 1 } else { 2 };
+            for &bucket in &[a, b][..distinct] {
+                if let Some((e, pos)) = table[bucket].find(tag, key) {
                     return Some((
                         e,
                         Loc {
                             table: t,
-                            bucket: b,
+                            bucket,
                             pos,
                         },
                     ));
