@@ -146,8 +146,9 @@ impl Cow {
     }
 }
 
-// SAFETY: the table exclusively owns every entry reachable from its buckets, and the
-// entries own their boxed payloads, which are `Send` (Value's contents are all `Send`).
+// SAFETY: the table exclusively owns its bucket arrays, their overflow buckets and every
+// entry reachable from them, and the entries own their boxed payloads, which are `Send`
+// (Value's contents are all `Send`); nothing is shared with another table or thread.
 unsafe impl Send for KeyTable {}
 
 /// A borrowed entry: key, expiry and value, valid while the table is borrowed.
