@@ -428,31 +428,37 @@ impl KeyTable {
         }
     }
 
-    /// Finds `key`'s entry and where it sits.
+    /// Finds `key`'s entry and where it sits: in the main array, or while resizing in
+    /// the one being filled.
     #[inline]
     fn locate(&self, key: &[u8], h: u64) -> Option<(EntryPtr, Loc)> {
         let tag = buckets::tag(h);
-        for t in 0..=1 {
-            let table = &self.tables[t];
-            if table.is_empty() {
-                continue;
-            }
-            let (a, b) = choices(h, table.len() - 1);
-            let distinct = if a == b { 1 } else { 2 };
-            for &bucket in &[a, b][..distinct] {
-                if let Some((e, pos)) = table[bucket].find(tag, key) {
-                    return Some((
-                        e,
-                        Loc {
-                            table: t,
-                            bucket,
-                            pos,
-                        },
-                    ));
-                }
-            }
-            if self.rehash_idx.is_none() {
-                break;
+        let found = self.locate_in(0, key, h, tag);
+        if found.is_some() || self.rehash_idx.is_none() {
+            return found;
+        }
+        self.locate_in(1, key, h, tag)
+    }
+
+    /// Finds `key`'s entry in array `t`, looking in its distinct candidate buckets.
+    #[inline(always)]
+    fn locate_in(&self, t: usize, key: &[u8], h: u64, tag: u64) -> Option<(EntryPtr, Loc)> {
+        let table = &self.tables[t];
+        if table.is_empty() {
+            return None;
+        }
+        let (a, b) = choices(h, table.len() - 1);
+        let distinct = if a == b { 1 } else { 2 };
+        for &bucket in &[a, b][..distinct] {
+            if let Some((e, pos)) = table[bucket].find(tag, key) {
+                return Some((
+                    e,
+                    Loc {
+                        table: t,
+                        bucket,
+                        pos,
+                    },
+                ));
             }
         }
         None
