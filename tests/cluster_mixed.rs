@@ -378,6 +378,13 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
         })
     };
     for (r, c) in rports.iter().zip(&cin) {
+        // reshard checks the cluster first too, and refuses while the previous
+        // reshard's new owner and epoch have not reached every node (on a loaded
+        // machine that gossip can take longer than the next command).
+        wait_for("the nodes to agree before reshard", 60, || {
+            let (ok, out) = redis_cli(&["--cluster", "check", &entry]);
+            ok && !out.contains("[ERR]")
+        });
         let n = slots_of(*r).to_string();
         let (ok, out) = redis_cli_long(&[
             "--cluster",
