@@ -31,14 +31,14 @@ struct Stats {
 }
 
 impl Stats {
-    /// The statistics of chains each `per_chain` entry slots wide.
-    fn of(chains: impl Iterator<Item = usize>, per_chain: usize) -> Stats {
+    /// The statistics of `chains`, one slot each (the key table sets its own size).
+    fn of(chains: impl Iterator<Item = usize>) -> Stats {
         let mut st = Stats {
             vect: vec![0; VECTLEN],
             ..Stats::default()
         };
         for n in chains {
-            st.size += per_chain;
+            st.size += 1;
             st.chains += 1;
             st.used += n;
             st.vect[n.min(VECTLEN - 1)] += 1;
@@ -93,15 +93,10 @@ fn describe(out: &mut String, idx: usize, st: &Stats, full: bool) {
 }
 
 /// Both arrays of a table (the second only while resizing).
-fn describe_table<I: Iterator<Item = usize>>(
-    out: &mut String,
-    chains: impl Fn(bool) -> Option<I>,
-    per_chain: usize,
-    full: bool,
-) {
+fn describe_table(out: &mut String, stats: impl Fn(bool) -> Option<Stats>, full: bool) {
     for (idx, rehashing) in [(0, false), (1, true)] {
-        if let Some(c) = chains(rehashing) {
-            describe(out, idx, &Stats::of(c, per_chain), full);
+        if let Some(st) = stats(rehashing) {
+            describe(out, idx, &st, full);
         }
     }
 }
@@ -118,14 +113,18 @@ pub fn htstats(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let full = args.len() >= 4 && is(args[3], "full");
     let d = &ctx.ex.ks.dbs[db as usize];
     let mut out = String::from("[Dictionary HT]\n");
-    for (idx, rehashing) in [(0, false), (1, true)] {
-        if let Some(c) = d.table.chain_lengths(rehashing) {
-            let mut st = Stats::of(c, crate::keyspace::table::BUCKET_SLOTS);
-            // The smallest table, four slots, takes a whole bucket.
-            st.size = d.table.array_slots(rehashing);
-            describe(&mut out, idx, &st, full);
-        }
-    }
+    // Sized in entry slots; the chains are buckets of eight.
+    describe_table(
+        &mut out,
+        |r| {
+            let st = Stats::of(d.table.chain_lengths(r)?);
+            Some(Stats {
+                size: d.table.array_slots(r),
+                ..st
+            })
+        },
+        full,
+    );
     out.push_str("[Expires HT]\n");
     // The keys with a TTL, over the keyspace's own buckets (no chain detail: they
     // share chains with the other keys).
@@ -149,11 +148,11 @@ pub fn htstats_key(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match e.value() {
         ValueRef::Obj(ObjRef::Set(s)) if s.table().is_some() => {
             let t = s.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), 1, full);
+            describe_table(&mut out, |r| t.chain_lengths(r).map(Stats::of), full);
         }
         ValueRef::Obj(ObjRef::Hash(h)) if h.table().is_some() => {
             let t = h.table().expect("checked");
-            describe_table(&mut out, |r| t.chain_lengths(r), 1, full);
+            describe_table(&mut out, |r| t.chain_lengths(r).map(Stats::of), full);
         }
         _ => {
             return Reply::err(
@@ -171,14 +170,18 @@ mod tests {
     #[test]
     fn formats_as_redis() {
         let mut s = String::new();
-        describe(&mut s, 0, &Stats::of([0, 2, 1, 0].into_iter(), 1), true);
+        describe(&mut s, 0, &Stats::of([0, 2, 1, 0].into_iter()), true);
         assert_eq!(
             s,
             "Hash table 0 stats (main hash table):\n table size: 4\n number of elements: 3\n different slots: 2\n max chain length: 2\n avg chain length (counted): 1.50\n avg chain length (computed): 1.50\n Chain length distribution:\n   0: 2 (50.00%)\n   1: 1 (25.00%)\n   2: 1 (25.00%)\n"
         );
         // Buckets of eight slots: the size counts slots, the distribution buckets.
         let mut s = String::new();
-        describe(&mut s, 0, &Stats::of([9, 0].into_iter(), 8), true);
+        let st = Stats {
+            size: 16,
+            ..Stats::of([9, 0].into_iter())
+        };
+        describe(&mut s, 0, &st, true);
         assert_eq!(
             s,
             "Hash table 0 stats (main hash table):\n table size: 16\n number of elements: 9\n different slots: 1\n max chain length: 9\n avg chain length (counted): 9.00\n avg chain length (computed): 9.00\n Chain length distribution:\n   0: 1 (50.00%)\n   9: 1 (50.00%)\n"

@@ -72,8 +72,8 @@ const EMPTY_VISITS_PER_STEP: usize = 10;
 /// entries, as many misses as a core keeps in flight.
 const WALK_BATCH: usize = 4;
 
-/// Entry slots per bucket (a chain's first bucket; `buckets.rs`).
-pub const BUCKET_SLOTS: usize = SLOTS;
+/// Entry slots per bucket (`buckets.rs`).
+pub(super) const BUCKET_SLOTS: usize = SLOTS;
 
 /// The most keys `KeyTable::prefetch` takes at once.
 pub const PREFETCH_BATCH: usize = 16;
