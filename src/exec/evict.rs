@@ -149,7 +149,10 @@ impl Executor {
         }
         let max = max + self.mem_not_counted_for_evict();
         crate::keyspace::table::set_grow_limit(max);
-        if crate::alloc::used_memory() <= max {
+        // Read once: other threads (lazy free, AOF, replication) allocate and free
+        // too, so a second reading may already be under `max`.
+        let used = crate::alloc::used_memory();
+        if used <= max {
             self.eviction_running = false;
             self.eviction_exceeded(false);
             return true;
@@ -184,7 +187,7 @@ impl Executor {
         // eviction counts what its delete alone freed. The DEL it propagates and the
         // invalidations and events it sends grow buffers that drain by themselves;
         // counting them would evict key after key for their sake (a feedback loop).
-        let to_free = crate::alloc::used_memory() - max;
+        let to_free = used - max;
         let mut freed = 0usize;
         while freed < to_free {
             let picked = match rank {

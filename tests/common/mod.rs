@@ -23,6 +23,8 @@ pub struct TestServer {
     pub dir: PathBuf,
     /// Whether the directory outlives the server (restart tests own it).
     keep_dir: bool,
+    /// Where the server's log and stderr go: shown if the server dies on its own.
+    output_path: PathBuf,
 }
 
 /// A fresh temporary directory for tests that restart servers on the same data.
@@ -162,10 +164,17 @@ impl TestServer {
                 args.extend(["--io-threads-always-active".into(), "yes".into()]);
             }
             args.extend(extra.iter().map(|s| s.to_string()));
+            let output_path = std::env::temp_dir().join(format!(
+                "cinnabar-test-{}-{}.out",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::SeqCst)
+            ));
+            // The log (stdout at `--loglevel warning`: panics, fatal errors) and stderr.
+            let output = std::fs::File::create(&output_path).expect("create output file");
             let mut child = Command::new(env!("CARGO_BIN_EXE_cinnabar"))
                 .args(&args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stdout(output.try_clone().expect("clone output file"))
+                .stderr(output)
                 .spawn()
                 .expect("spawn cinnabar");
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -183,12 +192,14 @@ impl TestServer {
                         port,
                         dir,
                         keep_dir: true,
+                        output_path,
                     });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
             let _ = child.wait();
+            let _ = std::fs::remove_file(&output_path);
         }
         None
     }
@@ -267,6 +278,15 @@ extern "C" {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
+        // A server that exited before the test stopped it crashed or was shut down;
+        // its stderr (a panic message, a fatal log line) explains a failing test.
+        if let Ok(Some(status)) = self.child.try_wait() {
+            if !status.success() {
+                let text = std::fs::read_to_string(&self.output_path).unwrap_or_default();
+                eprintln!("cinnabar on port {} exited ({status}):\n{text}", self.port);
+            }
+        }
+        let _ = std::fs::remove_file(&self.output_path);
         let _ = self.child.kill();
         let _ = self.child.wait();
         if !self.keep_dir {
