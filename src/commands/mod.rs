@@ -31,6 +31,7 @@ pub mod migrate;
 pub mod migrate_conn;
 pub mod module;
 pub mod monitor;
+mod name_index;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
@@ -47,6 +48,7 @@ pub mod waitaof;
 pub mod zsets;
 
 use crate::util::FastMap;
+use name_index::NameIndex;
 use std::sync::OnceLock;
 
 pub use ctx::Ctx;
@@ -364,6 +366,12 @@ pub fn table() -> &'static FastMap<&'static [u8], &'static Command> {
     TABLE.get_or_init(|| families().map(|c| (c.name.as_bytes(), c)).collect())
 }
 
+/// The table again, indexed for the lookup of each request (`name_index.rs`).
+fn name_index() -> &'static NameIndex {
+    static INDEX: OnceLock<NameIndex> = OnceLock::new();
+    INDEX.get_or_init(|| NameIndex::new(families()))
+}
+
 /// Names changed by `rename-command`: a new name maps to its command, an old name to
 /// None. Set once at startup; the command table itself never changes.
 static RENAMES: OnceLock<FastMap<Vec<u8>, Option<&'static Command>>> = OnceLock::new();
@@ -413,6 +421,9 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
         if let Some(hit) = renames.get(&lower) {
             return *hit;
         }
+    }
+    if let Ok(found) = name_index().get(name) {
+        return found;
     }
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {

@@ -221,7 +221,33 @@ fn proto(msg: &str) -> ProtocolError {
 /// Reads a `\r\n`-terminated number starting at `from`. `Ok(None)`: line incomplete.
 /// The inner `None` means the line was not a valid integer.
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn read_line_number(
+    buf: &[u8],
+    from: usize,
+    what: &str,
+) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
+    // One or two digits (no leading zero): nearly every argument count and most
+    // argument lengths, read here without a call.
+    if let Some(w) = buf.get(from..from + 4) {
+        let d0 = w[0].wrapping_sub(b'0');
+        if (1..=9).contains(&d0) {
+            if w[1] == b'\r' && w[2] == b'\n' {
+                return Ok(Some((Some(d0 as i64), from + 3)));
+            }
+            let d1 = w[1].wrapping_sub(b'0');
+            if d1 <= 9 && w[2] == b'\r' && w[3] == b'\n' {
+                return Ok(Some((Some(d0 as i64 * 10 + d1 as i64), from + 4)));
+            }
+        }
+    }
+    read_long_line_number(buf, from, what)
+}
+
+/// `read_line_number` beyond its two-digit case.
+#[allow(clippy::type_complexity)]
+#[inline(never)]
+fn read_long_line_number(
     buf: &[u8],
     from: usize,
     what: &str,
