@@ -176,6 +176,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Raises a keyspace notification for `key` in the current database.
+    #[inline]
     pub fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
         if self.ex.notify_classes & class != 0 {
             self.ex.notify(class, event, self.db, key.to_vec());

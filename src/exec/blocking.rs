@@ -133,9 +133,13 @@ impl Blocking {
     /// Called for every modified key: queues it if someone waits on it.
     #[inline]
     pub fn signal(&mut self, db: usize, key: &[u8]) {
-        if self.waiters.is_empty() {
-            return;
+        if !self.waiters.is_empty() {
+            self.signal_waited(db, key);
         }
+    }
+
+    #[inline(never)]
+    fn signal_waited(&mut self, db: usize, key: &[u8]) {
         let k = (db, key.to_vec());
         if self.waiters.contains_key(&k) && self.ready_set.insert(k.clone()) {
             self.ready.push(k);

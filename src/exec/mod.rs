@@ -959,12 +959,18 @@ impl Executor {
         }
     }
 
+    #[inline]
     pub(crate) fn slowlog_maybe(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let threshold = self.config.slowlog_log_slower_than;
         // A zero-length log is off: entries are not even numbered (Redis 7.4).
         if threshold < 0 || (usec as i64) < threshold || self.config.slowlog_max_len == 0 {
             return;
         }
+        self.slowlog_add(slot, cmd, args, usec);
+    }
+
+    #[inline(never)]
+    fn slowlog_add(&mut self, slot: usize, cmd: &Command, args: &[&[u8]], usec: u64) {
         let max_args = 32;
         let mut saved: Vec<Vec<u8>> = Vec::new();
         for (i, a) in args.iter().enumerate() {

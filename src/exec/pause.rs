@@ -42,11 +42,18 @@ impl Executor {
     /// The pause in force, the strictest of the purposes' (the latest end, and
     /// everything paused if one pauses everything); purposes whose time has passed
     /// are lifted first.
+    #[inline]
     pub fn current_pause(&mut self) -> Option<Pause> {
-        // Every command asks: no clock read while nothing is paused.
+        // Every command asks: no call and no clock read while nothing is paused.
         if self.pauses.iter().all(Option::is_none) {
             return None;
         }
+        self.lift_ended_pauses()
+    }
+
+    /// `current_pause` while something is paused.
+    #[inline(never)]
+    fn lift_ended_pauses(&mut self) -> Option<Pause> {
         let before = strictest(&self.pauses);
         let now = Instant::now();
         for p in self.pauses.iter_mut() {

@@ -238,6 +238,7 @@ impl Executor {
     }
 
     /// Appends pushes deferred during the client's own command after its reply.
+    #[inline]
     pub(crate) fn flush_deferred_pushes(&mut self, slot: usize) {
         let c = self.client_mut(slot);
         if c.deferred.is_empty() || c.stream.is_some() {
@@ -384,10 +385,15 @@ impl Executor {
     }
 
     /// Publishes the keyspace notifications raised by the last command.
+    #[inline]
     pub(crate) fn deliver_notifications(&mut self) {
-        if self.pending_notifications.is_empty() {
-            return;
+        if !self.pending_notifications.is_empty() {
+            self.publish_notifications();
         }
+    }
+
+    #[inline(never)]
+    fn publish_notifications(&mut self) {
         let pending = std::mem::take(&mut self.pending_notifications);
         for (_class, event, db, key) in pending {
             if self.notify_classes & notify::KEYSPACE != 0 {

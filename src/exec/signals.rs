@@ -44,10 +44,15 @@ impl Executor {
     /// Turns keys deleted by expiry into signals and `expired` notifications. The
     /// notifications go first: Redis raises them when the key is found expired, before
     /// the command's own events.
+    #[inline]
     pub(crate) fn drain_expired_events(&mut self) {
-        if self.ks.expired_events.is_empty() {
-            return;
+        if !self.ks.expired_events.is_empty() {
+            self.signal_expired_keys();
         }
+    }
+
+    #[inline(never)]
+    fn signal_expired_keys(&mut self) {
         self.stream_expired_drained();
         let events = std::mem::take(&mut self.ks.expired_events);
         let mut notes = Vec::new();

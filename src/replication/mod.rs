@@ -545,6 +545,7 @@ pub fn client_kind(ex: &Executor, slot: usize, c: &crate::exec::Client) -> u8 {
 }
 
 /// `READONLY` for writes by ordinary clients of a read-only replica.
+#[inline]
 pub fn readonly_error(
     ex: &Executor,
     slot: usize,
@@ -573,6 +574,7 @@ pub fn refusing_stale(ex: &Executor) -> bool {
 /// `replica-serve-stale-data no`: while the link to the master is down, a replica
 /// answers only the commands flagged STALE (a script's own flags decide for EVAL and
 /// FCALL: `allow-stale`).
+#[inline]
 pub fn stale_data_error(
     ex: &Executor,
     slot: usize,
@@ -620,6 +622,7 @@ pub fn enough_good_replicas(ex: &Executor) -> bool {
 
 /// `NOREPLICAS` for a write command (or an EXEC with writes queued) when there are
 /// not enough good replicas.
+#[inline]
 pub fn noreplicas_error(
     ex: &Executor,
     slot: usize,
