@@ -43,6 +43,11 @@
 # EVALSHA for both servers, counted by valgrind (cachegrind without cache simulation;
 # an idle run's instructions are subtracted). Set INSTR=0 to skip the valgrind part.
 #
+# BENCH_INSTR=1 (or `only`): each server's user-space instructions per request, counted by
+# valgrind as above, for the mix set,get,incr,lpush,rpop,sadd,hset,zadd (20,000 requests
+# each, 10 clients, -r 100000, -d 16), unpipelined and at -P 16, and their mean over
+# redis-server's.
+#
 # The sorted-set section: ZADD and ZPOPMIN (redis-benchmark -t zadd,zpopmin), ZRANK and
 # ZRANGEBYSCORE ... LIMIT 0 10 on one 1M-member sorted set (loaded into both servers
 # with redis-cli --pipe, members member:%012d with score N so that redis-benchmark's
@@ -188,10 +193,12 @@ script_load() {
     redis-cli -p "$1" script load "$UNLOCK_SCRIPT" >/dev/null
 }
 
-# script_instr SERVER_CMD...: instructions per EVALSHA (both scripts, P1 and P16).
-script_instr() {
-    local n=20000 total idle busy
-    total=$((n * 4))
+# instr_per_request LOAD REQUESTS SERVER_CMD...: the server's user-space instructions per
+# request, counted by valgrind (cachegrind without cache simulation): a run in which
+# `LOAD PORT` drives REQUESTS requests, less an idle run (start-up and shutdown).
+instr_per_request() {
+    local load=$1 total=$2 idle busy
+    shift 2
     one() {
         local p d out pid
         p=$(free_port); d=$(mktemp -d); out="$d/cg.out"
@@ -199,13 +206,7 @@ script_instr() {
             "$@" --port "$p") >"$d/log" 2>&1 &
         pid=$!
         for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
-        script_load "$p"
-        if [ "$mode" = load ]; then
-            for P in 1 16; do
-                redis-benchmark -p "$p" -n "$n" -c 10 -r 100000 -P "$P" EVALSHA "$incr_sha" 1 counter:__rand_int__ >/dev/null 2>&1
-                redis-benchmark -p "$p" -n "$n" -c 10 -r 100000 -P "$P" EVALSHA "$unlock_sha" 1 lock:__rand_int__ token >/dev/null 2>&1
-            done
-        fi
+        [ "$mode" = load ] && "$load" "$p"
         kill -TERM "$pid"; wait "$pid" 2>/dev/null
         grep -m1 '^summary:' "$out" | awk '{print $2}'
         rm -rf "$d"
@@ -213,6 +214,27 @@ script_instr() {
     mode=idle; idle=$(one "$@")
     mode=load; busy=$(one "$@")
     python3 -c "print(f'{($busy - $idle) / $total:.0f}')"
+}
+
+# script_instr_load PORT: both scripts, 20,000 EVALSHAs each, P1 and P16.
+script_instr_load() {
+    script_load "$1"
+    for P in 1 16; do
+        redis-benchmark -p "$1" -n 20000 -c 10 -r 100000 -P "$P" EVALSHA "$incr_sha" 1 counter:__rand_int__ >/dev/null 2>&1
+        redis-benchmark -p "$1" -n 20000 -c 10 -r 100000 -P "$P" EVALSHA "$unlock_sha" 1 lock:__rand_int__ token >/dev/null 2>&1
+    done
+}
+
+# script_instr SERVER_CMD...: instructions per EVALSHA (both scripts, P1 and P16).
+script_instr() {
+    instr_per_request script_instr_load 80000 "$@"
+}
+
+# The command mix of the instruction count (BENCH_INSTR): 20,000 requests of each.
+MIX_TESTS=set,get,incr,lpush,rpop,sadd,hset,zadd
+# mix_instr_load PORT: the mix at the pipeline depth MIX_P.
+mix_instr_load() {
+    redis-benchmark -p "$1" -t "$MIX_TESTS" -n 20000 -c 10 -r 100000 -d 16 -P "$MIX_P" -q >/dev/null 2>&1
 }
 
 # ----- replication --------------------------------------------------------------------
@@ -292,6 +314,32 @@ if [ "$BENCH_REPL" != 0 ]; then
     done
     for s in "${servers[@]}"; do flush_wait "${s##*:}"; done
     [ "$BENCH_REPL" = only ] && exit 0
+    echo
+fi
+
+if [ "${BENCH_INSTR:-0}" != 0 ]; then
+    command -v valgrind >/dev/null || { echo "BENCH_INSTR needs valgrind"; exit 1; }
+    echo "instructions per request (server side, valgrind): $MIX_TESTS, 20,000 each, 10 clients, -r 100000 -d 16"
+    declare -A p1_of p16_of
+    for kind in "${kinds[@]}"; do
+        case $kind in
+            cinnabar) cmd=("$PWD/target/release/cinnabar") ;;
+            redis) cmd=("$(command -v redis-server)") ;;
+            valkey) cmd=("$VALKEY_SERVER") ;;
+        esac
+        p1_of[$kind]=$(MIX_P=1 instr_per_request mix_instr_load 160000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+        p16_of[$kind]=$(MIX_P=16 instr_per_request mix_instr_load 160000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+    done
+    printf "%-10s %8s %8s %8s %10s\n" server P1 P16 mean "mean/redis"
+    for kind in "${kinds[@]}"; do
+        mean=$(( (p1_of[$kind] + p16_of[$kind]) / 2 ))
+        ratio=-
+        if [ -n "${p1_of[redis]:-}" ]; then
+            ratio=$(python3 -c "print(f'{$mean / ((${p1_of[redis]} + ${p16_of[redis]}) / 2):.2f}')")
+        fi
+        printf "%-10s %8s %8s %8s %10s\n" "$kind" "${p1_of[$kind]}" "${p16_of[$kind]}" "$mean" "$ratio"
+    done
+    [ "$BENCH_INSTR" = only ] && exit 0
     echo
 fi
 
