@@ -58,7 +58,11 @@ impl Executor {
             if words.len() == words.inline_size() {
                 break;
             }
-            if !MEMBER_COMMANDS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
+            // Every member command starts with S or H: others skip the list.
+            let first = name.first().map_or(0, |b| b | 0x20);
+            if !matches!(first, b's' | b'h')
+                || !MEMBER_COMMANDS.iter().any(|c| name.eq_ignore_ascii_case(c))
+            {
                 continue;
             }
             let Some(entry) = d.table.get(key) else {
@@ -78,6 +82,17 @@ impl Executor {
             // SAFETY: each word came from `prefetch_bucket` just above, and nothing
             // has changed the keyspace since (`&self`).
             unsafe { crate::types::scantable::prefetch_bucket_contents(w) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn member_commands_start_with_s_or_h() {
+        // `prefetch_members` skips the list for names starting otherwise.
+        for name in super::MEMBER_COMMANDS {
+            assert!(matches!(name[0], b's' | b'h'), "{name:?}");
         }
     }
 }

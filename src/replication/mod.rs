@@ -363,6 +363,7 @@ fn send_to_peers(ex: &mut Executor, pieces: &[Piece]) {
 /// `client-output-buffer-limit`: the held stream, plus the unwritten output once it
 /// is online. The image is never counted (Redis sends it from the file). None when
 /// `slot` is not a replica.
+#[inline]
 pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
     if ex.repl.peers.is_empty() {
         return None;
