@@ -88,6 +88,38 @@ fn values_are_counted_when_redis_frees_them_asynchronously() {
     assert_eq!(info(&mut c, "lazyfreed_objects"), 0);
 }
 
+/// An expired value is freed as `lazyfree-lazy-expire` says, by the active expiry cycle
+/// and by a lookup alike: counted only when lazy. (Big values leave the event loop
+/// either way: expiring a million-member set stalled it for 15 ms before.)
+#[test]
+fn expired_values_are_counted_under_lazyfree_lazy_expire() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let expire_by_cycle = |c: &mut RawConn| {
+        fill_set(c, "big", 1000);
+        assert_eq!(c.cmd(&["PEXPIRE", "big", "1"]), ":1\r\n");
+        wait_until(|| c.cmd(&["DBSIZE"]) == ":0\r\n");
+        settle(&s);
+    };
+    expire_by_cycle(&mut c);
+    assert_eq!(info(&mut c, "expired_keys"), 1);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 0);
+    c.cmd(&["CONFIG", "SET", "lazyfree-lazy-expire", "yes"]);
+    expire_by_cycle(&mut c);
+    assert_eq!(info(&mut c, "expired_keys"), 2);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 1);
+    // Expired on access, with the cycle off.
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
+    fill_set(&mut c, "big", 1000);
+    assert_eq!(c.cmd(&["PEXPIRE", "big", "1"]), ":1\r\n");
+    wait_until(|| c.cmd(&["PTTL", "big"]) == ":-2\r\n");
+    assert_eq!(c.cmd(&["SCARD", "big"]), ":0\r\n");
+    settle(&s);
+    assert_eq!(info(&mut c, "expired_keys"), 3);
+    assert_eq!(info(&mut c, "lazyfreed_objects"), 2);
+}
+
 #[test]
 fn flushes_count_keys_and_sync_flushes_block_until_freed() {
     let s = TestServer::start();

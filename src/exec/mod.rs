@@ -1327,6 +1327,7 @@ impl Executor {
     pub fn sync_access_policy(&mut self) {
         // Not an access policy, but kept in step at the same moments.
         self.ks.lazy_server_del = self.config.lazyfree_lazy_server_del;
+        self.ks.lazy_expire = self.config.lazyfree_lazy_expire;
         self.ks.replica_read_only = self.config.replica_read_only;
         self.ks.lfu = self.config.maxmemory_policy.ends_with("lfu");
         self.ks.lfu_params = crate::keyspace::LfuParams {

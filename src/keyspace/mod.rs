@@ -64,6 +64,8 @@ pub struct Keyspace {
     pub lfu_params: LfuParams,
     /// `lazyfree-lazy-server-del`, kept in step by the executor.
     pub lazy_server_del: bool,
+    /// `lazyfree-lazy-expire`, kept in step by the executor.
+    pub lazy_expire: bool,
     /// Whether the last active expiry cycle ran out of time with work left.
     pub expire_backlog: bool,
     /// Hashes with field TTLs, for the active expiry of fields.
@@ -249,6 +251,7 @@ impl Keyspace {
             lfu: false,
             lfu_params: LfuParams::default(),
             lazy_server_del: false,
+            lazy_expire: false,
             expire_backlog: false,
             field_expiry: field_expiry::FieldExpiry::default(),
             dict_resizing: true,
@@ -314,8 +317,16 @@ impl Keyspace {
         expired
     }
 
+    /// Deletes an expired key, its value freed as `lazyfree-lazy-expire` says (a big
+    /// value goes to the background either way, counted only when lazy, as Redis
+    /// counts it): expiring a million-member set must not stall the loop.
     fn delete_expired(&mut self, db: usize, key: &[u8]) {
-        if self.remove(db, key).is_some() {
+        if let Some(v) = self.remove(db, key) {
+            if self.lazy_expire {
+                self.lazyfree.free_async(v);
+            } else {
+                self.lazyfree.free(v);
+            }
             self.stats.expired_keys += 1;
             self.dirty += 1;
             self.expired_events.push((db, key.to_vec()));
