@@ -127,8 +127,6 @@ impl Net {
     fn serve_events(&mut self, ex: &mut Executor, caller: Option<usize>) {
         let mut events = std::mem::replace(&mut self.busy_events, Events::with_capacity(0));
         if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
-            // A busy stretch is a turn of its own: reads in it are dated now.
-            self.turn_start = std::time::Instant::now();
             for ev in events.iter() {
                 match ev.token() {
                     SIGNAL_TOKEN => self.on_signal(ex),

@@ -122,10 +122,6 @@ struct Conn {
 /// of `conns` meanwhile (`Server::process`), so that round never touches it.
 struct Net {
     poll: Poll,
-    /// When the event-loop turn began: a client's last interaction is the turn in
-    /// which its bytes were read (Redis keeps the loop's time the same way), so reads
-    /// cost no clock reading each.
-    turn_start: std::time::Instant,
     listeners: Vec<Listener>,
     /// Boxed, so a slot costs 8 bytes once its connection is gone.
     conns: Vec<Option<Box<Conn>>>,
@@ -266,7 +262,6 @@ impl Server {
             pending_reads: Vec::new(),
             spare_rbuf: Vec::new(),
             spare_lent: false,
-            turn_start: std::time::Instant::now(),
             cron_cursor: 0,
             caller_peer_closed: false,
             held: Vec::new(),
@@ -389,7 +384,6 @@ impl Server {
                 }
             }
             let turn_start = std::time::Instant::now();
-            self.net.borrow_mut().turn_start = turn_start;
             let commands_before = self.ex.stats.total_commands_processed;
             let deferred = std::mem::take(&mut self.net.borrow_mut().deferred);
             for (token, readable, writable) in deferred {
@@ -1271,7 +1265,7 @@ impl Net {
                 ex.stats.total_net_input_bytes += n as u64;
                 ex.stats.total_reads_processed += 1;
                 // Idle time counts from the last read, as in Redis.
-                ex.client_mut(slot).last_interaction = self.turn_start;
+                ex.client_mut(slot).last_interaction = std::time::Instant::now();
                 // Queued MULTI commands count too, as in Redis.
                 if conn.query_len() + ex.client(slot).multi_mem() > qbuf_limit {
                     crate::log::warning("Closing client that reached max query buffer length");
