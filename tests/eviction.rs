@@ -325,9 +325,13 @@ fn eviction_directives_follow_redis() {
 fn policy_switch_between_lru_and_lfu() {
     let s = TestServer::start();
     let mut r = s.raw(2);
+    // Writes and idle-time reads share a transaction (one clock for its commands), so
+    // a second boundary between them cannot make an idle time 1.
     r.check(&[
-        (&["SET", "k", "v"], "+OK\r\n"),
-        (&["OBJECT", "IDLETIME", "k"], ":0\r\n"),
+        (&["MULTI"], "+OK\r\n"),
+        (&["SET", "k", "v"], "+QUEUED\r\n"),
+        (&["OBJECT", "IDLETIME", "k"], "+QUEUED\r\n"),
+        (&["EXEC"], "*2\r\n+OK\r\n:0\r\n"),
         (
             &["CONFIG", "SET", "maxmemory-policy", "volatile-lfu"],
             "+OK\r\n",
@@ -341,8 +345,10 @@ fn policy_switch_between_lru_and_lfu() {
             &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
             "+OK\r\n",
         ),
-        (&["GET", "n"], "$1\r\nv\r\n"),
-        (&["OBJECT", "IDLETIME", "n"], ":0\r\n"),
+        (&["MULTI"], "+OK\r\n"),
+        (&["GET", "n"], "+QUEUED\r\n"),
+        (&["OBJECT", "IDLETIME", "n"], "+QUEUED\r\n"),
+        (&["EXEC"], "*2\r\n$1\r\nv\r\n:0\r\n"),
     ]);
 }
 

@@ -271,13 +271,17 @@ fn object_subcommands() {
         &s,
         &[
             (&["SET", "n", "123"], "+OK\r\n", "+OK\r\n"),
-            (&["SET", "s", "hello"], "+OK\r\n", "+OK\r\n"),
+            // The idle time is read in the transaction that writes the key: its commands
+            // share one clock, so a second boundary between them cannot make it 1.
+            (&["MULTI"], "+OK\r\n", "+OK\r\n"),
+            (&["SET", "s", "hello"], "+QUEUED\r\n", "+QUEUED\r\n"),
+            (&["OBJECT", "IDLETIME", "s"], "+QUEUED\r\n", "+QUEUED\r\n"),
+            (&["EXEC"], "*2\r\n+OK\r\n:0\r\n", "*2\r\n+OK\r\n:0\r\n"),
             (&["OBJECT", "ENCODING", "n"], "$3\r\nint\r\n", "$3\r\nint\r\n"),
             (&["OBJECT", "ENCODING", "s"], "$6\r\nembstr\r\n", "$6\r\nembstr\r\n"),
             (&["OBJECT", "ENCODING", "nope"], "$-1\r\n", "_\r\n"),
             (&["OBJECT", "REFCOUNT", "n"], ":2147483647\r\n", ":2147483647\r\n"),
             (&["OBJECT", "REFCOUNT", "s"], ":1\r\n", ":1\r\n"),
-            (&["OBJECT", "IDLETIME", "s"], ":0\r\n", ":0\r\n"),
             (&["OBJECT", "FREQ", "s"], "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n", "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n"),
             (&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"], "+OK\r\n", "+OK\r\n"),
             (&["SET", "f", "x"], "+OK\r\n", "+OK\r\n"),
