@@ -252,8 +252,8 @@ fn read_long_line_number(
     from: usize,
     what: &str,
 ) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
-    // Fast path for the common header: 1 to 9 plain digits and "\r\n" (no leading
-    // zero, so the value is canonical, as `parse_i64` would require).
+    // Up to 9 plain digits and "\r\n" without a scan for '\r' (no leading zero, so
+    // the value is canonical, as `parse_i64` would require).
     if let Some(&first) = buf.get(from) {
         if (b'1'..=b'9').contains(&first) {
             let mut n = (first - b'0') as i64;
