@@ -228,8 +228,10 @@ fn flushall_cancels_the_streamed_image_and_the_replica_resyncs() {
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
     wait_until(|| log_has(&log, "target: replicas sockets"));
-    m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    // The image is still streaming (ten seconds of it): the delay is lifted only
+    // after FLUSHALL, or the image could finish first and nothing would be cancelled.
     assert_eq!(m.cmd(&["FLUSHALL"]), "+OK\r\n");
+    m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     m.cmd(&["SET", "after", "flush"]);
     wait_synced(master.port, replica.port);
     let mut r = replica.raw(2);

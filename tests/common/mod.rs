@@ -23,8 +23,11 @@ pub struct TestServer {
     pub dir: PathBuf,
     /// Whether the directory outlives the server (restart tests own it).
     keep_dir: bool,
-    /// Where the server's log and stderr go: shown if the server dies on its own.
+    /// Where the server's log and stderr go: shown if the server dies on its own
+    /// or the test fails.
     output_path: PathBuf,
+    /// The `--logfile` a test gave it, shown with the output when the test fails.
+    logfile: Option<PathBuf>,
 }
 
 /// A fresh temporary directory for tests that restart servers on the same data.
@@ -154,8 +157,9 @@ impl TestServer {
                 // server's default waits 5 seconds for more replicas).
                 "--repl-diskless-sync-delay".into(),
                 "0".into(),
+                // Replication and persistence events: a failing test shows them.
                 "--loglevel".into(),
-                "warning".into(),
+                "notice".into(),
             ];
             // CINNABAR_TEST_IO_THREADS=N runs every test server with N I/O threads
             // that take every read and write, however few clients a test has.
@@ -193,6 +197,10 @@ impl TestServer {
                         dir,
                         keep_dir: true,
                         output_path,
+                        logfile: extra
+                            .windows(2)
+                            .rfind(|w| w[0] == "--logfile")
+                            .map(|w| PathBuf::from(w[1])),
                     });
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -279,12 +287,19 @@ extern "C" {
 impl Drop for TestServer {
     fn drop(&mut self) {
         // A server that exited before the test stopped it crashed or was shut down;
-        // its stderr (a panic message, a fatal log line) explains a failing test.
-        if let Ok(Some(status)) = self.child.try_wait() {
-            if !status.success() {
-                let text = std::fs::read_to_string(&self.output_path).unwrap_or_default();
-                eprintln!("cinnabar on port {} exited ({status}):\n{text}", self.port);
+        // its stderr (a panic message, a fatal log line) explains a failing test, as
+        // its log does when the test itself failed (a wait that timed out).
+        let exited = match self.child.try_wait() {
+            Ok(Some(status)) if !status.success() => Some(status.to_string()),
+            _ => None,
+        };
+        if exited.is_some() || std::thread::panicking() {
+            let why = exited.unwrap_or_else(|| "the test failed".to_string());
+            let mut text = tail(&self.output_path, 200);
+            if let Some(log) = &self.logfile {
+                text.push_str(&format!("--- {}:\n{}", log.display(), tail(log, 200)));
             }
+            eprintln!("cinnabar on port {} ({why}):\n{text}", self.port);
         }
         let _ = std::fs::remove_file(&self.output_path);
         let _ = self.child.kill();
@@ -293,6 +308,15 @@ impl Drop for TestServer {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The last `lines` lines of a text file (empty if it cannot be read).
+fn tail(path: &std::path::Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    let mut out = all[all.len().saturating_sub(lines)..].join("\n");
+    out.push('\n');
+    out
 }
 
 /// A raw RESP connection returning replies as exact text.
