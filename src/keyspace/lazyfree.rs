@@ -175,11 +175,11 @@ mod tests {
         lf.free(Value::RawStr(vec![0; 1 << 20]));
         lf.free(Value::Int(1));
         let mut t = KeyTable::new();
-        t.insert(b"k", None, Value::Int(1), |_| 0);
-        t.insert(b"j", None, Value::Int(2), |_| 0);
+        t.insert(b"k", None, false, Value::Int(1), |_| 0);
+        t.insert(b"j", None, false, Value::Int(2), |_| 0);
         lf.free_table(t, true);
         let mut t = KeyTable::new();
-        t.insert(b"k", None, Value::Int(1), |_| 0);
+        t.insert(b"k", None, false, Value::Int(1), |_| 0);
         lf.free_table(t, false);
         let ticket = lf.last_ticket();
         assert_eq!(ticket, 2);

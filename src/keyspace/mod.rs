@@ -425,11 +425,6 @@ impl Keyspace {
             self.note_local_expire(db, key);
         }
         let d = &mut self.dbs[db];
-        let expire = if keep_ttl {
-            d.table.get(key).and_then(|e| e.expire()).or(expire)
-        } else {
-            expire
-        };
         // A new key starts with a fresh access field; an overwritten one keeps its
         // history, counted as one access (Redis's setKey looks the key up for writing,
         // then the new value inherits the old one's field).
@@ -437,13 +432,16 @@ impl Keyspace {
             lfu: self.lfu,
             params: self.lfu_params,
         };
-        let old = d.table.insert(key, expire, value, |old| match old {
-            Some(field) if touch => access.touched(field, now_ms),
-            Some(field) => field,
-            None => access.initial(now_ms),
-        });
+        let old = d
+            .table
+            .insert(key, expire, keep_ttl, value, |old| match old {
+                Some(field) if touch => access.touched(field, now_ms),
+                Some(field) => field,
+                None => access.initial(now_ms),
+            });
         let old_volatile = matches!(old, Some((_, Some(_))));
-        match (old_volatile, expire.is_some()) {
+        let new_volatile = expire.is_some() || (keep_ttl && old_volatile);
+        match (old_volatile, new_volatile) {
             (false, true) => d.volatile += 1,
             (true, false) => d.volatile -= 1,
             _ => {}

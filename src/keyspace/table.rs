@@ -504,11 +504,14 @@ impl KeyTable {
         self.tables[loc.table][loc.bucket].set(loc.pos, buckets::word(entry, buckets::tag(h)));
     }
 
-    /// Inserts or replaces `key`. Returns the previous value and expiry if there was one.
+    /// Inserts or replaces `key`. With `keep_ttl` a replaced key keeps its own expiry
+    /// when it has one (found by this same lookup). Returns the previous value and
+    /// expiry if there was one.
     pub fn insert(
         &mut self,
         key: &[u8],
         expire: Option<i64>,
+        keep_ttl: bool,
         value: Value,
         access: impl FnOnce(Option<u32>) -> u32,
     ) -> Option<(Value, Option<i64>)> {
@@ -516,6 +519,10 @@ impl KeyTable {
         let h = self.hash(key);
         if let Some((old, loc)) = self.locate(key, h) {
             self.before_write(old);
+            let expire = match old.expire() {
+                Some(t) if keep_ttl => Some(t),
+                _ => expire,
+            };
             let entry = EntryPtr::new(key, expire, value, access(Some(old.lru())));
             entry.set_snap_mark(self.mark);
             self.replace_at(loc, entry, h);
@@ -936,7 +943,7 @@ mod tests {
         let mut t = KeyTable::new();
         for i in 0..10_000i64 {
             assert!(t
-                .insert(format!("k{i}").as_bytes(), None, val(i), |_| 0)
+                .insert(format!("k{i}").as_bytes(), None, false, val(i), |_| 0)
                 .is_none());
         }
         assert_eq!(t.len(), 10_000);
@@ -946,9 +953,19 @@ mod tests {
                 i
             );
         }
-        let old = t.insert(b"k5", Some(99), val(-5), |_| 0).unwrap();
+        let old = t.insert(b"k5", Some(99), false, val(-5), |_| 0).unwrap();
         assert!(matches!(old, (Value::Int(5), None)));
         assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
+        // keep_ttl: the replaced key's own expiry wins over the one given; a key
+        // without one (or a new key) takes the one given.
+        let old = t.insert(b"k5", Some(7), true, val(5), |_| 0).unwrap();
+        assert!(matches!(old, (Value::Int(-5), Some(99))));
+        assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
+        t.insert(b"k6", Some(7), true, val(6), |_| 0).unwrap();
+        assert_eq!(t.get(b"k6").unwrap().expire(), Some(7));
+        assert!(t.insert(b"new", Some(8), true, val(0), |_| 0).is_none());
+        assert_eq!(t.get(b"new").unwrap().expire(), Some(8));
+        assert!(t.remove(b"new").is_some());
         for i in 0..9_990i64 {
             assert!(t.remove(format!("k{i}").as_bytes()).is_some());
         }
@@ -975,7 +992,7 @@ mod tests {
             } else {
                 Value::from_slice(&vec![b'x'; 40 + i % 7])
             };
-            t.insert(k, None, v, |_| 0);
+            t.insert(k, None, false, v, |_| 0);
             if i % 97 == 0 {
                 // Mid-resize tables too: the batch looks in the newer array.
                 let batch: Vec<&[u8]> = keys[i.saturating_sub(20)..=i]
@@ -1004,10 +1021,10 @@ mod tests {
         let mut t = KeyTable::new();
         assert_eq!(t.buckets(), 0);
         for i in 0..4 {
-            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("k{i}").as_bytes(), None, false, val(i), |_| 0);
             assert_eq!((t.buckets(), t.is_rehashing()), (4, false));
         }
-        t.insert(b"k4", None, val(4), |_| 0);
+        t.insert(b"k4", None, false, val(4), |_| 0);
         assert!(t.is_rehashing());
         assert_eq!((t.buckets(), t.rehashing_buckets()), (12, 4));
         assert_eq!((t.array_slots(false), t.array_slots(true)), (4, 8));
@@ -1032,7 +1049,7 @@ mod tests {
         let n = 4096 * SLOTS;
         assert!(t.expand(n));
         for i in 0..n as i64 {
-            t.insert(format!("key:{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("key:{i}").as_bytes(), None, false, val(i), |_| 0);
         }
         assert!(!t.is_rehashing());
         assert_eq!(t.buckets(), n);
@@ -1076,7 +1093,7 @@ mod tests {
         assert!(t.expand(5000));
         assert_eq!(t.buckets(), 8192);
         for i in 0..5000i64 {
-            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("k{i}").as_bytes(), None, false, val(i), |_| 0);
             assert!(!t.is_rehashing());
         }
         assert_eq!(t.buckets(), 8192);
@@ -1088,7 +1105,7 @@ mod tests {
         assert_eq!(t.buckets(), 8192);
         // Grow past the load factor so a resize is in progress, then expand beyond it.
         for i in 5000..9000i64 {
-            t.insert(format!("k{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("k{i}").as_bytes(), None, false, val(i), |_| 0);
         }
         assert!(t.is_rehashing());
         assert!(t.expand(100_000));
@@ -1129,7 +1146,7 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut t = KeyTable::new();
         for i in 0..50 {
-            t.insert(format!("pre{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("pre{i}").as_bytes(), None, false, val(i), |_| 0);
         }
         t.enable_slot_index();
         check(&t);
@@ -1141,7 +1158,7 @@ mod tests {
                 };
                 match rng.u8(0..10) {
                     0..=4 => {
-                        t.insert(key.as_bytes(), None, val(1), |_| 0);
+                        t.insert(key.as_bytes(), None, false, val(1), |_| 0);
                     }
                     5 => {
                         t.set_expire(key.as_bytes(), Some(rng.i64(1..1000)));
@@ -1176,7 +1193,7 @@ mod tests {
     #[test]
     fn set_expire_rebuilds_and_keeps_value() {
         let mut t = KeyTable::new();
-        t.insert(b"a", None, Value::Str(b"hello".to_vec()), |_| 7);
+        t.insert(b"a", None, false, Value::Str(b"hello".to_vec()), |_| 7);
         assert!(t.set_expire(b"a", Some(1000)));
         assert!(t.set_expire(b"a", Some(2000)));
         let e = t.get(b"a").unwrap();
@@ -1194,7 +1211,7 @@ mod tests {
     fn scan_guarantee_across_growth_and_shrink() {
         let mut t = KeyTable::new();
         for i in 0..1000 {
-            t.insert(format!("stable{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("stable{i}").as_bytes(), None, false, val(i), |_| 0);
         }
         let mut seen = HashSet::new();
         let mut cursor = 0;
@@ -1206,7 +1223,13 @@ mod tests {
             // Alternate heavy growth and heavy shrinkage while scanning.
             if round % 20 < 10 {
                 for j in 0..300 {
-                    t.insert(format!("tmp{round}_{j}").as_bytes(), None, val(0), |_| 0);
+                    t.insert(
+                        format!("tmp{round}_{j}").as_bytes(),
+                        None,
+                        false,
+                        val(0),
+                        |_| 0,
+                    );
                 }
             } else {
                 for r in (round - 10)..round {
@@ -1234,7 +1257,7 @@ mod tests {
         let mut t = KeyTable::new();
         assert!(t.random_entry().is_none());
         for i in 0..50 {
-            t.insert(format!("r{i}").as_bytes(), None, val(i), |_| 0);
+            t.insert(format!("r{i}").as_bytes(), None, false, val(i), |_| 0);
         }
         let mut seen = HashSet::new();
         for _ in 0..2000 {
@@ -1282,7 +1305,7 @@ mod tests {
             for i in 0..initial {
                 let key = format!("key{i}").into_bytes();
                 let exp = if i % 3 == 0 { Some(i as i64) } else { None };
-                t.insert(&key, exp, Value::Int(i as i64), |_| 0);
+                t.insert(&key, exp, false, Value::Int(i as i64), |_| 0);
                 model.insert(key, (i as i64, exp));
             }
             for round in 0..2 {
@@ -1295,7 +1318,7 @@ mod tests {
                     match op {
                         0 | 1 => {
                             let exp = if v % 2 == 0 { Some(*v) } else { None };
-                            t.insert(&key, exp, Value::Int(*v), |_| 0);
+                            t.insert(&key, exp, false, Value::Int(*v), |_| 0);
                             model.insert(key, (*v, exp));
                         }
                         2 => {
@@ -1326,7 +1349,7 @@ mod tests {
                             // A burst of new keys: growth mid-walk.
                             for j in 0..50u16 {
                                 let key = format!("new{round}_{k}_{j}").into_bytes();
-                                t.insert(&key, None, Value::Int(1), |_| 0);
+                                t.insert(&key, None, false, Value::Int(1), |_| 0);
                                 model.insert(key, (1, None));
                             }
                         }
@@ -1438,7 +1461,7 @@ mod tests {
         for kind in 0..5 {
             for op in 0..5 {
                 let key = format!("{kind}:{op}").into_bytes();
-                t.insert(&key, None, make(kind, 3), |_| 0);
+                t.insert(&key, None, false, make(kind, 3), |_| 0);
             }
         }
         let rec = ObjRecorder::default();
@@ -1462,6 +1485,7 @@ mod tests {
             let old = t.insert(
                 format!("{kind}:1").as_bytes(),
                 None,
+                false,
                 make((kind + 1) % 5, 7),
                 |_| 0,
             );
@@ -1504,7 +1528,7 @@ mod tests {
                 match op {
                     0 => {
                         let exp = if v % 3 == 0 { Some(v) } else { None };
-                        let old = t.insert(&key, exp, Value::Int(v), |_| 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
+                        let old = t.insert(&key, exp, false, Value::Int(v), |_| 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
                         prop_assert_eq!(old, model.insert(key, (v, exp)));
                     }
                     1 => {
