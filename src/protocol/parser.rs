@@ -135,58 +135,65 @@ impl RequestParser {
         limits: &Limits,
         append: bool,
     ) -> Result<Option<Request>, ProtocolError> {
-        if self.remaining.is_none() {
-            if buf.is_empty() {
-                return Ok(None);
+        // The position, the arguments left and a length already read live in locals
+        // while the loop runs; the parser's fields keep them only when the command is
+        // incomplete and parsing resumes with the next read.
+        let (mut pos, mut left, mut pending) = match self.remaining {
+            Some(left) => (self.pos, left, self.pending_bulk.take()),
+            None => {
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                if buf[0] != b'*' {
+                    return parse_inline(buf);
+                }
+                let Some((count, next)) = read_line_number(buf, 1, "mbulk")? else {
+                    return Ok(None);
+                };
+                let count = match count {
+                    Some(n) if n <= i32::MAX as i64 => n,
+                    _ => return Err(proto("invalid multibulk length")),
+                };
+                if !limits.authenticated && count > 10 {
+                    return Err(proto("unauthenticated multibulk length"));
+                }
+                if count <= 0 {
+                    return Ok(Some(Request::Empty { consumed: next }));
+                }
+                if append {
+                    self.first = self.ranges.len();
+                } else {
+                    self.ranges.clear();
+                    self.first = 0;
+                }
+                // Reserve modestly: the count is announced, not proven.
+                self.ranges.reserve((count as usize).min(ARGS_KEPT));
+                (next, count as usize, None)
             }
-            if buf[0] != b'*' {
-                return parse_inline(buf);
-            }
-            let Some((count, next)) = read_line_number(buf, 1, "mbulk")? else {
-                return Ok(None);
-            };
-            let count = match count {
-                Some(n) if n <= i32::MAX as i64 => n,
-                _ => return Err(proto("invalid multibulk length")),
-            };
-            if !limits.authenticated && count > 10 {
-                return Err(proto("unauthenticated multibulk length"));
-            }
-            if count <= 0 {
-                return Ok(Some(Request::Empty { consumed: next }));
-            }
-            if append {
-                self.first = self.ranges.len();
-            } else {
-                self.ranges.clear();
-                self.first = 0;
-            }
-            // Reserve modestly: the count is announced, not proven.
-            self.ranges.reserve((count as usize).min(ARGS_KEPT));
-            self.remaining = Some(count as usize);
-            self.pos = next;
-            self.pending_bulk = None;
-        }
-        while let Some(left) = self.remaining {
+        };
+        loop {
             if left == 0 {
-                let consumed = self.pos;
                 self.remaining = None;
                 self.pos = 0;
-                return Ok(Some(Request::Multibulk { consumed }));
+                return Ok(Some(Request::Multibulk { consumed: pos }));
             }
-            let len = match self.pending_bulk {
+            let len = match pending.take() {
                 Some(len) => len,
                 None => {
-                    if self.pos >= buf.len() {
+                    if pos >= buf.len() {
+                        self.pos = pos;
+                        self.remaining = Some(left);
                         return Ok(None);
                     }
-                    if buf[self.pos] != b'$' {
-                        let got = buf[self.pos] as char;
+                    if buf[pos] != b'$' {
+                        let got = buf[pos] as char;
                         return Err(ProtocolError(format!(
                             "Protocol error: expected '$', got '{got}'"
                         )));
                     }
-                    let Some((len, next)) = read_line_number(buf, self.pos + 1, "bulk")? else {
+                    let Some((len, next)) = read_line_number(buf, pos + 1, "bulk")? else {
+                        self.pos = pos;
+                        self.remaining = Some(left);
                         return Ok(None);
                     };
                     let len = match len {
@@ -196,21 +203,21 @@ impl RequestParser {
                     if !limits.authenticated && len > 16384 {
                         return Err(proto("unauthenticated bulk length"));
                     }
-                    self.pos = next;
-                    self.pending_bulk = Some(len);
+                    pos = next;
                     len
                 }
             };
             // The two bytes after the payload are skipped unchecked, as Redis does.
-            if buf.len() < self.pos + len + 2 {
+            if buf.len() < pos + len + 2 {
+                self.pos = pos;
+                self.remaining = Some(left);
+                self.pending_bulk = Some(len);
                 return Ok(None);
             }
-            self.ranges.push((self.pos, self.pos + len));
-            self.pos += len + 2;
-            self.pending_bulk = None;
-            self.remaining = Some(left - 1);
+            self.ranges.push((pos, pos + len));
+            pos += len + 2;
+            left -= 1;
         }
-        unreachable!("the loop returns once the multibulk is complete")
     }
 }
 
