@@ -90,8 +90,10 @@ pub struct Blocking {
 }
 
 impl Blocking {
+    #[inline]
     pub fn is_blocked(&self, slot: usize) -> bool {
-        self.clients.contains_key(&slot)
+        // No hashing while nobody is blocked.
+        !self.clients.is_empty() && self.clients.contains_key(&slot)
     }
 
     /// The kind of wait the client in `slot` is blocked in ("list", "shutdown", …).

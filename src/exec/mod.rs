@@ -458,6 +458,7 @@ impl Executor {
 
     /// Whether a client may run its next command (`args`) now: not while it is
     /// blocked, nor while CLIENT PAUSE holds the command back (pause.rs).
+    #[inline(always)]
     pub fn can_run(&mut self, slot: usize, args: &[&[u8]]) -> bool {
         !self.blocking.is_blocked(slot)
             && !self.postponed_by_pause(slot, args)
@@ -636,14 +637,11 @@ impl Executor {
         if let Some(text) = self.disk_error_rejection(slot, cmd, args) {
             return self.refuse(slot, cmd, text);
         }
-        if let Some(text) = crate::replication::readonly_error(self, slot, cmd, args) {
-            return self.refuse(slot, cmd, text.to_string());
-        }
-        if let Some(text) = crate::replication::stale_data_error(self, slot, cmd, args) {
-            return self.refuse(slot, cmd, text.to_string());
-        }
-        if let Some(text) = crate::replication::noreplicas_error(self, slot, cmd, args) {
-            return self.refuse(slot, cmd, text.to_string());
+        // READONLY and MASTERDOWN need a master link, NOREPLICAS min-replicas-to-write.
+        if self.repl.link.is_some() || self.config.min_replicas_to_write != 0 {
+            if let Some(text) = crate::replication::refusal(self, slot, cmd, args) {
+                return self.refuse(slot, cmd, text.to_string());
+            }
         }
         // A replica's link carries REPLCONF and the like: a command that reads or
         // writes the keyspace is refused (and its reply then drops the link), so a

@@ -147,7 +147,31 @@ impl Executor {
     /// Checks made after a command is resolved and before it runs: the RESP2
     /// subscriber context, and queueing inside MULTI. `Some(reply)` answers the command
     /// without running it.
+    #[inline]
     pub fn intercept(
+        &mut self,
+        slot: usize,
+        cmd: &'static Command,
+        args: &[&[u8]],
+    ) -> Option<Reply> {
+        // Nearly every command: no transaction, no subscription, nothing loading, no
+        // busy script, so none of the checks below applies.
+        let c = self.client(slot);
+        if !c.in_multi()
+            && !c.is_pubsub()
+            && !self.persist.serving_while_loading
+            && !self.persist.loading
+            && !self.persist.async_loading
+            && self.busy.is_none()
+        {
+            return None;
+        }
+        self.intercept_checks(slot, cmd, args)
+    }
+
+    /// `intercept` once one of its conditions holds.
+    #[inline(never)]
+    fn intercept_checks(
         &mut self,
         slot: usize,
         cmd: &'static Command,

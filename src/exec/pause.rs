@@ -105,7 +105,17 @@ impl Executor {
     }
 
     /// Whether the client in `slot` waits for a pause to end before running `args`.
+    #[inline]
     pub(crate) fn postponed_by_pause(&mut self, slot: usize, args: &[&[u8]]) -> bool {
+        if self.postponed.is_empty() && self.pauses.iter().all(Option::is_none) {
+            return false;
+        }
+        self.postpone_if_paused(slot, args)
+    }
+
+    /// `postponed_by_pause` while something is paused or postponed.
+    #[inline(never)]
+    fn postpone_if_paused(&mut self, slot: usize, args: &[&[u8]]) -> bool {
         let paused = match self.current_pause() {
             None => false,
             Some(p) => self.pause_applies(slot, args, p.write_only),

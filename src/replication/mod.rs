@@ -545,8 +545,20 @@ pub fn client_kind(ex: &Executor, slot: usize, c: &crate::exec::Client) -> u8 {
     }
 }
 
+/// Why a replica (READONLY, MASTERDOWN) or a master short of good replicas
+/// (NOREPLICAS) refuses a command, in Redis's order of checks.
+pub fn refusal(
+    ex: &Executor,
+    slot: usize,
+    cmd: &'static crate::commands::Command,
+    args: &[&[u8]],
+) -> Option<&'static str> {
+    readonly_error(ex, slot, cmd, args)
+        .or_else(|| stale_data_error(ex, slot, cmd, args))
+        .or_else(|| noreplicas_error(ex, slot, cmd, args))
+}
+
 /// `READONLY` for writes by ordinary clients of a read-only replica.
-#[inline]
 pub fn readonly_error(
     ex: &Executor,
     slot: usize,
@@ -575,7 +587,6 @@ pub fn refusing_stale(ex: &Executor) -> bool {
 /// `replica-serve-stale-data no`: while the link to the master is down, a replica
 /// answers only the commands flagged STALE (a script's own flags decide for EVAL and
 /// FCALL: `allow-stale`).
-#[inline]
 pub fn stale_data_error(
     ex: &Executor,
     slot: usize,
@@ -623,7 +634,6 @@ pub fn enough_good_replicas(ex: &Executor) -> bool {
 
 /// `NOREPLICAS` for a write command (or an EXEC with writes queued) when there are
 /// not enough good replicas.
-#[inline]
 pub fn noreplicas_error(
     ex: &Executor,
     slot: usize,
