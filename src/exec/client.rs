@@ -491,6 +491,7 @@ impl Client {
 
     /// Whether the client has any channel, pattern or shard-channel subscription (the
     /// `pubsub` class for CLIENT LIST TYPE and output buffer limits).
+    #[inline]
     pub fn is_pubsub(&self) -> bool {
         self.subs.count() > 0
     }

@@ -1007,7 +1007,22 @@ impl Executor {
 
     /// Applies `client-output-buffer-limit` (`normal`, `replica` for replicas, or
     /// `pubsub` for subscribers) to a client.
+    #[inline(always)]
     pub(crate) fn check_output_limits(&mut self, slot: usize) {
+        // Nearly every command: no replicas, an ordinary client, and the `normal`
+        // class unlimited (its default).
+        if self.repl.peers.is_empty() {
+            let normal = self.config.client_output_buffer_limit[0];
+            if normal.hard == 0 && normal.soft == 0 && !self.client(slot).is_pubsub() {
+                return;
+            }
+        }
+        self.apply_output_limits(slot);
+    }
+
+    /// `check_output_limits` once a limit may apply.
+    #[inline(never)]
+    fn apply_output_limits(&mut self, slot: usize) {
         // Replicas count what `replication::output_usage` says (never their image).
         let (class, used) = match crate::replication::output_usage(self, slot) {
             Some(used) => (1, used),

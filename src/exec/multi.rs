@@ -147,7 +147,7 @@ impl Executor {
     /// Checks made after a command is resolved and before it runs: the RESP2
     /// subscriber context, and queueing inside MULTI. `Some(reply)` answers the command
     /// without running it.
-    #[inline]
+    #[inline(always)]
     pub fn intercept(
         &mut self,
         slot: usize,

@@ -238,12 +238,18 @@ impl Executor {
     }
 
     /// Appends pushes deferred during the client's own command after its reply.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn flush_deferred_pushes(&mut self, slot: usize) {
-        let c = self.client_mut(slot);
+        let c = self.client(slot);
         if c.deferred.is_empty() || c.stream.is_some() {
             return;
         }
+        self.append_deferred_pushes(slot);
+    }
+
+    #[inline(never)]
+    fn append_deferred_pushes(&mut self, slot: usize) {
+        let c = self.client_mut(slot);
         let d = std::mem::take(&mut c.deferred);
         c.out.extend_from_slice(&d);
         c.note_reply_peak();

@@ -209,10 +209,13 @@ fn run_batch(
             }
         }
         let buf = &conn.rbuf[base + offset..];
-        let args: smallvec::SmallVec<[&[u8]; 8]> = conn.parser.all_ranges()[from..to]
-            .iter()
-            .map(|&(s, e)| &buf[s..e])
-            .collect();
+        // Filled in place: a collected SmallVec is built elsewhere and moved here.
+        let mut args = smallvec::SmallVec::<[&[u8]; 8]>::new();
+        args.extend(
+            conn.parser.all_ranges()[from..to]
+                .iter()
+                .map(|&(s, e)| &buf[s..e]),
+        );
         if !ex.can_run(slot, &args) {
             // Blocked clients resume through `blocking.take_resumed`.
             return Some(if ex.blocking.is_blocked(slot) {

@@ -680,12 +680,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
                         None => continue,
                     }
                 }
-                let args: smallvec::SmallVec<[&[u8]; 8]> = conn
-                    .parser
-                    .ranges()
-                    .iter()
-                    .map(|&(s, e)| &buf[s..e])
-                    .collect();
+                // Filled in place: a collected SmallVec is built elsewhere and moved.
+                let mut args = smallvec::SmallVec::<[&[u8]; 8]>::new();
+                args.extend(conn.parser.ranges().iter().map(|&(s, e)| &buf[s..e]));
                 if !ex.can_run(slot, &args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     if !ex.blocking.is_blocked(slot) {
