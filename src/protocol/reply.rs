@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::util::numeric::{format_f64, format_human_f64, format_i64};
+use crate::util::numeric::{format_f64, format_human_f64, format_i64, format_i64_line};
 
 /// A reply to one command.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,11 +98,7 @@ impl Reply {
                 }
                 out.extend_from_slice(b"\r\n");
             }
-            Reply::Int(n) => {
-                out.push(b':');
-                format_i64(*n, out);
-                out.extend_from_slice(b"\r\n");
-            }
+            Reply::Int(n) => format_i64_line(b':', *n, out),
             Reply::Bulk(b) => encode_bulk(b, out),
             Reply::Null => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
             Reply::NullArray => {
@@ -279,10 +275,9 @@ pub fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Appends an aggregate or bulk header such as `*3\r\n`.
+#[inline]
 pub fn encode_header(kind: u8, len: usize, out: &mut Vec<u8>) {
-    out.push(kind);
-    format_i64(len as i64, out);
-    out.extend_from_slice(b"\r\n");
+    format_i64_line(kind, len as i64, out);
 }
 
 #[cfg(test)]

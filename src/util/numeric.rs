@@ -71,10 +71,42 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 /// integer-encoded strings, so it formats on the stack two digits at a time
 /// and touches the `Vec` once.
 pub fn format_i64(v: i64, out: &mut Vec<u8>) {
-    // 20 digits for u64::MAX-sized magnitudes; the sign is pushed separately.
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
-    let mut n = v.unsigned_abs();
+    let mut buf = [0u8; 24];
+    let mut pos = write_digits(v.unsigned_abs(), &mut buf, 24);
+    if v < 0 {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// Appends a RESP line holding a number: `prefix`, the decimal form of `v`, then
+/// `\r\n` (`:1\r\n`, `*3\r\n`, `$16\r\n`), with one copy into `out`.
+#[inline]
+pub fn format_i64_line(prefix: u8, v: i64, out: &mut Vec<u8>) {
+    if (0..10).contains(&v) {
+        out.extend_from_slice(&[prefix, b'0' + v as u8, b'\r', b'\n']);
+        return;
+    }
+    // Prefix, sign, up to 20 digits, CRLF.
+    let mut buf = [0u8; 24];
+    buf[22] = b'\r';
+    buf[23] = b'\n';
+    let mut pos = write_digits(v.unsigned_abs(), &mut buf, 22);
+    if v < 0 {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    pos -= 1;
+    buf[pos] = prefix;
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// Writes the digits of `n` so that they end at `buf[end]`, two at a time; returns
+/// where they start. `end` leaves room for 20 digits and a sign.
+#[inline(always)]
+fn write_digits(mut n: u64, buf: &mut [u8; 24], end: usize) -> usize {
+    let mut pos = end;
     while n >= 100 {
         let pair = (n % 100) as usize * 2;
         n /= 100;
@@ -89,10 +121,7 @@ pub fn format_i64(v: i64, out: &mut Vec<u8>) {
         pos -= 1;
         buf[pos] = b'0' + n as u8;
     }
-    if v < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&buf[pos..]);
+    pos
 }
 
 // ---------------------------------------------------------------------------
@@ -998,6 +1027,15 @@ mod tests {
     }
 
     #[test]
+    fn format_i64_line_edges() {
+        for v in [0, 9, 10, -1, -9, 99, 100, i64::MAX, i64::MIN] {
+            let mut out = b"x".to_vec();
+            format_i64_line(b'*', v, &mut out);
+            assert_eq!(out, format!("x*{v}\r\n").into_bytes());
+        }
+    }
+
+    #[test]
     fn format_i64_edges() {
         for v in [
             0,
@@ -1314,6 +1352,15 @@ mod tests {
             let mut out = Vec::new();
             format_i64(v, &mut out);
             prop_assert_eq!(out, v.to_string().into_bytes());
+        }
+
+        #[test]
+        fn format_i64_line_matches_std(v: i64, small in -12i64..12) {
+            for n in [v, small] {
+                let mut out = b"x".to_vec();
+                format_i64_line(b':', n, &mut out);
+                prop_assert_eq!(out, format!("x:{n}\r\n").into_bytes());
+            }
         }
 
         #[test]
