@@ -191,20 +191,25 @@ impl RequestParser {
                             "Protocol error: expected '$', got '{got}'"
                         )));
                     }
-                    let Some((len, next)) = read_line_number(buf, pos + 1, "bulk")? else {
-                        self.pos = pos;
-                        self.remaining = Some(left);
-                        return Ok(None);
-                    };
-                    let len = match len {
-                        Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
-                        _ => return Err(proto("invalid bulk length")),
-                    };
-                    if !limits.authenticated && len > 16384 {
-                        return Err(proto("unauthenticated bulk length"));
+                    if let Some((len, next)) = short_bulk_len(buf, pos + 1) {
+                        pos = next;
+                        len
+                    } else {
+                        let Some((len, next)) = read_line_number(buf, pos + 1, "bulk")? else {
+                            self.pos = pos;
+                            self.remaining = Some(left);
+                            return Ok(None);
+                        };
+                        let len = match len {
+                            Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
+                            _ => return Err(proto("invalid bulk length")),
+                        };
+                        if !limits.authenticated && len > 16384 {
+                            return Err(proto("unauthenticated bulk length"));
+                        }
+                        pos = next;
+                        len
                     }
-                    pos = next;
-                    len
                 }
             };
             // The two bytes after the payload are skipped unchecked, as Redis does.
@@ -223,6 +228,27 @@ impl RequestParser {
 
 fn proto(msg: &str) -> ProtocolError {
     ProtocolError(format!("Protocol error: {msg}"))
+}
+
+/// A bulk length of one or two digits (`0\r\n` to `99\r\n`, no leading zero) at
+/// `from`, and where its line ends: most arguments. No limit can refuse such a length
+/// (`proto-max-bulk-len` is at least 1MB, an unauthenticated client's limit 16KB), so
+/// the caller skips those checks. None: any other line, read the long way.
+#[inline(always)]
+fn short_bulk_len(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let w = buf.get(from..from + 4)?;
+    let d0 = w[0].wrapping_sub(b'0');
+    if d0 > 9 {
+        return None;
+    }
+    if w[1] == b'\r' && w[2] == b'\n' {
+        return Some((d0 as usize, from + 3));
+    }
+    let d1 = w[1].wrapping_sub(b'0');
+    if d0 != 0 && d1 <= 9 && w[2] == b'\r' && w[3] == b'\n' {
+        return Some((d0 as usize * 10 + d1 as usize, from + 4));
+    }
+    None
 }
 
 /// Reads a `\r\n`-terminated number starting at `from`. `Ok(None)`: line incomplete.
@@ -508,6 +534,28 @@ mod tests {
     }
 
     #[test]
+    fn short_and_long_bulk_lengths_read_alike() {
+        // Zero, one and two digits (the short reader), three and more (the long one),
+        // whole or fed a byte at a time.
+        let mut input = b"*5\r\n$0\r\n\r\n$1\r\na\r\n$10\r\n0123456789\r\n".to_vec();
+        input.extend_from_slice(b"$99\r\n");
+        input.extend_from_slice(&[b'x'; 99]);
+        input.extend_from_slice(b"\r\n$100\r\n");
+        input.extend_from_slice(&[b'y'; 100]);
+        input.extend_from_slice(b"\r\n");
+        let want: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"a".to_vec(),
+            b"0123456789".to_vec(),
+            vec![b'x'; 99],
+            vec![b'y'; 100],
+        ];
+        for chunks in [&[][..], &[1][..], &[3, 7][..]] {
+            assert_eq!(parse_all(&input, chunks).unwrap(), vec![want.clone()]);
+        }
+    }
+
+    #[test]
     fn protocol_errors_match_redis() {
         let rows: &[(&[u8], &str)] = &[
             (b"*x\r\n", "Protocol error: invalid multibulk length"),
@@ -517,6 +565,10 @@ mod tests {
             ),
             (b"*1\r\nfoo\r\n", "Protocol error: expected '$', got 'f'"),
             (b"*1\r\n$-1\r\n", "Protocol error: invalid bulk length"),
+            // A leading zero is not a length (Redis's string2ll), short or long.
+            (b"*1\r\n$01\r\nx\r\n", "Protocol error: invalid bulk length"),
+            (b"*1\r\n$007\r\n", "Protocol error: invalid bulk length"),
+            (b"*1\r\n$+5\r\n", "Protocol error: invalid bulk length"),
             (
                 b"*1\r\n$600000000\r\n",
                 "Protocol error: invalid bulk length",
