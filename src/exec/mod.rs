@@ -528,7 +528,14 @@ impl Executor {
                 // So does a big bulk string (GET of a big value): copied once, from
                 // the keyspace, as Redis copies it once into its reply list.
                 Reply::Bulk(value) if value.len() >= client::SEAL_AT => c.push_big_bulk(value),
-                reply => c.push_reply(&reply),
+                reply => {
+                    c.push_reply(&reply);
+                    // Most replies (integers, `+OK`) own nothing: no call to the
+                    // out-of-line drop of the whole enum for them.
+                    if !reply.owns_heap() {
+                        std::mem::forget(reply);
+                    }
+                }
             },
             // Pub/Sub confirmations are pushes (Redis's CLIENT_PUSHING): CLIENT REPLY
             // OFF/SKIP silences replies, never pushes.

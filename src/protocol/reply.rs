@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::util::numeric::{format_f64, format_human_f64, format_i64, format_i64_line};
+use crate::util::numeric::{format_f64, format_human_f64, format_i64_line};
 
 /// A reply to one command.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +58,24 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// Whether dropping the reply frees anything (false: integers, nulls, booleans,
+    /// doubles, borrowed statuses and errors).
+    #[inline(always)]
+    pub fn owns_heap(&self) -> bool {
+        !matches!(
+            self,
+            Reply::Int(_)
+                | Reply::Null
+                | Reply::NullArray
+                | Reply::NoReply
+                | Reply::Bool(_)
+                | Reply::Double(_)
+                | Reply::HumanDouble(_)
+                | Reply::Status(Cow::Borrowed(_))
+                | Reply::Error(Cow::Borrowed(_))
+        )
+    }
+
     pub const fn ok() -> Reply {
         Reply::Status(Cow::Borrowed("OK"))
     }
@@ -288,6 +306,18 @@ mod tests {
         let mut out = Vec::new();
         r.encode(proto, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn owns_heap_only_where_dropping_frees() {
+        assert!(!Reply::Int(5).owns_heap());
+        assert!(!Reply::ok().owns_heap());
+        assert!(!Reply::err("ERR x").owns_heap());
+        assert!(!Reply::Null.owns_heap());
+        assert!(Reply::Status(Cow::Owned("x".into())).owns_heap());
+        assert!(Reply::error(String::from("ERR y")).owns_heap());
+        assert!(Reply::bulk(b"v").owns_heap());
+        assert!(Reply::Array(vec![]).owns_heap());
     }
 
     #[test]
