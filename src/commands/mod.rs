@@ -415,7 +415,20 @@ pub fn install_renames(pairs: &[(String, String)]) -> Result<(), &'static str> {
 
 /// Finds a command by name, case-insensitively (without allocating unless commands
 /// were renamed).
+#[inline]
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    // Once per request: the packed-name index, unless commands were renamed or the
+    // name is too long for it.
+    if RENAMES.get().is_none() {
+        if let Ok(found) = name_index().get(name) {
+            return found;
+        }
+    }
+    lookup_renamed_or_long(name)
+}
+
+#[inline(never)]
+fn lookup_renamed_or_long(name: &[u8]) -> Option<&'static Command> {
     if let Some(renames) = RENAMES.get() {
         let lower = name.to_ascii_lowercase();
         if let Some(hit) = renames.get(&lower) {

@@ -80,8 +80,8 @@ impl Executor {
         // scripts count only through the commands they run, as in Redis.
         let tracker = self.current_client.unwrap_or(slot);
         if cmd.flags & flags::READONLY != 0
-            && !matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
             && self.client(tracker).tracking.on
+            && !matches!(cmd.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
         {
             self.tracking_remember_keys(tracker, cmd, args);
         }
