@@ -386,6 +386,39 @@ fn round_literal(hex: bool, int: &[u8], frac: &[u8], exp: i64, fmt: BinFormat) -
 /// (`1e400`) or underflows to zero (`1e-400`, `2e-324`) is rejected, while
 /// subnormal results (`1e-310`, `4e-324`) are kept.
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    // Scores and increments are mostly short integers: up to 15 digits (below 2^53,
+    // so exactly a double) with an optional sign are that number, as strtod reads it
+    // (`-0` included: a negative zero).
+    if let Some(v) = short_int_f64(s) {
+        return Some(v);
+    }
+    parse_f64_literal(s)
+}
+
+/// `parse_f64` of `[+-]?[0-9]{1,15}`; None for anything else.
+#[inline(always)]
+fn short_int_f64(s: &[u8]) -> Option<f64> {
+    let (neg, digits) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 15 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + d as u64;
+    }
+    let v = n as f64;
+    Some(if neg { -v } else { v })
+}
+
+fn parse_f64_literal(s: &[u8]) -> Option<f64> {
     let (neg, hex, int, frac, exp) = match scan_literal(s)? {
         Literal::Infinity { neg } => {
             return Some(if neg {
@@ -1027,6 +1060,30 @@ mod tests {
     }
 
     #[test]
+    fn short_integer_scores_keep_strtod_edges() {
+        for text in [
+            "-0",
+            "+0",
+            "0",
+            "000",
+            "-000000000000001",
+            "999999999999999",
+        ] {
+            let (got, want) = (
+                parse_f64(text.as_bytes()),
+                parse_f64_literal(text.as_bytes()),
+            );
+            assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{text}");
+        }
+        assert!(parse_f64(b"-0").unwrap().is_sign_negative());
+        for text in ["", "-", "+", "1 ", " 1", "1e", "0x", "--1"] {
+            assert_eq!(parse_f64(text.as_bytes()), None, "{text:?}");
+        }
+        // 16 digits and more take the literal parser (correct rounding past 2^53).
+        assert_eq!(parse_f64(b"9007199254740993"), Some(9007199254740992.0));
+    }
+
+    #[test]
     fn format_i64_line_edges() {
         for v in [0, 9, 10, -1, -9, 99, 100, i64::MAX, i64::MIN] {
             let mut out = b"x".to_vec();
@@ -1352,6 +1409,21 @@ mod tests {
             let mut out = Vec::new();
             format_i64(v, &mut out);
             prop_assert_eq!(out, v.to_string().into_bytes());
+        }
+
+        #[test]
+        fn short_integers_parse_as_the_literal_parser_reads_them(
+            n in -999_999_999_999_999i64..=999_999_999_999_999,
+            zeros in 0usize..3,
+            plus: bool,
+        ) {
+            // Leading zeros and an explicit `+` included: strtod accepts both.
+            let digits = format!("{}{}", "0".repeat(zeros), n.unsigned_abs());
+            let sign = if n < 0 { "-" } else if plus { "+" } else { "" };
+            let text = format!("{sign}{digits}");
+            let want = parse_f64_literal(text.as_bytes());
+            let got = parse_f64(text.as_bytes());
+            prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{}", text);
         }
 
         #[test]
