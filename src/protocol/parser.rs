@@ -191,11 +191,14 @@ impl RequestParser {
                             "Protocol error: expected '$', got '{got}'"
                         )));
                     }
-                    if let Some((len, next)) = short_bulk_len(buf, pos + 1) {
+                    // One or two digits: no limit can refuse such a length
+                    // (`proto-max-bulk-len` is at least 1MB, an unauthenticated
+                    // client's limit 16KB), so the checks below are skipped.
+                    if let Some((len, next)) = short_number(buf, pos + 1) {
                         pos = next;
                         len
                     } else {
-                        let Some((len, next)) = read_line_number(buf, pos + 1, "bulk")? else {
+                        let Some((len, next)) = read_long_line_number(buf, pos + 1, "bulk")? else {
                             self.pos = pos;
                             self.remaining = Some(left);
                             return Ok(None);
@@ -230,12 +233,11 @@ fn proto(msg: &str) -> ProtocolError {
     ProtocolError(format!("Protocol error: {msg}"))
 }
 
-/// A bulk length of one or two digits (`0\r\n` to `99\r\n`, no leading zero) at
-/// `from`, and where its line ends: most arguments. No limit can refuse such a length
-/// (`proto-max-bulk-len` is at least 1MB, an unauthenticated client's limit 16KB), so
-/// the caller skips those checks. None: any other line, read the long way.
+/// A number of one or two digits (`0\r\n` to `99\r\n`, no leading zero) at `from`,
+/// and where its line ends: nearly every argument count and most argument lengths.
+/// None: any other line, read by `read_long_line_number`.
 #[inline(always)]
-fn short_bulk_len(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+fn short_number(buf: &[u8], from: usize) -> Option<(usize, usize)> {
     let w = buf.get(from..from + 4)?;
     let d0 = w[0].wrapping_sub(b'0');
     if d0 > 9 {
@@ -260,24 +262,13 @@ fn read_line_number(
     from: usize,
     what: &str,
 ) -> Result<Option<(Option<i64>, usize)>, ProtocolError> {
-    // One or two digits (no leading zero): nearly every argument count and most
-    // argument lengths, read here without a call.
-    if let Some(w) = buf.get(from..from + 4) {
-        let d0 = w[0].wrapping_sub(b'0');
-        if (1..=9).contains(&d0) {
-            if w[1] == b'\r' && w[2] == b'\n' {
-                return Ok(Some((Some(d0 as i64), from + 3)));
-            }
-            let d1 = w[1].wrapping_sub(b'0');
-            if d1 <= 9 && w[2] == b'\r' && w[3] == b'\n' {
-                return Ok(Some((Some(d0 as i64 * 10 + d1 as i64), from + 4)));
-            }
-        }
+    if let Some((n, next)) = short_number(buf, from) {
+        return Ok(Some((Some(n as i64), next)));
     }
     read_long_line_number(buf, from, what)
 }
 
-/// `read_line_number` beyond its two-digit case.
+/// `read_line_number` beyond `short_number`'s one or two digits.
 #[allow(clippy::type_complexity)]
 #[inline(never)]
 fn read_long_line_number(

@@ -587,7 +587,7 @@ pub fn refusing_stale(ex: &Executor) -> bool {
 /// `replica-serve-stale-data no`: while the link to the master is down, a replica
 /// answers only the commands flagged STALE (a script's own flags decide for EVAL and
 /// FCALL: `allow-stale`).
-pub fn stale_data_error(
+fn stale_data_error(
     ex: &Executor,
     slot: usize,
     cmd: &crate::commands::Command,
@@ -634,7 +634,7 @@ pub fn enough_good_replicas(ex: &Executor) -> bool {
 
 /// `NOREPLICAS` for a write command (or an EXEC with writes queued) when there are
 /// not enough good replicas.
-pub fn noreplicas_error(
+fn noreplicas_error(
     ex: &Executor,
     slot: usize,
     cmd: &'static crate::commands::Command,
