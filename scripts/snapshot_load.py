@@ -11,6 +11,10 @@ duration, the peak PSS growth over the PSS just before it (as a share of that PS
 the PING p99/max during the snapshot next to the same before it. `fullsync` starts a
 replica of the same binary on PORT+1 and times its REPLICAOF until the link is up and
 synced (the master's PSS and PINGs, as for the others).
+
+SERVER_ARGS adds directives to the server's command line (e.g. "--server-cpulist 0
+--bgsave-cpulist 1"); LOAD_CPUS pins redis-benchmark and the PING client (taskset), so
+that on a small machine the event loop can have a CPU of its own.
 """
 import os, socket, subprocess, sys, tempfile, threading, time
 
@@ -22,7 +26,8 @@ aof = "yes" if kind == "bgrewriteaof" else "no"
 # No automatic rewrite: the load grows the AOF fast enough to start one of its own.
 srv = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", aof,
                         "--auto-aof-rewrite-percentage", "0",
-                        "--enable-debug-command", "yes", "--dir", d],
+                        "--enable-debug-command", "yes", "--dir", d,
+                        *os.environ.get("SERVER_ARGS", "").split()],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 def cli(*a, at=None):
@@ -71,6 +76,9 @@ while cli("ping") != "PONG":
 while kind != "fullsync" and in_progress():
     time.sleep(0.1)
 cli("debug", "populate", str(keys), "key", "100")
+load_cpus = os.environ.get("LOAD_CPUS")
+if load_cpus:
+    os.sched_setaffinity(0, {int(c) for c in load_cpus.split(",")})
 bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-t", "set", "-n", "1000000000",
                           "-c", "20", "-P", "16", "-r", str(keys), "-d", "100", "-q"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

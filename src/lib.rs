@@ -7,6 +7,7 @@
 //! (the in-process API). `config`, `log` and `process` serve the process.
 
 pub mod acl;
+pub mod affinity;
 pub mod alloc;
 pub mod cluster;
 pub mod commands;

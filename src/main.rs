@@ -76,6 +76,12 @@ fn main() {
         std::process::id()
     ));
     let pidfile = config.pidfile.clone();
+    cinnabar::affinity::configure(
+        &config.stored_str("server-cpulist"),
+        &config.stored_str("bio-cpulist"),
+        &config.stored_str("aof-rewrite-cpulist"),
+        &config.stored_str("bgsave-cpulist"),
+    );
     let mut server = match cinnabar::net::Server::bind(config) {
         Ok(s) => s,
         Err(e) => {
@@ -92,6 +98,9 @@ fn main() {
         cinnabar::log::warning(&e.to_string());
         std::process::exit(1);
     }
+    // After the background threads started, as Redis does: they keep the process's
+    // CPUs unless `bio-cpulist` says otherwise.
+    cinnabar::affinity::pin_current(cinnabar::affinity::ThreadRole::Server);
     let result = server.run();
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);

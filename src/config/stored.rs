@@ -368,7 +368,7 @@ pub static STORED: &[Directive] = &[
     // Cluster mode (src/cluster).
     stored!("cluster-announce-human-nodename", &[], 0, Kind::Str, ""),
     stored!("syslog-ident", &[], IMMUTABLE, Kind::Str, "redis"),
-    // No effect here: no CPU affinity is set.
+    // CPU affinity of the event loop and I/O threads (affinity.rs).
     stored!(
         "server-cpulist",
         &["server_cpulist"],
@@ -376,9 +376,9 @@ pub static STORED: &[Directive] = &[
         Kind::Str,
         ""
     ),
-    // No effect here: no CPU affinity is set.
+    // CPU affinity of the lazy-free and AOF fsync threads (affinity.rs).
     stored!("bio-cpulist", &["bio_cpulist"], IMMUTABLE, Kind::Str, ""),
-    // No effect here: no CPU affinity is set.
+    // CPU affinity of an AOF rewrite's image writer (affinity.rs).
     stored!(
         "aof-rewrite-cpulist",
         &["aof_rewrite_cpulist"],
@@ -386,7 +386,7 @@ pub static STORED: &[Directive] = &[
         Kind::Str,
         ""
     ),
-    // No effect here: no CPU affinity is set.
+    // CPU affinity of a BGSAVE's or full sync's image writer (affinity.rs).
     stored!(
         "bgsave-cpulist",
         &["bgsave_cpulist"],

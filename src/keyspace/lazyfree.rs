@@ -64,6 +64,7 @@ impl LazyFree {
         let spawned = std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
+                crate::affinity::pin_current(crate::affinity::ThreadRole::Bio);
                 while let Ok(job) = rx.recv() {
                     drop(job.garbage);
                     if job.counted > 0 {

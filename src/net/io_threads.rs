@@ -250,7 +250,10 @@ impl IoThreads {
             let bell = bell.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("io_thd_{n}"))
-                .spawn(move || work(&theirs, &bell))?;
+                .spawn(move || {
+                    crate::affinity::pin_current(crate::affinity::ThreadRole::Server);
+                    work(&theirs, &bell)
+                })?;
             workers.push(Worker {
                 shared,
                 thread: handle.thread().clone(),

@@ -1145,6 +1145,7 @@ fn spawn_fsync(aof: &mut Aof, f: File) {
     aof.fsync_thread = std::thread::Builder::new()
         .name("cinnabar-aof-fsync".into())
         .spawn(move || {
+            crate::affinity::pin_current(crate::affinity::ThreadRole::Bio);
             if let Some(t) = before {
                 let _ = t.join();
             }

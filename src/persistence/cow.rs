@@ -655,9 +655,18 @@ impl Snapshot {
         let (tx, rx) = channel();
         let shared = Arc::new(Shared::default());
         let sh = shared.clone();
+        // Where Redis forks a child that `bgsave-cpulist` or `aof-rewrite-cpulist`
+        // pins, this writer is the thread those lists are for.
+        let role = match purpose {
+            Purpose::AofRewrite => crate::affinity::ThreadRole::AofRewrite,
+            Purpose::Bgsave | Purpose::Replication => crate::affinity::ThreadRole::Bgsave,
+        };
         let thread = std::thread::Builder::new()
             .name("cinnabar-snapshot".into())
-            .spawn(move || writer(rx, sh, spec))?;
+            .spawn(move || {
+                crate::affinity::pin_current(role);
+                writer(rx, sh, spec)
+            })?;
         for (i, d) in ks.dbs.iter_mut().enumerate() {
             d.table.cow_begin(Box::new(TableSink {
                 db: i,
