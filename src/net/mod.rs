@@ -518,7 +518,6 @@ impl Server {
             }
             self.ex.expire_slice();
             self.ex.eviction_slice();
-            crate::persistence::snapshot::tick(&mut self.ex);
             // BCAST invalidations, collected over the turn, go out once (Redis's beforeSleep).
             self.ex.tracking_flush_bcast();
             // The turn's writes reach the AOF (and, with appendfsync always, the disk)
@@ -549,6 +548,14 @@ impl Server {
             self.ex.evict_if_over();
             if std::mem::take(&mut self.ex.close_pending) {
                 self.net.borrow_mut().close_marked(&mut self.ex);
+            }
+            // The snapshot walker's slice comes after the turn's replies are out, so a
+            // command that arrived during the last slice waits for that slice only,
+            // not for its own turn's too. What finishing a snapshot queues (replies
+            // to waiting clients, a replica's next step) goes out at once.
+            crate::persistence::snapshot::tick(&mut self.ex);
+            if !self.ex.pending_writes.is_empty() {
+                self.net.borrow_mut().flush_pending(&mut self.ex);
             }
             self.ex.record_eventloop_cycle(turn_start, commands_before);
             // The shutdown sequence finished (exec/shutdown.rs): last output, then exit.

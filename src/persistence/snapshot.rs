@@ -22,7 +22,7 @@ use crate::keyspace::unix_ms;
 const BGSAVE_RETRY_DELAY_SECS: i64 = 5;
 
 /// Time the walker may take per event-loop turn.
-const SLICE: std::time::Duration = std::time::Duration::from_micros(500);
+const SLICE: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Snapshot state kept by the executor (INFO persistence reads it).
 pub struct Persist {

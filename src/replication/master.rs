@@ -827,6 +827,9 @@ fn stream_finished(ex: &mut Executor, stream: super::ImageStream, result: Result
     send_chunks(ex, &slots, rest);
     for slot in slots {
         ex.client_mut(slot).append_output(&stream.mark);
+        // Also when the pipe was already empty (`send_chunks` then marks nothing):
+        // the mark must go out now, or the replica waits for it until the next ping.
+        ex.mark_pending_write(slot);
         if let Some(p) = ex.repl.peers.iter_mut().find(|p| p.slot == slot) {
             p.image_queued = Some(true);
         }
