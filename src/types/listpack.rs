@@ -34,6 +34,18 @@ fn read_at(buf: &[u8], off: usize) -> (&[u8], usize) {
     (&buf[i..i + n], i + n)
 }
 
+/// Where the bytes of the entry at `off` start, and how many there are; lengths
+/// below 128 (one byte) are read without the general loop.
+#[inline(always)]
+fn span_at(buf: &[u8], off: usize) -> (usize, usize) {
+    let b = buf[off];
+    if b < 0x80 {
+        return (off + 1, b as usize);
+    }
+    let (e, next) = read_at(buf, off);
+    (next - e.len(), e.len())
+}
+
 fn encode_len(mut n: usize, out: &mut Vec<u8>) {
     loop {
         let b = (n & 0x7f) as u8;
@@ -156,15 +168,26 @@ impl ListPack {
     /// Offset of the first entry equal to `s` among entries at indexes 0, step,
     /// 2*step… (step 2 searches the fields of field/value pairs).
     pub fn find(&self, s: &[u8], step: usize) -> Option<usize> {
+        let buf = &self.buf[..];
+        let n = s.len();
+        // Fields often share a prefix (`user:1001`, `user:1002`): their last bytes
+        // tell them apart, so those are compared first, inline, before the memcmp.
+        let last = s.last().copied();
         let mut off = 0;
-        while off < self.buf.len() {
-            let (e, next) = read_at(&self.buf, off);
-            if e == s {
-                return Some(off);
+        while off < buf.len() {
+            let (start, len) = span_at(buf, off);
+            if len == n && (n == 0 || buf[start + n - 1] == last.unwrap_or(0)) {
+                if &buf[start..start + n] == s {
+                    return Some(off);
+                }
             }
-            off = next;
+            off = start + len;
             for _ in 1..step {
-                off = read_at(&self.buf, off).1;
+                if off >= buf.len() {
+                    return None;
+                }
+                let (start, len) = span_at(buf, off);
+                off = start + len;
             }
         }
         None
@@ -228,6 +251,34 @@ mod tests {
                 prop_assert_eq!(lp.len(), model.len());
                 let got: Vec<Vec<u8>> = lp.iter().map(|(_, s)| s.to_vec()).collect();
                 prop_assert_eq!(&got, &model);
+            }
+        }
+
+        /// `find` agrees with a linear search of the model, at steps 1 and 2, for
+        /// entries sharing prefixes and lengths on both sides of the one-byte length.
+        #[test]
+        fn find_matches_a_linear_search(
+            entries in proptest::collection::vec((0usize..4, 0u8..4, prop_oneof![Just(0usize), Just(1), Just(127), Just(128), Just(200)]), 0..40),
+            probe in (0usize..4, 0u8..4, prop_oneof![Just(0usize), Just(1), Just(127), Just(128), Just(200)]),
+        ) {
+            let make = |(prefix, last, len): (usize, u8, usize)| {
+                let mut v = vec![b'p'; len];
+                if len > 0 {
+                    v[0] = b'a' + prefix as u8;
+                    v[len - 1] = last;
+                }
+                v
+            };
+            let mut lp = ListPack::new();
+            let model: Vec<Vec<u8>> = entries.into_iter().map(make).collect();
+            for e in &model {
+                lp.push(e);
+            }
+            let probe = make(probe);
+            for step in [1, 2] {
+                let want = model.iter().step_by(step).position(|e| *e == probe)
+                    .map(|k| lp.offset_of(k * step).unwrap());
+                prop_assert_eq!(lp.find(&probe, step), want);
             }
         }
     }

@@ -32,8 +32,55 @@ pub(super) fn backlen_size(l: usize) -> usize {
     }
 }
 
+/// Where an entry is encoded: the end of a vector, or a slice sized for it exactly
+/// (the room at a node's front).
+pub(super) trait EntryOut {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, s: &[u8]);
+    fn len(&self) -> usize;
+}
+
+impl EntryOut for Vec<u8> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b)
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        Vec::extend_from_slice(self, s)
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+/// Fills a slice front to back; writing past its end panics (the caller sized it
+/// with `entry_size`).
+struct SliceOut<'a> {
+    dst: &'a mut [u8],
+    pos: usize,
+}
+
+impl EntryOut for SliceOut<'_> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        self.dst[self.pos] = b;
+        self.pos += 1;
+    }
+    #[inline(always)]
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        self.dst[self.pos..self.pos + s.len()].copy_from_slice(s);
+        self.pos += s.len();
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.pos
+    }
+}
+
 /// Appends the header and data of `v` (without backlen).
-pub(super) fn encode_body(v: &[u8], out: &mut Vec<u8>) {
+pub(super) fn encode_body(v: &[u8], out: &mut impl EntryOut) {
     if let Some(n) = int_of(v) {
         if (0..=127).contains(&n) {
             out.push(n as u8);
@@ -97,7 +144,7 @@ pub(super) fn entry_size(v: &[u8]) -> usize {
 }
 
 /// Appends a complete entry (header, data, backlen).
-pub(super) fn encode_entry(v: &[u8], out: &mut Vec<u8>) {
+pub(super) fn encode_entry(v: &[u8], out: &mut impl EntryOut) {
     let start = out.len();
     encode_body(v, out);
     let l = out.len() - start;
@@ -180,30 +227,49 @@ const MIN_COMPRESS_IMPROVE: usize = 8;
 /// A compressed buffer starts with the uncompressed size, little-endian.
 const LZF_PREFIX: usize = 8;
 
-/// One compact node: entries back to back, sized exactly; or, when `lzf`, the
-/// uncompressed size (8 bytes) then the LZF-compressed listpack or plain element.
+/// One compact node: `gap` unused bytes, then the entries back to back; or, when
+/// `lzf`, the uncompressed size (8 bytes) then the LZF-compressed listpack or plain
+/// element (no gap).
+///
+/// The gap is room for pushes at the head: a listpack inserts there by moving every
+/// byte of the node (Redis's LPUSH does), here an entry that fits is written into
+/// the gap. When it does not fit, the node is rebuilt with an eighth of its size (at
+/// most `MAX_GAP`) free at the front, so a run of LPUSHes moves the node's bytes once
+/// per that many bytes pushed, for at most an eighth more memory; nodes that are
+/// never pushed at the head keep none. LPOP widens the gap instead of moving the
+/// rest, within the same bound.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
     buf: Box<[u8]>,
     pub(super) count: u32,
+    gap: u16,
     /// Holds one large element; nothing else is ever added to it.
     pub(super) plain: bool,
     lzf: bool,
 }
+
+/// The most room a node keeps at its front.
+const MAX_GAP: usize = 1024;
 
 impl Node {
     /// The entry bytes of a node that is not compressed (callers decompress first).
     #[inline]
     pub(super) fn buf(&self) -> &[u8] {
         debug_assert!(!self.lzf);
-        &self.buf
+        self.data()
+    }
+
+    /// The entries (or the compressed form), after the gap.
+    #[inline(always)]
+    fn data(&self) -> &[u8] {
+        &self.buf[self.gap as usize..]
     }
 
     pub(super) fn is_compressed(&self) -> bool {
         self.lzf
     }
 
-    /// Heap bytes held (compressed size when compressed).
+    /// Heap bytes held (compressed size when compressed), the gap included.
     pub(super) fn heap_len(&self) -> usize {
         self.buf.len()
     }
@@ -213,7 +279,7 @@ impl Node {
         if self.lzf && !self.plain {
             self.lzf_raw_len()
         } else {
-            self.buf.len() + LP_OVERHEAD
+            self.data().len() + LP_OVERHEAD
         }
     }
 
@@ -222,15 +288,15 @@ impl Node {
         if self.lzf {
             self.lzf_raw_len()
         } else if self.plain {
-            element_len(decode(&self.buf, 0).0)
+            element_len(decode(self.data(), 0).0)
         } else {
-            self.buf.len() + LP_OVERHEAD
+            self.data().len() + LP_OVERHEAD
         }
     }
 
     fn lzf_raw_len(&self) -> usize {
         let mut n = [0u8; LZF_PREFIX];
-        n.copy_from_slice(&self.buf[..LZF_PREFIX]);
+        n.copy_from_slice(&self.data()[..LZF_PREFIX]);
         u64::from_le_bytes(n) as usize
     }
 
@@ -239,7 +305,7 @@ impl Node {
         if self.lzf {
             Cow::Owned(self.decompressed_entries())
         } else {
-            Cow::Borrowed(&self.buf)
+            Cow::Borrowed(self.data())
         }
     }
 
@@ -247,7 +313,7 @@ impl Node {
         let raw_len = self.lzf_raw_len();
         // The buffer was produced by `compress` from these very bytes: failing to
         // decompress it would be memory corruption, not bad input.
-        let raw = lzf::decompress(&self.buf[LZF_PREFIX..], raw_len)
+        let raw = lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
             .expect("a compressed list node decompresses");
         if self.plain {
             let mut e = Vec::with_capacity(entry_size(&raw));
@@ -274,6 +340,7 @@ impl Node {
     #[inline(never)]
     fn decompress_in_place(&mut self) {
         self.buf = self.decompressed_entries().into_boxed_slice();
+        self.gap = 0;
         self.lzf = false;
     }
 
@@ -296,6 +363,7 @@ impl Node {
         b.extend_from_slice(&(sz as u64).to_le_bytes());
         b.extend_from_slice(&c);
         self.buf = b.into_boxed_slice();
+        self.gap = 0;
         self.lzf = true;
     }
 
@@ -304,21 +372,21 @@ impl Node {
         if self.lzf {
             let raw_len = self.lzf_raw_len();
             return Cow::Owned(
-                lzf::decompress(&self.buf[LZF_PREFIX..], raw_len)
+                lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
                     .expect("a compressed list node decompresses"),
             );
         }
         if self.plain {
-            return match decode(&self.buf, 0).0 {
+            return match decode(self.data(), 0).0 {
                 Elem::Str(s) => Cow::Borrowed(s),
                 e => Cow::Owned(e.to_vec()),
             };
         }
-        let total = self.buf.len() + LP_OVERHEAD;
+        let total = self.data().len() + LP_OVERHEAD;
         let mut lp = Vec::with_capacity(total);
         lp.extend_from_slice(&(total as u32).to_le_bytes());
         lp.extend_from_slice(&(self.count.min(u16::MAX as u32) as u16).to_le_bytes());
-        lp.extend_from_slice(&self.buf);
+        lp.extend_from_slice(self.data());
         lp.push(0xFF);
         Cow::Owned(lp)
     }
@@ -327,20 +395,49 @@ impl Node {
     /// length), when the node is compressed.
     pub(super) fn lzf_blob(&self) -> Option<(&[u8], usize)> {
         self.lzf
-            .then(|| (&self.buf[LZF_PREFIX..], self.lzf_raw_len()))
+            .then(|| (&self.data()[LZF_PREFIX..], self.lzf_raw_len()))
     }
 
-    /// Inserts an encoded entry for `v` at byte offset `at`.
+    /// Inserts an encoded entry for `v` at byte offset `at` (of the entries).
     pub(super) fn insert_at(&mut self, at: usize, v: &[u8]) {
         debug_assert!(!self.lzf);
+        if at == 0 {
+            return self.push_front(v);
+        }
+        let gap = self.gap as usize;
         let mut b = std::mem::take(&mut self.buf).into_vec();
         let old_len = b.len();
         b.reserve_exact(entry_size(v));
         // Encoded at the end and rotated into place: no buffer for the entry alone.
         encode_entry(v, &mut b);
         let n = b.len() - old_len;
-        b[at..].rotate_right(n);
+        b[gap + at..].rotate_right(n);
         self.buf = b.into_boxed_slice();
+        self.count += 1;
+    }
+
+    /// Inserts `v` before the first entry: into the gap when it fits, else into a
+    /// rebuilt buffer with room in front (see the type's comment).
+    fn push_front(&mut self, v: &[u8]) {
+        let n = entry_size(v);
+        let gap = self.gap as usize;
+        if n <= gap {
+            let mut out = SliceOut {
+                dst: &mut self.buf[gap - n..gap],
+                pos: 0,
+            };
+            encode_entry(v, &mut out);
+            self.gap = (gap - n) as u16;
+        } else {
+            let len = self.buf.len() - gap;
+            let room = (len / 8).min(MAX_GAP);
+            let mut b = Vec::with_capacity(room + n + len);
+            b.resize(room, 0);
+            encode_entry(v, &mut b);
+            b.extend_from_slice(&self.buf[gap..]);
+            self.buf = b.into_boxed_slice();
+            self.gap = room as u16;
+        }
         self.count += 1;
     }
 
@@ -357,24 +454,31 @@ impl Node {
         self.count += vs.len() as u32;
     }
 
-    /// Removes bytes `from..to` holding `n` entries.
+    /// Removes bytes `from..to` (of the entries) holding `n` entries.
     pub(super) fn remove_bytes(&mut self, from: usize, to: usize, n: u32) {
         debug_assert!(!self.lzf);
-        let mut b = std::mem::take(&mut self.buf).into_vec();
-        b.drain(from..to);
-        self.buf = b.into_boxed_slice();
+        let gap = self.gap as usize;
         self.count -= n;
+        if from == 0 && gap + to <= MAX_GAP && to < self.buf.len() - gap {
+            // From the front: the gap takes the bytes, nothing moves.
+            self.gap = (gap + to) as u16;
+            return;
+        }
+        let mut b = std::mem::take(&mut self.buf).into_vec();
+        b.drain(gap + from..gap + to);
+        self.buf = b.into_boxed_slice();
     }
 
     /// Splits off the entries from byte offset `at` (entry index `idx`) into a new node.
     pub(super) fn split_off(&mut self, at: usize, idx: usize) -> Node {
         debug_assert!(!self.lzf);
         let mut b = std::mem::take(&mut self.buf).into_vec();
-        let tail = b.split_off(at);
+        let tail = b.split_off(self.gap as usize + at);
         self.buf = b.into_boxed_slice();
         let n = Node {
             buf: tail.into_boxed_slice(),
             count: self.count - idx as u32,
+            gap: 0,
             plain: false,
             lzf: false,
         };
@@ -388,6 +492,7 @@ impl Node {
         Node {
             buf: b.into_boxed_slice(),
             count: 1,
+            gap: 0,
             plain,
             lzf: false,
         }
@@ -425,3 +530,76 @@ fn element_len(e: Elem<'_>) -> usize {
 
 /// A listpack's header: total bytes (4) and element count (2).
 const LP_HEADER: usize = 6;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn elems(n: &Node) -> Vec<Vec<u8>> {
+        let buf = n.entries();
+        let mut out = Vec::new();
+        let mut p = 0;
+        while p < buf.len() {
+            let (e, sz) = decode(&buf, p);
+            out.push(e.to_vec());
+            p += sz;
+        }
+        out
+    }
+
+    #[test]
+    fn pushes_at_the_front_fill_the_gap_and_pops_widen_it() {
+        let mut n = Node::from_elem(b"first", false);
+        let mut model = vec![b"first".to_vec()];
+        assert_eq!(n.gap, 0, "a new node keeps no room");
+        for i in 0..600 {
+            let v = format!("value-{i:04}").into_bytes();
+            n.insert_at(0, &v);
+            model.insert(0, v);
+            let len = n.data().len();
+            // Never more than an eighth (capped) spare, plus the entry that
+            // triggered the last rebuild.
+            assert!(
+                n.gap as usize <= (len / 8).min(MAX_GAP),
+                "gap {} len {len}",
+                n.gap
+            );
+            assert_eq!(n.sz(), len + LP_OVERHEAD);
+        }
+        assert_eq!(elems(&n), model);
+        assert_eq!(n.count as usize, model.len());
+        assert!(n.gap > 0, "a run of pushes leaves room in front");
+        // The listpack Redis would hold is the entries alone.
+        let lp = n.redis_bytes();
+        assert_eq!(lp.len(), n.data().len() + LP_OVERHEAD);
+        assert_eq!(&lp[LP_HEADER..lp.len() - 1], n.data());
+        // Pops from the front move nothing while the gap stays within bounds.
+        let before = n.buf.as_ptr();
+        let first = decode(n.data(), 0).1;
+        n.remove_bytes(0, first, 1);
+        model.remove(0);
+        assert_eq!(n.buf.as_ptr(), before);
+        assert_eq!(elems(&n), model);
+        // Inserting in the middle and splitting keep the entries in order.
+        let mid = offset_of(n.data(), n.count as usize, 10);
+        n.insert_at(mid, b"middle");
+        model.insert(10, b"middle".to_vec());
+        assert_eq!(elems(&n), model);
+        let at = offset_of(n.data(), n.count as usize, 300);
+        let tail = n.split_off(at, 300);
+        assert_eq!(elems(&n), model[..300].to_vec());
+        assert_eq!(elems(&tail), model[300..].to_vec());
+        // Compressed and back: the gap is gone, the entries are the same.
+        let mut c = n.clone();
+        c.compress();
+        assert!(c.is_compressed());
+        assert_eq!(c.gap, 0);
+        c.make_raw();
+        assert_eq!(elems(&c), model[..300].to_vec());
+        // Removing from the front beyond the bound moves the rest instead.
+        let end = offset_of(n.data(), n.count as usize, 200);
+        n.remove_bytes(0, end, 200);
+        assert_eq!(elems(&n), model[200..300].to_vec());
+        assert!(n.gap as usize <= MAX_GAP);
+    }
+}
