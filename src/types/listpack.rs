@@ -176,10 +176,11 @@ impl ListPack {
         let mut off = 0;
         while off < buf.len() {
             let (start, len) = span_at(buf, off);
-            if len == n && (n == 0 || buf[start + n - 1] == last.unwrap_or(0)) {
-                if &buf[start..start + n] == s {
-                    return Some(off);
-                }
+            if len == n
+                && (n == 0 || buf[start + n - 1] == last.unwrap_or(0))
+                && &buf[start..start + n] == s
+            {
+                return Some(off);
             }
             off = start + len;
             for _ in 1..step {
