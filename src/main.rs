@@ -102,6 +102,10 @@ fn main() {
     // CPUs unless `bio-cpulist` says otherwise.
     cinnabar::affinity::pin_current(cinnabar::affinity::ThreadRole::Server);
     let result = server.run();
+    // The dataset is left to the kernel: freeing millions of keys one at a time would
+    // only delay the exit (Redis does not free it either). Everything that must reach
+    // the disk was written by the shutdown sequence.
+    std::mem::forget(std::mem::take(&mut server.ex.ks.dbs));
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
