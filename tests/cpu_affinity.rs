@@ -174,4 +174,6 @@ fn a_list_that_does_not_parse_is_logged_and_changes_nothing() {
         "{text}"
     );
     assert_eq!(s.raw(2).cmd(&["PING"]), "+PONG\r\n");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -557,6 +557,10 @@ impl Server {
             if !self.ex.pending_writes.is_empty() {
                 self.net.borrow_mut().flush_pending(&mut self.ex);
             }
+            // Replicas a failed image disconnects.
+            if std::mem::take(&mut self.ex.close_pending) {
+                self.net.borrow_mut().close_marked(&mut self.ex);
+            }
             self.ex.record_eventloop_cycle(turn_start, commands_before);
             // The shutdown sequence finished (exec/shutdown.rs): last output, then exit.
             if self.ex.shutdown.is_some() {

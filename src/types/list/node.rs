@@ -235,9 +235,10 @@ const LZF_PREFIX: usize = 8;
 /// byte of the node (Redis's LPUSH does), here an entry that fits is written into
 /// the gap. When it does not fit, the node is rebuilt with an eighth of its size (at
 /// most `MAX_GAP`) free at the front, so a run of LPUSHes moves the node's bytes once
-/// per that many bytes pushed, for at most an eighth more memory; nodes that are
-/// never pushed at the head keep none. LPOP widens the gap instead of moving the
-/// rest, within the same bound.
+/// per that many bytes pushed, for about an eighth more memory; nodes that are never
+/// pushed at the head keep none. LPOP widens the gap instead of moving the rest while
+/// it stays within an eighth of what is left (and `MAX_GAP`); past that, the pop
+/// moves the rest and drops the gap. (Removals elsewhere leave the gap as it is.)
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
     buf: Box<[u8]>,
@@ -459,13 +460,20 @@ impl Node {
         debug_assert!(!self.lzf);
         let gap = self.gap as usize;
         self.count -= n;
-        if from == 0 && gap + to <= MAX_GAP && to < self.buf.len() - gap {
+        let left = self.buf.len() - gap - (to - from);
+        if from == 0 && left > 0 && gap + to <= (left / 8).min(MAX_GAP) {
             // From the front: the gap takes the bytes, nothing moves.
             self.gap = (gap + to) as u16;
             return;
         }
         let mut b = std::mem::take(&mut self.buf).into_vec();
-        b.drain(gap + from..gap + to);
+        if from == 0 {
+            // The gap goes with the removed bytes, in the same move.
+            b.drain(..gap + to);
+            self.gap = 0;
+        } else {
+            b.drain(gap + from..gap + to);
+        }
         self.buf = b.into_boxed_slice();
     }
 
@@ -573,13 +581,32 @@ mod tests {
         let lp = n.redis_bytes();
         assert_eq!(lp.len(), n.data().len() + LP_OVERHEAD);
         assert_eq!(&lp[LP_HEADER..lp.len() - 1], n.data());
-        // Pops from the front move nothing while the gap stays within bounds.
-        let before = n.buf.as_ptr();
-        let first = decode(n.data(), 0).1;
-        n.remove_bytes(0, first, 1);
-        model.remove(0);
-        assert_eq!(n.buf.as_ptr(), before);
-        assert_eq!(elems(&n), model);
+        // Pops from the front move nothing while the gap stays within an eighth of
+        // what is left; past that, the rest moves and the gap is dropped.
+        let mut moved = false;
+        for _ in 0..100 {
+            let before = (n.buf.as_ptr(), n.gap as usize);
+            let first = decode(n.data(), 0).1;
+            let within = before.1 + first <= ((n.data().len() - first) / 8).min(MAX_GAP);
+            n.remove_bytes(0, first, 1);
+            model.remove(0);
+            if within {
+                assert_eq!(
+                    (n.buf.as_ptr(), n.gap as usize),
+                    (before.0, before.1 + first)
+                );
+            } else {
+                assert_eq!(n.gap, 0);
+                moved = true;
+            }
+            assert!(n.gap as usize <= (n.data().len() / 8).min(MAX_GAP));
+            assert_eq!(elems(&n), model);
+        }
+        assert!(moved, "100 pops pass the bound");
+        let mut fresh = Node::from_elem(b"x", false);
+        fresh.append_all(&[b"y".as_slice(); 200]);
+        fresh.remove_bytes(0, decode(fresh.data(), 0).1, 1);
+        assert_eq!(fresh.gap, 3, "a pop from a node without room makes some");
         // Inserting in the middle and splitting keep the entries in order.
         let mid = offset_of(n.data(), n.count as usize, 10);
         n.insert_at(mid, b"middle");
@@ -596,10 +623,10 @@ mod tests {
         assert_eq!(c.gap, 0);
         c.make_raw();
         assert_eq!(elems(&c), model[..300].to_vec());
-        // Removing from the front beyond the bound moves the rest instead.
+        // Removing many from the front moves the rest and drops the gap.
         let end = offset_of(n.data(), n.count as usize, 200);
         n.remove_bytes(0, end, 200);
         assert_eq!(elems(&n), model[200..300].to_vec());
-        assert!(n.gap as usize <= MAX_GAP);
+        assert_eq!(n.gap, 0);
     }
 }
