@@ -12,6 +12,8 @@
 #                                 # (all its threads' run time from /proc/PID/task/*/schedstat):
 #                                 # on a machine where redis-benchmark saturates a core, req/s
 #                                 # at -P 16 measures the client as much as the server
+#                                 # and the user-space part of it (/proc/PID/stat ticks: use
+#                                 # REQUESTS=1000000 for a steady split)
 #   BENCH_COLLECTIONS=1 scripts/bench.sh   # also memory for 1M small lists/hashes/sets
 #   BENCH_ZSET=1 scripts/bench.sh      # also the sorted-set section (below)
 #   BENCH_ZSET=only scripts/bench.sh   # only the sorted-set section
@@ -136,18 +138,24 @@ bench() {
 # cpu_ns PID: the run time of all of the process's threads so far, in ns.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 
+# user_ticks PID: the process's user-space CPU time so far, in clock ticks.
+user_ticks() { awk '{print $14}' /proc/"$1"/stat; }
+
 # bench_cpu OUT P: as `bench`, one redis-benchmark per test, appending "server P test
-# ns-of-server-CPU-per-request" lines to OUT.
+# ns-of-server-CPU-per-request" lines to OUT and the user-space part of it to OUT.user
+# (from clock ticks: a tick is 10 ms, so that split needs REQUESTS of a million or so).
 bench_cpu() {
-    local out=$1 P=$2
+    local out=$1 P=$2 hz
+    hz=$(getconf CLK_TCK)
     for round in $(seq "$ROUNDS"); do
         for test in ${TESTS//,/ }; do
             for s in "${servers[@]}"; do
                 name=${s%%:*}; port=${s##*:}; pid=${spid[$name]}
-                before=$(cpu_ns "$pid")
+                before=$(cpu_ns "$pid"); ubefore=$(user_ticks "$pid")
                 redis-benchmark -p "$port" -n "$REQUESTS" -c "$CLIENTS" -r 1000000 -P "$P" -t "$test" -d 16 -q >/dev/null 2>&1
-                after=$(cpu_ns "$pid")
+                after=$(cpu_ns "$pid"); uafter=$(user_ticks "$pid")
                 echo "$name $P $test $(( (after - before) / REQUESTS ))" >> "$out"
+                echo "$name $P $test $(( (uafter - ubefore) * 1000000000 / hz / REQUESTS ))" >> "$out.user"
             done
         done
     done
@@ -378,20 +386,26 @@ if [ "${BENCH_MEM:-0}" != only ]; then
             bench_cpu "$work/cpu" "$P"
         done
         table "$work/cpu" | sed '1s/.*/test                                                  P   cinnabar_ns       redis_ns  c\/redis      valkey_ns c\/valkey/'
+        echo
+        echo "of which user space (the rest is the kernel's: the socket reads and writes cost"
+        echo "every server about the same, and bound the ratio of the whole)"
+        table "$work/cpu.user" | sed '1s/.*/test                                                  P   cinnabar_ns       redis_ns  c\/redis      valkey_ns c\/valkey/'
     fi
     echo
 fi
 echo "memory: DEBUG POPULATE 1000000 (key:N -> value:N)"
 printf "%-10s %16s %16s %14s %14s\n" server used_memory used_rss bytes/key rss/key
-for s in "${servers[@]}"; do
-    name=${s%%:*}; port=${s##*:}
-    flush_wait "$port"
-    base=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
-    base_rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
+# Fresh servers, as below: after the throughput runs a FLUSHALL leaves RSS the
+# allocator keeps, and the new keys reuse it (RSS per key then reads low, even negative).
+for name in "${kinds[@]}"; do
+    read -r pid port < <(start_server "$name")
+    pids+=("$pid")
+    wait_port "$port"
+    base=$(mem "$port" used_memory); base_rss=$(mem "$port" used_memory_rss)
     redis-cli -p "$port" debug populate 1000000 >/dev/null
-    used=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')
-    rss=$(redis-cli -p "$port" info memory | awk -F: '/^used_memory_rss:/ {print $2}' | tr -d '\r')
+    used=$(mem "$port" used_memory); rss=$(mem "$port" used_memory_rss)
     printf "%-10s %16s %16s %14s %14s\n" "$name" "$used" "$rss" $(( (used - base) / 1000000 )) $(( (rss - base_rss) / 1000000 ))
+    kill "$pid"
 done
 echo
 echo "memory: 1M keys with a TTL (SET key:N value:N EX 100000, through redis-cli --pipe)"

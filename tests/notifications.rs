@@ -225,3 +225,51 @@ fn lowering_maxmemory_evicts_without_waiting_for_a_command() {
     assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:evicted", "foo"));
     w.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
 }
+
+/// Every command that creates a key raises `new` (class n) first, as Redis's dbAdd:
+/// HSET and its family, SADD and SMOVE, SETBIT, PFADD and PFMERGE, COPY and MOVE
+/// (in the destination database) among them; a write to an existing key does not.
+#[test]
+fn every_key_creation_raises_new_before_its_own_event() {
+    let (_s, mut sub, mut w) = setup("En");
+    w.cmd(&["SET", "src", "v"]);
+    w.cmd(&["SADD", "set", "a"]);
+    w.cmd(&["PFADD", "hll", "a"]);
+    // Their own `new` events, before the cases below.
+    for key in ["src", "set", "hll"] {
+        assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", key));
+    }
+    let creating: &[(&[&str], &str, &str)] = &[
+        (&["HSET", "h1", "f", "v"], "h1", "0"),
+        (&["HMSET", "h2", "f", "v"], "h2", "0"),
+        (&["HSETNX", "h3", "f", "v"], "h3", "0"),
+        (&["HINCRBY", "h4", "f", "1"], "h4", "0"),
+        (&["HINCRBYFLOAT", "h5", "f", "1.5"], "h5", "0"),
+        (&["SADD", "s1", "a"], "s1", "0"),
+        (&["SMOVE", "set", "s2", "a"], "s2", "0"),
+        (&["SETBIT", "b1", "3", "1"], "b1", "0"),
+        (&["PFADD", "hll2", "a"], "hll2", "0"),
+        (&["PFMERGE", "hll3", "hll"], "hll3", "0"),
+        (&["COPY", "src", "cp"], "cp", "0"),
+        (&["MOVE", "src", "1"], "src", "1"),
+    ];
+    for (cmd, key, db) in creating {
+        w.cmd(cmd);
+        assert_eq!(
+            sub.read_reply(),
+            pmsg(&format!("__keyevent@{db}__:new"), key),
+            "{cmd:?}"
+        );
+    }
+    // Writes to existing keys: no `new`. A last creation proves nothing came between.
+    for cmd in [
+        &["HSET", "h1", "g", "v"][..],
+        &["SADD", "s1", "b"],
+        &["SETBIT", "b1", "4", "1"],
+        &["PFADD", "hll2", "b"],
+    ] {
+        w.cmd(cmd);
+    }
+    w.cmd(&["SET", "last", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", "last"));
+}

@@ -68,7 +68,7 @@ pub(crate) fn with_bits<R>(
         None => {
             let mut v = vec![0u8; min_len];
             let r = edit(&mut v, true);
-            ctx.ex.ks.set(db, key, Value::RawStr(v), None, false, now);
+            ctx.add(db, key, Value::RawStr(v), None);
             return Ok(r);
         }
         Some(mut e) => {

@@ -120,6 +120,16 @@ impl<'a> Ctx<'a> {
         self.modified(key);
     }
 
+    /// Stores a value under a key the caller found missing, in database `db` (Redis's
+    /// dbAdd): the `new` event (class n), then the store. Not counted as a
+    /// modification: the caller signals it, after its own work.
+    pub fn add(&mut self, db: usize, key: &[u8], value: Value, expire: Option<i64>) {
+        if self.ex.notify_classes & notify::NEW != 0 {
+            self.ex.notify(notify::NEW, "new", db, key.to_vec());
+        }
+        self.ex.ks.set(db, key, value, expire, false, self.now_ms);
+    }
+
     /// Replaces the value of a key already looked up for writing, keeping its expiry
     /// and access field (see `Keyspace::replace`); counts as a modification.
     pub fn replace(&mut self, key: &[u8], value: Value) {

@@ -408,7 +408,7 @@ fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             Err(e) => return e,
         },
     };
-    let (db, now) = (ctx.db, ctx.now_ms);
+    let db = ctx.db;
     // Sized for `count` keys first, as Redis's dbExpand here.
     let keys = usize::try_from(count).unwrap_or(usize::MAX);
     if !ctx.ex.ks.dbs[db].table.expand(keys) {
@@ -428,7 +428,7 @@ fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         if let Some(size) = size {
             val.resize(size, 0);
         }
-        ctx.ex.ks.set(db, &key, Value::Str(val), None, false, now);
+        ctx.add(db, &key, Value::Str(val), None);
     }
     Reply::ok()
 }

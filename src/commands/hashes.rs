@@ -202,30 +202,27 @@ fn write_hash<R>(
     }
 }
 
-/// Like `write_hash`, creating an empty hash when the key is missing. Callers
-/// validate their arguments first, so a created hash always receives a field.
+/// Like `write_hash`, creating an empty hash when the key is missing (with its `new`
+/// event). Callers validate their arguments first, so a created hash always receives
+/// a field.
 fn write_or_create<R>(
     ctx: &mut Ctx,
     key: &[u8],
     f: impl FnOnce(&mut Hash) -> R,
 ) -> Result<R, Reply> {
     let (db, now) = (ctx.db, ctx.now_ms);
-    if ctx.exists(key) {
-        return write_hash(ctx, key, f).map(|r| r.expect("hash exists"));
+    let (mut e, made) = ctx
+        .ex
+        .ks
+        .lookup_mut_or_add(db, key, now, || Value::Obj(Object::Hash(Box::default())));
+    let r = match e.object_mut() {
+        Some(ObjMut::Hash(h)) => f(h),
+        _ => return Err(errors::WRONGTYPE),
+    };
+    if made {
+        ctx.notify(notify::NEW, "new", key);
     }
-    let v = Value::Obj(Object::Hash(Box::default()));
-    ctx.ex.ks.set(db, key, v, None, false, now);
-    // A key just created is not accessed a second time (its LFU counter starts at
-    // the initial value, as in Redis).
-    match ctx.ex.ks.dbs[db].table.get_mut(key).and_then(|mut e| {
-        e.object_mut().map(|o| match o {
-            ObjMut::Hash(h) => f(h),
-            _ => unreachable!("a hash was just stored"),
-        })
-    }) {
-        Some(r) => Ok(r),
-        None => unreachable!("a hash was just stored"),
-    }
+    Ok(r)
 }
 
 /// Deletes `key` if its hash became empty; returns whether it did.

@@ -98,8 +98,7 @@ fn pfadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             // A fresh sparse HLL is well formed, so adding can't fail.
             let _ = add_all(&mut s, elems, max);
             hll::invalidate_cache(&mut s);
-            let (db, now) = (ctx.db, ctx.now_ms);
-            ctx.ex.ks.set(db, key, Value::RawStr(s), None, false, now);
+            ctx.add(ctx.db, key, Value::RawStr(s), None);
             true
         }
     };
@@ -189,8 +188,7 @@ fn pfmerge(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             if store(&mut s).is_err() {
                 return CORRUPT;
             }
-            let (db, now) = (ctx.db, ctx.now_ms);
-            ctx.ex.ks.set(db, key, Value::RawStr(s), None, false, now);
+            ctx.add(ctx.db, key, Value::RawStr(s), None);
         }
     }
     ctx.modified(key);

@@ -245,7 +245,7 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         ctx.ex.ks.delete(dst_db, dst);
     }
     crate::persistence::register_field_ttls(&mut ctx.ex.ks, dst_db, dst, &value);
-    ctx.ex.ks.set(dst_db, dst, value, expire, false, now);
+    ctx.add(dst_db, dst, value, expire);
     ctx.modified_in(dst_db, dst);
     Reply::Int(1)
 }
@@ -271,7 +271,7 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     let (value, expire) = take(ctx, ctx.db, key).expect("checked above");
     crate::persistence::register_field_ttls(&mut ctx.ex.ks, dst_db, key, &value);
-    ctx.ex.ks.set(dst_db, key, value, expire, false, now);
+    ctx.add(dst_db, key, value, expire);
     ctx.modified(key);
     ctx.ex.signal_modified_key(Some(ctx.client), dst_db, key);
     ctx.notify(notify::GENERIC, "move_from", key);

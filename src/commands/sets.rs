@@ -113,15 +113,7 @@ fn sadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(None) => {
             let mut s = Set::create(members[0], members.len(), lim);
             let n = members.iter().filter(|m| s.add(m, lim)).count();
-            let (db, now) = (ctx.db, ctx.now_ms);
-            ctx.ex.ks.set(
-                db,
-                key,
-                Value::Obj(Object::Set(Box::new(s))),
-                None,
-                false,
-                now,
-            );
+            ctx.add(ctx.db, key, Value::Obj(Object::Set(Box::new(s))), None);
             n
         }
     };
@@ -322,15 +314,7 @@ fn smove(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         _ => {
             let mut s = Set::create(m, 1, lim);
             s.add(m, lim);
-            let (db, now) = (ctx.db, ctx.now_ms);
-            ctx.ex.ks.set(
-                db,
-                dst,
-                Value::Obj(Object::Set(Box::new(s))),
-                None,
-                false,
-                now,
-            );
+            ctx.add(ctx.db, dst, Value::Obj(Object::Set(Box::new(s))), None);
             true
         }
     };

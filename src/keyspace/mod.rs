@@ -388,6 +388,40 @@ impl Keyspace {
         Some(e)
     }
 
+    /// Looks a key up for writing as `lookup_mut`, and when it is missing stores
+    /// `make()` under it and returns that (Redis's lookupKeyWrite, then dbAdd): one
+    /// lookup of the key where a test, a store and a lookup took three. The flag:
+    /// whether the key was made (its access field is then the initial one).
+    pub fn lookup_mut_or_add(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        make: impl FnOnce() -> Value,
+    ) -> (EntryMut<'_>, bool) {
+        let access = self.access_policy();
+        if self.expire_if_needed(db, key, now_ms)
+            && self.effective_expire_mode() == ExpireMode::Hide
+        {
+            // Expired but kept (a replica, a pause): written over as `lookup_mut`
+            // and `set` do, the old entry (and its TTL) replaced.
+            if self.expire_mode == ExpireMode::Hide && !self.replica_read_only {
+                self.delete_expired(db, key);
+            }
+            self.set(db, key, make(), None, false, now_ms);
+            let e = self.dbs[db].table.get_mut(key).expect("just stored");
+            return (e, true);
+        }
+        let no_touch = self.no_touch;
+        let (mut e, made) = self.dbs[db]
+            .table
+            .get_mut_or_insert_with(key, make, || access.initial(now_ms));
+        if !made && !no_touch {
+            e.set_lru(access.touched(e.lru(), now_ms));
+        }
+        (e, made)
+    }
+
     /// Stores `value` under `key`, replacing any previous value. `expire` is the new
     /// expiry; `keep_ttl` keeps the old one instead (SET KEEPTTL).
     pub fn set(

@@ -488,6 +488,53 @@ impl KeyTable {
         })
     }
 
+    /// `key`'s entry for writing; when it is missing, a new entry holding `make()`
+    /// with access field `access()`, no expiry. One lookup where a test for the key
+    /// and then an insert and a lookup took three. The flag: whether it was made.
+    pub fn get_mut_or_insert_with(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+        access: impl FnOnce() -> u32,
+    ) -> (EntryMut<'_>, bool) {
+        self.rehash_step();
+        let h = self.hash(key);
+        let (ptr, made) = match self.locate(key, h) {
+            Some((e, _)) => (e, false),
+            None => (
+                self.push_new(key, h, EntryPtr::new(key, None, make(), access())),
+                true,
+            ),
+        };
+        let e = EntryMut {
+            ptr,
+            cow: self.cow.as_deref_mut(),
+            mark: self.mark,
+        };
+        (e, made)
+    }
+
+    /// Puts `entry`, for `key` (hash `h`) not in the table, in the emptier of its
+    /// candidate buckets of the array receiving inserts.
+    fn push_new(&mut self, key: &[u8], h: u64, entry: EntryPtr) -> EntryPtr {
+        entry.set_snap_mark(self.mark);
+        self.expand_if_needed();
+        let t = if self.rehash_idx.is_some() { 1 } else { 0 };
+        let table = &mut self.tables[t];
+        let (a, b) = choices(h, table.len() - 1);
+        let i = if a == b || table[a].len() <= table[b].len() {
+            a
+        } else {
+            b
+        };
+        table[i].push(buckets::word(entry, buckets::tag(h)));
+        self.len += 1;
+        if let Some(ix) = self.slot_index.as_deref_mut() {
+            ix.add(key, h);
+        }
+        entry
+    }
+
     /// Lets a snapshot in progress save `e` before it changes.
     fn before_write(&mut self, e: EntryPtr) {
         if let Some(c) = self.cow.as_deref_mut() {
@@ -529,22 +576,7 @@ impl KeyTable {
             // SAFETY: the old entry is out of its bucket; it is freed exactly once.
             return Some(unsafe { old.into_value() });
         }
-        let entry = EntryPtr::new(key, expire, value, access(None));
-        entry.set_snap_mark(self.mark);
-        self.expand_if_needed();
-        let t = if self.rehash_idx.is_some() { 1 } else { 0 };
-        let table = &mut self.tables[t];
-        let (a, b) = choices(h, table.len() - 1);
-        let i = if a == b || table[a].len() <= table[b].len() {
-            a
-        } else {
-            b
-        };
-        table[i].push(buckets::word(entry, buckets::tag(h)));
-        self.len += 1;
-        if let Some(ix) = self.slot_index.as_deref_mut() {
-            ix.add(key, h);
-        }
+        self.push_new(key, h, EntryPtr::new(key, expire, value, access(None)));
         None
     }
 
@@ -975,6 +1007,35 @@ mod tests {
         assert!(t.buckets() <= 16, "shrunk to {}", t.buckets());
         for i in 9_990..10_000i64 {
             assert!(t.contains(format!("k{i}").as_bytes()));
+        }
+    }
+
+    /// `get_mut_or_insert_with` finds what is there (leaving value, expiry and access
+    /// field alone, `make` not called) and adds what is not, through resizes.
+    #[test]
+    fn get_mut_or_insert_with_finds_or_adds_once() {
+        let mut t = KeyTable::new();
+        t.insert(b"there", Some(42), false, val(7), |_| 3);
+        let (e, made) = t.get_mut_or_insert_with(b"there", || panic!("not made"), || 9);
+        assert!(!made);
+        assert_eq!(int_of(e.value()), 7);
+        assert_eq!((e.expire(), e.lru()), (Some(42), 3));
+        for i in 0..5_000i64 {
+            let key = format!("k{i}");
+            let (e, made) = t.get_mut_or_insert_with(key.as_bytes(), || val(i), || 9);
+            assert!(made);
+            assert_eq!((int_of(e.value()), e.expire(), e.lru()), (i, None, 9));
+            // Asked again at once, mid-resize or not: the same entry.
+            let (e, made) = t.get_mut_or_insert_with(key.as_bytes(), || val(-1), || 0);
+            assert!(!made);
+            assert_eq!(int_of(e.value()), i);
+        }
+        assert_eq!(t.len(), 5_001);
+        for i in 0..5_000i64 {
+            assert_eq!(
+                int_of(t.get(format!("k{i}").as_bytes()).unwrap().value()),
+                i
+            );
         }
     }
 
