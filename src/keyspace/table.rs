@@ -153,6 +153,25 @@ unsafe impl Send for KeyTable {}
 
 /// A borrowed entry: key, expiry and value, valid while the table is borrowed.
 #[derive(Clone, Copy)]
+/// What `prefetch` guessed for each key of its batch: the first entry whose tag
+/// matched, not yet compared with the key.
+pub struct Likely<'a> {
+    found: [Option<EntryPtr>; PREFETCH_BATCH],
+    _table: std::marker::PhantomData<&'a KeyTable>,
+}
+
+impl<'a> Likely<'a> {
+    /// The `i`th key's entry, if the guess was right (`key` is that key): a lookup's
+    /// answer without a second hash and bucket walk.
+    pub fn entry(&self, i: usize, key: &[u8]) -> Option<EntryRef<'a>> {
+        let ptr = (*self.found.get(i)?)?;
+        (ptr.key() == key).then_some(EntryRef {
+            ptr,
+            _table: std::marker::PhantomData,
+        })
+    }
+}
+
 pub struct EntryRef<'a> {
     ptr: EntryPtr,
     _table: std::marker::PhantomData<&'a KeyTable>,
@@ -387,11 +406,16 @@ impl KeyTable {
     /// cache misses overlap instead of each command stalling on its own (Valkey 8's
     /// batch prefetch). A hint only: nothing is changed, and a wrong guess costs
     /// nothing but the loads. Each level is requested for the whole batch before the
-    /// next level is read, so the loads of one level are in flight together.
-    pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
+    /// next level is read, so the loads of one level are in flight together. Returns
+    /// the entries guessed (by tag), for a next level the caller prefetches itself.
+    pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) -> Likely<'_> {
         const MAX: usize = PREFETCH_BATCH;
+        let mut likely = Likely {
+            found: [None; MAX],
+            _table: std::marker::PhantomData,
+        };
         if self.len == 0 {
-            return;
+            return likely;
         }
         // While resizing, a key is in either array; the newer one receives every
         // insert, so it is the better guess for a key not moved yet as well.
@@ -401,7 +425,7 @@ impl KeyTable {
             &self.tables[0]
         };
         if table.is_empty() {
-            return;
+            return likely;
         }
         let mask = table.len() - 1;
         let mut cands = [(0usize, 0usize, 0u64); MAX];
@@ -414,7 +438,7 @@ impl KeyTable {
             *c = (a, b, buckets::tag(h));
             n += 1;
         }
-        let mut found: [Option<EntryPtr>; MAX] = [None; MAX];
+        let found = &mut likely.found;
         for (f, &(a, b, tag)) in found.iter_mut().zip(&cands[..n]) {
             *f = table[a]
                 .first_with_tag(tag)
@@ -426,6 +450,7 @@ impl KeyTable {
         for e in found[..n].iter().flatten() {
             e.prefetch_value();
         }
+        likely
     }
 
     /// Finds `key`'s entry and where it sits: in the main array, or while resizing in

@@ -12,7 +12,7 @@
 //! limit that changed since) is parsed on the loop as before.
 
 use super::{evicted_before_command, spent_output_budget, Conn, Stop};
-use crate::exec::Executor;
+use crate::exec::{Executor, PrefetchCmd};
 use crate::keyspace::table::PREFETCH_BATCH;
 use crate::protocol::{Limits, Request, RequestParser};
 
@@ -162,23 +162,16 @@ pub(super) fn run_pipeline(
     if batch.len() > 1 {
         let ranges = conn.parser.all_ranges();
         let buf = &conn.rbuf[base..];
-        // Argument `i` of a batched command; `argc` how many it has.
-        let arg = |&(offset, _, from, _): &BatchCmd, i: usize| {
-            let (s, e) = ranges[from + i];
-            &buf[offset + s..offset + e]
-        };
-        let argc = |&(_, _, from, to): &BatchCmd| to - from;
-        ex.prefetch_keys(
-            slot,
-            batch.iter().filter(|b| argc(b) > 1).map(|b| arg(b, 1)),
-        );
-        ex.prefetch_members(
-            slot,
-            batch
-                .iter()
-                .filter(|b| argc(b) > 2)
-                .map(|b| (arg(b, 0), arg(b, 1), arg(b, 2))),
-        );
+        // Name, key and third argument of each command with a key.
+        let mut cmds = smallvec::SmallVec::<[PrefetchCmd; PREFETCH_BATCH]>::new();
+        for &(offset, _, from, to) in &batch {
+            let (cmd, r) = (&buf[offset..], &ranges[from..to]);
+            let arg = |&(s, e): &(usize, usize)| &cmd[s..e];
+            if let [name, key, rest @ ..] = r {
+                cmds.push((arg(name), arg(key), rest.first().map(arg)));
+            }
+        }
+        ex.prefetch_batch(slot, &cmds);
     }
     let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
     conn.parser.release_args();

@@ -148,13 +148,7 @@ impl Hash {
             },
             Repr::Table(t) => {
                 let mut hdr = [0u8; 10];
-                let parts = Pairs::parts(&mut hdr, field, value);
-                if t.replace(field, &parts) {
-                    false
-                } else {
-                    t.insert_new(&parts);
-                    true
-                }
+                t.upsert(field, &Pairs::parts(&mut hdr, field, value))
             }
         };
         if new && matches!(self.repr, Repr::Pack(_)) && self.len() > lim.listpack_entries {

@@ -518,7 +518,12 @@ impl<S: Shape> ScanTable<S> {
 
     /// (table, bucket, index in bucket) of the element with `key`.
     fn locate(&self, key: &[u8]) -> Option<(usize, usize, usize)> {
-        let h = hash(key);
+        self.locate_hashed(key, hash(key))
+    }
+
+    /// `locate` of a key whose hash `h` is known.
+    #[inline]
+    fn locate_hashed(&self, key: &[u8], h: usize) -> Option<(usize, usize, usize)> {
         let b0 = h & (self.t0.len() - 1);
         if !self.resizing() || b0 >= self.rehash {
             if let Some(i) = self.t0[b0]
@@ -582,6 +587,44 @@ impl<S: Shape> ScanTable<S> {
         self.rehash_step();
         let e = Slot::new_elem(parts);
         let h = hash(S::key(e.bytes()));
+        self.push_hashed(e, h);
+    }
+
+    /// Inserts the element made of `parts` (whose key is `key`) unless one with that
+    /// key is there; returns whether it inserted. The key is hashed once.
+    pub fn insert_if_absent(&mut self, key: &[u8], parts: &[&[u8]]) -> bool {
+        self.rehash_step();
+        let h = hash(key);
+        if self.locate_hashed(key, h).is_some() {
+            return false;
+        }
+        let e = Slot::new_elem(parts);
+        debug_assert!(S::key(e.bytes()) == key);
+        self.push_hashed(e, h);
+        true
+    }
+
+    /// Puts the element made of `parts` (whose key is `key`) in place of the one with
+    /// that key, or adds it; returns whether it was added. The key is hashed once.
+    pub fn upsert(&mut self, key: &[u8], parts: &[&[u8]]) -> bool {
+        self.rehash_step();
+        let h = hash(key);
+        let e = Slot::new_elem(parts);
+        debug_assert!(S::key(e.bytes()) == key);
+        match self.locate_hashed(key, h) {
+            Some((t, b, i)) => {
+                std::mem::replace(&mut self.table_mut(t)[b].bucket_mut()[i], e).free_elem();
+                false
+            }
+            None => {
+                self.push_hashed(e, h);
+                true
+            }
+        }
+    }
+
+    /// Adds element `e`, whose key hashes to `h` and is not in the table.
+    fn push_hashed(&mut self, e: Slot, h: usize) {
         let which = usize::from(self.resizing());
         let t = if which == 1 {
             &mut self.t1
@@ -1037,6 +1080,39 @@ mod tests {
             let c = t.clone();
             drop(t);
             prop_assert_eq!(set_of(&c), model);
+        }
+
+        /// `insert_if_absent` (members) and `upsert` (pairs) agree with a map, through
+        /// resizes either way: each reports whether it added, and the values are the
+        /// last ones written.
+        #[test]
+        fn upsert_and_insert_if_absent_match_a_map(ops in proptest::collection::vec((0u8..3, 0usize..400, 0usize..40), 0..1500)) {
+            let mut members: ScanTable<Members> = ScanTable::default();
+            let mut pairs: ScanTable<Pairs> = ScanTable::default();
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            for (op, i, l) in ops {
+                let key = k(i);
+                match op {
+                    0 | 1 => {
+                        let value = vec![b'v'; l];
+                        let mut hdr = [0u8; 10];
+                        let added = pairs.upsert(&key, &Pairs::parts(&mut hdr, &key, &value));
+                        prop_assert_eq!(members.insert_if_absent(&key, &[&key]), added);
+                        prop_assert_eq!(model.insert(key, value).is_none(), added);
+                    }
+                    _ => {
+                        let had = model.remove(&key).is_some();
+                        prop_assert_eq!(pairs.remove(&key), had);
+                        prop_assert_eq!(members.remove(&key), had);
+                    }
+                }
+                prop_assert_eq!(pairs.len(), model.len());
+            }
+            prop_assert_eq!(set_of(&members), model.keys().cloned().collect::<BTreeSet<_>>());
+            for (key, value) in &model {
+                let (f, v) = Pairs::split(pairs.get(key).unwrap());
+                prop_assert_eq!((f, v), (&key[..], &value[..]));
+            }
         }
     }
 }

@@ -113,13 +113,7 @@ impl Set {
     /// Adds `m`; returns whether it was new (setTypeAdd, with its conversions).
     pub fn add(&mut self, m: &[u8], lim: SetLimits) -> bool {
         match self {
-            Set::Table(t) => {
-                if t.contains(m) {
-                    return false;
-                }
-                t.insert_new(&[m]);
-                true
-            }
+            Set::Table(t) => t.insert_if_absent(m, &[m]),
             Set::Pack(lp) => {
                 if lp.find(m, 1).is_some() {
                     return false;
