@@ -263,6 +263,23 @@ fn pop_many(
     }))
 }
 
+/// Pops one element from `end` (LPOP/RPOP without a count): as `pop_many` with a
+/// count of one, without the vector around the element.
+fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Vec<u8>>, Reply> {
+    let fill = packing(ctx);
+    let r = with_list(ctx, key, |l| {
+        let v = l.pop(end, fill);
+        let emptied = l.is_empty();
+        (v, emptied)
+    })?;
+    Ok(r.and_then(|(v, emptied)| {
+        if v.is_some() {
+            after_removal(ctx, key, pop_event(end), emptied);
+        }
+        v
+    }))
+}
+
 fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> Reply {
     if args.len() > 3 {
         return crate::commands::wrong_arity(ctx.cmd.name);
@@ -282,14 +299,17 @@ fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> Reply {
             Ok(true) => Reply::Array(vec![]),
         };
     }
-    match pop_many(ctx, args[1], end, count.unwrap_or(1)) {
+    let Some(count) = count else {
+        return match pop_one(ctx, args[1], end) {
+            Err(e) => e,
+            Ok(None) => Reply::Null,
+            Ok(Some(v)) => Reply::Bulk(v),
+        };
+    };
+    match pop_many(ctx, args[1], end, count) {
         Err(e) => e,
-        Ok(None) if count.is_some() => Reply::NullArray,
-        Ok(None) => Reply::Null,
-        Ok(Some(mut v)) => match count {
-            None => Reply::Bulk(v.pop().unwrap_or_default()),
-            Some(_) => Reply::Array(v.into_iter().map(Reply::Bulk).collect()),
-        },
+        Ok(None) => Reply::NullArray,
+        Ok(Some(v)) => Reply::Array(v.into_iter().map(Reply::Bulk).collect()),
     }
 }
 

@@ -470,33 +470,34 @@ fn setrange(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 /// The shared implementation of INCR, DECR, INCRBY and DECRBY.
 fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> Reply {
-    let current = match ctx.lookup_write(key) {
-        None => None,
-        Some(mut e) => {
-            let cur = match e.value() {
-                ValueRef::Int(n) => n,
-                ValueRef::Emb(b) | ValueRef::Raw(b) => match numeric::parse_i64(b) {
-                    Some(n) => n,
-                    None => return errors::NOT_INTEGER,
-                },
-                ValueRef::Obj(_) => return errors::WRONGTYPE,
-            };
-            let Some(new) = cur.checked_add(by) else {
-                return errors::OVERFLOW;
-            };
-            // Integers are rewritten in place: no reallocation on the hot path.
-            if e.set_int_in_place(new) {
-                ctx.modified(key);
-                ctx.notify(notify::STRING, "incrby", key);
-                return Reply::Int(new);
-            }
-            Some(cur)
-        }
+    let (db, now) = (ctx.db, ctx.now_ms);
+    // One lookup: a missing key is made holding `by` (0 + by cannot overflow).
+    let (mut e, made) = ctx.ex.ks.lookup_mut_or_add(db, key, now, || Value::Int(by));
+    let (new, in_place) = if made {
+        (by, true)
+    } else {
+        let cur = match e.value() {
+            ValueRef::Int(n) => n,
+            ValueRef::Emb(b) | ValueRef::Raw(b) => match numeric::parse_i64(b) {
+                Some(n) => n,
+                None => return errors::NOT_INTEGER,
+            },
+            ValueRef::Obj(_) => return errors::WRONGTYPE,
+        };
+        let Some(new) = cur.checked_add(by) else {
+            return errors::OVERFLOW;
+        };
+        // Integers are rewritten in place: no reallocation on the hot path.
+        (new, e.set_int_in_place(new))
     };
-    let Some(new) = current.unwrap_or(0).checked_add(by) else {
-        return errors::OVERFLOW;
-    };
-    ctx.replace(key, Value::Int(new));
+    if made {
+        ctx.notify(notify::NEW, "new", key);
+    }
+    if in_place {
+        ctx.modified(key);
+    } else {
+        ctx.replace(key, Value::Int(new));
+    }
     ctx.notify(notify::STRING, "incrby", key);
     Reply::Int(new)
 }
