@@ -223,6 +223,10 @@ pub struct Executor {
     /// Active-expiry time left in the current tick.
     expire_budget: Duration,
     last_cron: Instant,
+    /// When the event loop's current turn began (after its poll): the time of every
+    /// read in the turn, as Redis stamps a client's last interaction with its cached
+    /// clock rather than reading the clock per read.
+    pub turn_started: Instant,
     /// Clients blocked by blocking commands and the keys they wait on.
     pub blocking: blocking::Blocking,
     /// WATCHed keys (multi.rs), pub/sub registries (pubsub.rs), client tracking
@@ -329,6 +333,7 @@ impl Executor {
             notify_classes,
             pending_notifications: Vec::new(),
             last_cron: now,
+            turn_started: now,
             blocking: blocking::Blocking::default(),
             watch: Default::default(),
             pubsub: Default::default(),

@@ -384,6 +384,7 @@ impl Server {
                 }
             }
             let turn_start = std::time::Instant::now();
+            self.ex.turn_started = turn_start;
             let commands_before = self.ex.stats.total_commands_processed;
             let deferred = std::mem::take(&mut self.net.borrow_mut().deferred);
             for (token, readable, writable) in deferred {
@@ -1273,7 +1274,7 @@ impl Net {
                 ex.stats.total_net_input_bytes += n as u64;
                 ex.stats.total_reads_processed += 1;
                 // Idle time counts from the last read, as in Redis.
-                ex.client_mut(slot).last_interaction = std::time::Instant::now();
+                ex.client_mut(slot).last_interaction = ex.turn_started;
                 // Queued MULTI commands count too, as in Redis.
                 if conn.query_len() + ex.client(slot).multi_mem() > qbuf_limit {
                     crate::log::warning("Closing client that reached max query buffer length");

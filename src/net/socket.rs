@@ -200,8 +200,8 @@ pub(super) fn bind_unix(path: &str, perm: u32, backlog: i32) -> io::Result<Liste
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => raw::recv(s.as_raw_fd(), buf),
+            Stream::Unix(s) => raw::recv(s.as_raw_fd(), buf),
             Stream::Tls(s) => s.read(buf),
         }
     }
@@ -210,16 +210,16 @@ impl Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => raw::send(s.as_raw_fd(), buf),
+            Stream::Unix(s) => raw::send(s.as_raw_fd(), buf),
             Stream::Tls(s) => s.write(buf),
         }
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write_vectored(bufs),
-            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => raw::writev(s.as_raw_fd(), bufs),
+            Stream::Unix(s) => raw::writev(s.as_raw_fd(), bufs),
             Stream::Tls(s) => s.write_vectored(bufs),
         }
     }
@@ -341,4 +341,110 @@ fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
         }
     };
     (storage, len as libc::socklen_t)
+}
+
+/// A plain socket's reads and writes as direct system calls. libc's `recv`, `send`
+/// and `writev` are thread cancellation points: each marks the thread cancellable
+/// around the call and unmarks it after, two atomic operations per call, for a
+/// feature this server never uses. Errors are the same `io::Error`s std returns
+/// (`WouldBlock`, `Interrupted` and the rest), from errno. (Linux's calls, as the
+/// rest of the server's: epoll, /proc, sched_setaffinity.)
+mod raw {
+    use std::io;
+    use std::os::fd::RawFd;
+
+    fn result(n: libc::c_long) -> io::Result<usize> {
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: recvfrom writes at most `buf.len()` bytes into `buf`, which is valid
+        // for writes of that length; no address is asked for (both pointers null).
+        result(unsafe {
+            libc::syscall(
+                libc::SYS_recvfrom,
+                fd as libc::c_long,
+                buf.as_mut_ptr(),
+                buf.len(),
+                0 as libc::c_long,
+                std::ptr::null_mut::<libc::sockaddr>(),
+                std::ptr::null_mut::<libc::socklen_t>(),
+            )
+        })
+    }
+
+    pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: sendto reads at most `buf.len()` bytes from `buf`; no address
+        // (null, length 0). MSG_NOSIGNAL as std's send: a closed peer is EPIPE, not
+        // SIGPIPE.
+        result(unsafe {
+            libc::syscall(
+                libc::SYS_sendto,
+                fd as libc::c_long,
+                buf.as_ptr(),
+                buf.len(),
+                libc::MSG_NOSIGNAL as libc::c_long,
+                std::ptr::null::<libc::sockaddr>(),
+                0 as libc::c_long,
+            )
+        })
+    }
+
+    pub fn writev(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        // At most IOV_MAX (Linux's 1024) slices in one call, as std's writev.
+        const IOV_MAX: usize = 1024;
+        let count = bufs.len().min(IOV_MAX);
+        // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix (std's guarantee),
+        // and each slice is valid for reads of its length; writev only reads them.
+        result(unsafe {
+            libc::syscall(
+                libc::SYS_writev,
+                fd as libc::c_long,
+                bufs.as_ptr() as *const libc::iovec,
+                count as libc::c_long,
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw;
+    use std::io::{self, IoSlice};
+    use std::os::fd::AsRawFd;
+
+    /// The direct calls move bytes both ways, report an empty non-blocking socket as
+    /// WouldBlock, an orderly close as 0, and a write to a closed peer as EPIPE
+    /// (without SIGPIPE, which would end the test process).
+    #[test]
+    fn direct_socket_calls_behave_as_std() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 16];
+        let e = raw::recv(b.as_raw_fd(), &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(raw::send(a.as_raw_fd(), b"hello").unwrap(), 5);
+        let parts = [
+            IoSlice::new(b", "),
+            IoSlice::new(b""),
+            IoSlice::new(b"world"),
+        ];
+        assert_eq!(raw::writev(a.as_raw_fd(), &parts).unwrap(), 7);
+        let mut got = Vec::new();
+        while got.len() < 12 {
+            let n = raw::recv(b.as_raw_fd(), &mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, b"hello, world");
+        drop(a);
+        assert_eq!(raw::recv(b.as_raw_fd(), &mut buf).unwrap(), 0);
+        let e = raw::send(b.as_raw_fd(), b"x").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+        let e = raw::writev(b.as_raw_fd(), &[IoSlice::new(b"x")]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+    }
 }
