@@ -273,3 +273,27 @@ fn every_key_creation_raises_new_before_its_own_event() {
     w.cmd(&["SET", "last", "v"]);
     assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", "last"));
 }
+
+/// COPY raises `copy_to` and MOVE `move_from` then `move_to`, each in its own database,
+/// after the destination's `new` (Redis's copyCommand and moveCommand).
+#[test]
+fn copy_and_move_name_both_ends() {
+    let (_s, mut sub, mut w) = setup("Eng");
+    w.cmd(&["SET", "k", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", "k"));
+    w.cmd(&["COPY", "k", "c", "DB", "2"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@2__:new", "c"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@2__:copy_to", "c"));
+    w.cmd(&["COPY", "k", "c", "DB", "2", "REPLACE"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@2__:new", "c"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@2__:copy_to", "c"));
+    w.cmd(&["MOVE", "k", "3"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@3__:new", "k"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:move_from", "k"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@3__:move_to", "k"));
+    // Nothing copied or moved: no event. A last one proves nothing came between.
+    w.cmd(&["COPY", "missing", "c2"]);
+    w.cmd(&["MOVE", "missing", "3"]);
+    w.cmd(&["SET", "last", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", "last"));
+}

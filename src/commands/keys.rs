@@ -247,6 +247,8 @@ fn copy(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     crate::persistence::register_field_ttls(&mut ctx.ex.ks, dst_db, dst, &value);
     ctx.add(dst_db, dst, value, expire);
     ctx.modified_in(dst_db, dst);
+    ctx.ex
+        .notify(notify::GENERIC, "copy_to", dst_db, dst.to_vec());
     Reply::Int(1)
 }
 
@@ -275,6 +277,8 @@ fn move_(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     ctx.modified(key);
     ctx.ex.signal_modified_key(Some(ctx.client), dst_db, key);
     ctx.notify(notify::GENERIC, "move_from", key);
+    ctx.ex
+        .notify(notify::GENERIC, "move_to", dst_db, key.to_vec());
     Reply::Int(1)
 }
 
