@@ -151,8 +151,6 @@ impl Cow {
 // (Value's contents are all `Send`); nothing is shared with another table or thread.
 unsafe impl Send for KeyTable {}
 
-/// A borrowed entry: key, expiry and value, valid while the table is borrowed.
-#[derive(Clone, Copy)]
 /// What `prefetch` guessed for each key of its batch: the first entry whose tag
 /// matched, not yet compared with the key.
 pub struct Likely<'a> {
@@ -172,6 +170,8 @@ impl<'a> Likely<'a> {
     }
 }
 
+/// A borrowed entry: key, expiry and value, valid while the table is borrowed.
+#[derive(Clone, Copy)]
 pub struct EntryRef<'a> {
     ptr: EntryPtr,
     _table: std::marker::PhantomData<&'a KeyTable>,

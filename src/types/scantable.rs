@@ -641,19 +641,6 @@ impl<S: Shape> ScanTable<S> {
         }
     }
 
-    /// Replaces the element with `key` by the one made of `parts` (same key); returns
-    /// false if there is none.
-    pub fn replace(&mut self, key: &[u8], parts: &[&[u8]]) -> bool {
-        let Some((t, b, i)) = self.locate(key) else {
-            return false;
-        };
-        let e = Slot::new_elem(parts);
-        debug_assert!(S::key(e.bytes()) == key);
-        let old = std::mem::replace(&mut self.table_mut(t)[b].bucket_mut()[i], e);
-        old.free_elem();
-        true
-    }
-
     /// Removes the element with `key`; returns whether it was there.
     pub fn remove(&mut self, key: &[u8]) -> bool {
         self.rehash_step();
@@ -909,7 +896,7 @@ mod tests {
         for i in (0..500).step_by(3) {
             let mut hdr = [0u8; 10];
             let v = vec![b'w'; i % 200];
-            assert!(t.replace(&k(i), &Pairs::parts(&mut hdr, &k(i), &v)));
+            assert!(!t.upsert(&k(i), &Pairs::parts(&mut hdr, &k(i), &v)));
         }
         for i in 0..500 {
             let (f, v) = Pairs::split(t.get(&k(i)).unwrap());
@@ -921,7 +908,11 @@ mod tests {
             }
         }
         let mut hdr = [0u8; 10];
-        assert!(!t.replace(b"nope", &Pairs::parts(&mut hdr, b"nope", b"x")));
+        assert!(t.upsert(b"nope", &Pairs::parts(&mut hdr, b"nope", b"x")));
+        assert_eq!(
+            Pairs::split(t.get(b"nope").unwrap()),
+            (&b"nope"[..], &b"x"[..])
+        );
     }
 
     /// Prefetching a bucket and what it points to reads any table state (inline and
