@@ -11,6 +11,7 @@ use common::cluster::{
 };
 use common::{free_port, redis_server_available, RawConn, RedisServer, TestServer};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// A redis-server cluster node (`RedisServer` with cluster directives; its bus port is
 /// drawn for each start attempt).
@@ -162,6 +163,28 @@ fn redis_cli_long(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// Runs a `redis-cli --cluster` command that checks the cluster before it changes
+/// anything (add-node, reshard), once every node reports the same slot owners.
+///
+/// The check compares every node's CLUSTER NODES, and gossip settles them one node at
+/// a time: a ping the old owner sent before its SETSLOT can still reach a node that
+/// has not yet heard the new owner's bumped epoch, and that node believes the old
+/// claim until the epoch arrives (Redis's rule too). So agreement seen by one check
+/// may be gone for the command's own check a moment later. A refusal by that check
+/// left the cluster untouched and is tried again; agreement that never comes still
+/// fails the test after a minute.
+fn after_agreement(mut command: impl FnMut() -> (bool, String)) -> (bool, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (ok, out) = command();
+        let refused_by_its_check = !ok && out.contains("Nodes don't agree about configuration");
+        if !refused_by_its_check || Instant::now() > deadline {
+            return (ok, out);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn slots_of(port: u16) -> usize {
     let nodes = RawConn::connect(port, 2).cmd(&["CLUSTER", "NODES"]);
     let line = nodes
@@ -232,30 +255,34 @@ fn redis_server_cluster_moves_to_cinnabar_nodes() {
             .all(|&p| common::cluster::cluster_info_field(p, "cluster_known_nodes") == "4")
     });
     wait_ok(&all);
-    let (ok, out) = redis_cli_long(&[
-        "--cluster",
-        "rebalance",
-        &entry,
-        "--cluster-use-empty-masters",
-        "--cluster-yes",
-    ]);
+    let (ok, out) = after_agreement(|| {
+        redis_cli_long(&[
+            "--cluster",
+            "rebalance",
+            &entry,
+            "--cluster-use-empty-masters",
+            "--cluster-yes",
+        ])
+    });
     assert!(ok, "rebalance: {out}");
     assert!(slots_of(cin.port) > 4000, "{}", slots_of(cin.port));
     // The last redis-server node hands everything to Cinnabar and leaves.
     let leaving = rports[2];
     let n = slots_of(leaving).to_string();
-    let (ok, out) = redis_cli_long(&[
-        "--cluster",
-        "reshard",
-        &entry,
-        "--cluster-from",
-        &myid(leaving),
-        "--cluster-to",
-        &myid(cin.port),
-        "--cluster-slots",
-        &n,
-        "--cluster-yes",
-    ]);
+    let (ok, out) = after_agreement(|| {
+        redis_cli_long(&[
+            "--cluster",
+            "reshard",
+            &entry,
+            "--cluster-from",
+            &myid(leaving),
+            "--cluster-to",
+            &myid(cin.port),
+            "--cluster-slots",
+            &n,
+            "--cluster-yes",
+        ])
+    });
     assert!(ok, "reshard: {out}");
     let (ok, out) = redis_cli(&["--cluster", "del-node", &entry, &myid(leaving)]);
     assert!(ok, "del-node: {out}");
@@ -330,18 +357,14 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
     let cin: Vec<_> = (0..3).map(|_| start_node(&[])).collect();
     let entry = format!("127.0.0.1:{}", rports[0]);
     for c in &cin {
-        // add-node checks the cluster first and refuses while the node added before
-        // is not yet known alike to every node.
-        wait_for("the nodes to agree before add-node", 60, || {
-            let (ok, out) = redis_cli(&["--cluster", "check", &entry]);
-            ok && !out.contains("[ERR]")
+        let (ok, out) = after_agreement(|| {
+            redis_cli(&[
+                "--cluster",
+                "add-node",
+                &format!("127.0.0.1:{}", c.port),
+                &entry,
+            ])
         });
-        let (ok, out) = redis_cli(&[
-            "--cluster",
-            "add-node",
-            &format!("127.0.0.1:{}", c.port),
-            &entry,
-        ]);
         assert!(ok, "add-node: {out}");
     }
     let all: Vec<u16> = rports
@@ -378,28 +401,23 @@ fn whole_redis_server_cluster_moves_onto_cinnabar() {
         })
     };
     for (r, c) in rports.iter().zip(&cin) {
-        // reshard checks the cluster first too, and refuses while the previous
-        // reshard's new owner and epoch have not reached every node (on a loaded
-        // machine that gossip can take longer than the next command).
-        wait_for("the nodes to agree before reshard", 60, || {
-            let (ok, out) = redis_cli(&["--cluster", "check", &entry]);
-            ok && !out.contains("[ERR]")
-        });
         let n = slots_of(*r).to_string();
-        let (ok, out) = redis_cli_long(&[
-            "--cluster",
-            "reshard",
-            &entry,
-            "--cluster-from",
-            &myid(*r),
-            "--cluster-to",
-            &myid(c.port),
-            "--cluster-slots",
-            &n,
-            "--cluster-yes",
-            "--cluster-pipeline",
-            "50",
-        ]);
+        let (ok, out) = after_agreement(|| {
+            redis_cli_long(&[
+                "--cluster",
+                "reshard",
+                &entry,
+                "--cluster-from",
+                &myid(*r),
+                "--cluster-to",
+                &myid(c.port),
+                "--cluster-slots",
+                &n,
+                "--cluster-yes",
+                "--cluster-pipeline",
+                "50",
+            ])
+        });
         assert!(ok, "reshard: {out}");
     }
     stop.store(true, Ordering::Relaxed);
