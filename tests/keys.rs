@@ -303,6 +303,65 @@ fn object_subcommands() {
     );
 }
 
+/// Redis answers in a fixed order: EXPIRE's options before its time, a missing key
+/// before OBJECT FREQ/IDLETIME look at the policy. EXPIRETIME rounds to the nearest
+/// second, as TTL does (found by a differential run against redis-server).
+#[test]
+fn error_order_and_expiretime_rounding() {
+    let s = TestServer::start();
+    let freq_err = "-ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n";
+    let idle_err = "-ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "k", "v"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["EXPIRE", "k", "abc", "NX", "XX"],
+                "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+                "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+            ),
+            (
+                &["PEXPIRE", "k", "1.5", "GT", "LT"],
+                "-ERR GT and LT options at the same time are not compatible\r\n",
+                "-ERR GT and LT options at the same time are not compatible\r\n",
+            ),
+            (
+                &["EXPIRE", "k", "abc", "FOO"],
+                "-ERR Unsupported option FOO\r\n",
+                "-ERR Unsupported option FOO\r\n",
+            ),
+            (
+                &["EXPIRE", "k", "abc", "NX"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (&["PEXPIREAT", "k", "33000000000600"], ":1\r\n", ":1\r\n"),
+            (&["EXPIRETIME", "k"], ":33000000001\r\n", ":33000000001\r\n"),
+            (&["PEXPIREAT", "k", "33000000000499"], ":1\r\n", ":1\r\n"),
+            (&["EXPIRETIME", "k"], ":33000000000\r\n", ":33000000000\r\n"),
+            (
+                &["PEXPIRETIME", "k"],
+                ":33000000000499\r\n",
+                ":33000000000499\r\n",
+            ),
+            (&["OBJECT", "FREQ", "nope"], "$-1\r\n", "_\r\n"),
+            (&["OBJECT", "FREQ", "k"], freq_err, freq_err),
+            (
+                &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+            (&["OBJECT", "IDLETIME", "nope"], "$-1\r\n", "_\r\n"),
+            (&["OBJECT", "IDLETIME", "k"], idle_err, idle_err),
+            (
+                &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+                "+OK\r\n",
+                "+OK\r\n",
+            ),
+        ],
+    );
+}
+
 /// The same commands against redis-server give byte-identical replies.
 #[test]
 fn differential_against_redis() {

@@ -241,3 +241,47 @@ fn redis_crate_round_trip() {
         .unwrap();
     assert_eq!(n, 5);
 }
+
+/// GETEX checks its options' syntax, then the key (nil when missing, WRONGTYPE),
+/// and only then the expiry's value, as Redis does.
+#[test]
+fn getex_checks_the_key_before_the_expiry_value() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (&["GETEX", "nope", "PX", "0"], "$-1\r\n", "_\r\n"),
+            (&["GETEX", "nope", "EX", "abc"], "$-1\r\n", "_\r\n"),
+            (
+                &["GETEX", "nope", "EX"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (
+                &["GETEX", "nope", "EX", "1", "PX", "1"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (&["RPUSH", "l", "a"], ":1\r\n", ":1\r\n"),
+            (
+                &["GETEX", "l", "EX", "-1"],
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            ),
+            (&["SET", "s", "v"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["GETEX", "s", "PX", "0"],
+                "-ERR invalid expire time in 'getex' command\r\n",
+                "-ERR invalid expire time in 'getex' command\r\n",
+            ),
+            (
+                &["GETEX", "s", "EX", "1.5"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (&["TTL", "s"], ":-1\r\n", ":-1\r\n"),
+            (&["GETEX", "s", "EX", "100"], "$1\r\nv\r\n", "$1\r\nv\r\n"),
+            (&["TTL", "s"], ":100\r\n", ":100\r\n"),
+        ],
+    );
+}

@@ -519,3 +519,71 @@ fn double_replies_follow_redis_7_4() {
         ],
     );
 }
+
+/// ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD read every input key
+/// (WRONGTYPE) before they parse the options that follow the keys, as Redis does.
+#[test]
+fn set_operations_check_key_types_before_options() {
+    let s = TestServer::start();
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "str", "x"], "+OK\r\n", "+OK\r\n"),
+            (&["ZADD", "z", "1", "a"], ":1\r\n", ":1\r\n"),
+            (&["ZINTER", "1", "str", "extra"], wrongtype, wrongtype),
+            (
+                &["ZUNION", "2", "z", "str", "AGGREGATE", "X"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["ZDIFF", "1", "str", "WITHSCORES", "junk"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["ZUNIONSTORE", "d", "2", "z", "str", "WEIGHTS", "1", "abc"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["ZINTERSTORE", "d", "1", "str", "AGGREGATE", "MIN"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["ZDIFFSTORE", "d", "2", "str", "z", "WEIGHTS", "1", "1"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["ZINTERCARD", "2", "z", "str", "LIMIT", "-1"],
+                wrongtype,
+                wrongtype,
+            ),
+            // With inputs of the right type the options are judged.
+            (
+                &["ZINTER", "1", "z", "extra"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (
+                &["ZUNIONSTORE", "d", "1", "z", "WEIGHTS", "abc"],
+                "-ERR weight value is not a float\r\n",
+                "-ERR weight value is not a float\r\n",
+            ),
+            (
+                &["ZDIFFSTORE", "d", "1", "z", "WEIGHTS", "1"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (
+                &["ZINTERCARD", "1", "z", "LIMIT", "-1"],
+                "-ERR LIMIT can't be negative\r\n",
+                "-ERR LIMIT can't be negative\r\n",
+            ),
+            (&["EXISTS", "d"], ":0\r\n", ":0\r\n"),
+        ],
+    );
+}

@@ -408,9 +408,7 @@ fn randomkey(ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 /// The shared implementation of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
 fn expire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: bool) -> Reply {
     let key = args[1];
-    let Ok(n) = arg_i64(args[2]) else {
-        return errors::NOT_INTEGER;
-    };
+    // The options first, then the time (Redis's order of errors).
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for a in &args[3..] {
         if is(a, "nx") {
@@ -434,6 +432,9 @@ fn expire_generic(ctx: &mut Ctx, args: &[&[u8]], unit_secs: bool, relative: bool
     if gt && lt {
         return Reply::err("ERR GT and LT options at the same time are not compatible");
     }
+    let Ok(n) = arg_i64(args[2]) else {
+        return errors::NOT_INTEGER;
+    };
     let invalid = || errors::invalid_expire(ctx.cmd.name);
     let ms = if unit_secs {
         match n.checked_mul(1000) {
@@ -515,7 +516,8 @@ fn pttl(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn expiretime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    ttl_generic(ctx, args[1], |t, _| t / 1000)
+    // Rounded to the nearest second, as TTL is.
+    ttl_generic(ctx, args[1], |t, _| (t.max(0) + 500) / 1000)
 }
 
 fn pexpiretime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -548,25 +550,24 @@ fn is_lfu(ctx: &Ctx) -> bool {
     ctx.ex.config.maxmemory_policy.ends_with("lfu")
 }
 
+// FREQ and IDLETIME answer nil for a missing key before they look at the policy.
 fn object_freq(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if !is_lfu(ctx) {
-        return Reply::err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
-    }
+    let lfu = is_lfu(ctx);
     let (db, now, params) = (ctx.db, ctx.now_ms, ctx.ex.ks.lfu_params);
     match ctx.ex.ks.lookup(db, args[2], now, false) {
-        Some(e) => Reply::Int(crate::keyspace::lfu_counter(e.lru(), now, params) as i64),
         None => Reply::Null,
+        Some(_) if !lfu => Reply::err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        Some(e) => Reply::Int(crate::keyspace::lfu_counter(e.lru(), now, params) as i64),
     }
 }
 
 fn object_idletime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if is_lfu(ctx) {
-        return Reply::err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
-    }
+    let lfu = is_lfu(ctx);
     let (db, now) = (ctx.db, ctx.now_ms);
     match ctx.ex.ks.lookup(db, args[2], now, false) {
-        Some(e) => Reply::Int(lru_idle_ms(e.lru(), now) / 1000),
         None => Reply::Null,
+        Some(_) if lfu => Reply::err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."),
+        Some(e) => Reply::Int(lru_idle_ms(e.lru(), now) / 1000),
     }
 }
 

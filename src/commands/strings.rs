@@ -103,13 +103,41 @@ fn expire_at(ctx: &Ctx, arg: &[u8], unit_secs: bool, relative: bool) -> Result<i
     }
 }
 
-/// Parses SET's (`for_set`) or GETEX's options starting at `args[from]`.
+/// Parses SET's (`for_set`) or GETEX's options starting at `args[from]`, the
+/// expiry's value included.
 fn parse_set_options(
     ctx: &Ctx,
     args: &[&[u8]],
     from: usize,
     for_set: bool,
 ) -> Result<SetOptions, Reply> {
+    let (mut o, expiry) = parse_set_syntax(args, from, for_set)?;
+    if let Some(e) = expiry {
+        o.expire = e.resolve(ctx)?;
+    }
+    Ok(o)
+}
+
+/// An EX/PX/EXAT/PXAT value not yet checked: GETEX checks it only once the key was
+/// found to hold a string, as Redis does.
+struct ExpiryArg<'a> {
+    arg: &'a [u8],
+    unit_secs: bool,
+    relative: bool,
+}
+
+impl ExpiryArg<'_> {
+    fn resolve(&self, ctx: &Ctx) -> Result<ExpireOpt, Reply> {
+        expire_at(ctx, self.arg, self.unit_secs, self.relative).map(ExpireOpt::At)
+    }
+}
+
+/// The syntax of SET's or GETEX's options; an expiry's value is returned unchecked.
+fn parse_set_syntax<'a>(
+    args: &[&'a [u8]],
+    from: usize,
+    for_set: bool,
+) -> Result<(SetOptions, Option<ExpiryArg<'a>>), Reply> {
     let mut o = SetOptions {
         nx: false,
         xx: false,
@@ -118,7 +146,7 @@ fn parse_set_options(
     };
     // Which expiry keyword was given, to reject conflicting ones as Redis does.
     let mut unit: Option<&str> = None;
-    let mut pending: Option<(&[u8], bool, bool)> = None;
+    let mut pending: Option<ExpiryArg<'a>> = None;
     let mut j = from;
     while j < args.len() {
         let a = args[j];
@@ -147,7 +175,11 @@ fn parse_set_options(
                 return Err(errors::SYNTAX);
             }
             unit = Some(name);
-            pending = Some((args[j + 1], secs, rel));
+            pending = Some(ExpiryArg {
+                arg: args[j + 1],
+                unit_secs: secs,
+                relative: rel,
+            });
             j += 1;
         } else {
             return Err(errors::SYNTAX);
@@ -157,13 +189,9 @@ fn parse_set_options(
     o.expire = match unit {
         Some("keepttl") => ExpireOpt::KeepTtl,
         Some("persist") => ExpireOpt::Persist,
-        Some(_) => {
-            let (arg, secs, rel) = pending.expect("expiry argument recorded with its keyword");
-            ExpireOpt::At(expire_at(ctx, arg, secs, rel)?)
-        }
-        None => ExpireOpt::None,
+        _ => ExpireOpt::None,
     };
-    Ok(o)
+    Ok((o, pending))
 }
 
 /// The shared implementation of SET and its variants. `ok` is the reply on success,
@@ -260,8 +288,9 @@ fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let o = match parse_set_options(ctx, args, 2, false) {
-        Ok(o) => o,
+    // The options' syntax, then the key (nil, WRONGTYPE), then the expiry's value.
+    let (mut o, expiry) = match parse_set_syntax(args, 2, false) {
+        Ok(parsed) => parsed,
         Err(e) => return e,
     };
     let key = args[1];
@@ -270,6 +299,12 @@ fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(None) => return Reply::Null,
         Ok(v) => string_reply(v),
     };
+    if let Some(e) = expiry {
+        match e.resolve(ctx) {
+            Ok(at) => o.expire = at,
+            Err(e) => return e,
+        }
+    }
     match o.expire {
         ExpireOpt::At(t) if t <= ctx.now_ms => {
             ctx.delete(key);

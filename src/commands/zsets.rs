@@ -1033,6 +1033,10 @@ type Input = Vec<(Vec<u8>, f64)>;
 /// Reads one input key of ZUNION/ZINTER/ZDIFF. Each accepted type is one arm: a sorted
 /// set gives its members and scores; a plain set (once the set type exists) is added as
 /// one more arm giving every member with score 1. Anything else is WRONGTYPE.
+fn read_setop_inputs(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<Input>, Reply> {
+    keys.iter().map(|k| read_setop_input(ctx, k)).collect()
+}
+
 fn read_setop_input(ctx: &mut Ctx, key: &[u8]) -> Result<Input, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(Vec::new()),
@@ -1094,7 +1098,11 @@ fn setop_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, dst: Option<&[u8]>, o
     if numkeys > args.len() - at - 1 {
         return errors::SYNTAX;
     }
-    let keys = &args[at + 1..at + 1 + numkeys];
+    // Every input is read (WRONGTYPE) before the options are parsed, as in Redis.
+    let inputs = match read_setop_inputs(ctx, &args[at + 1..at + 1 + numkeys]) {
+        Ok(inputs) => inputs,
+        Err(e) => return e,
+    };
     let mut weights = vec![1.0; numkeys];
     let mut agg = Aggregate::Sum;
     let mut withscores = false;
@@ -1127,13 +1135,6 @@ fn setop_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, dst: Option<&[u8]>, o
             return errors::SYNTAX;
         }
         j += 1;
-    }
-    let mut inputs = Vec::with_capacity(numkeys);
-    for k in keys {
-        match read_setop_input(ctx, k) {
-            Ok(v) => inputs.push(v),
-            Err(e) => return e,
-        }
     }
     let result = compute_setop(inputs, &weights, agg, op);
     match dst {
@@ -1247,7 +1248,10 @@ fn zintercard(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if numkeys > args.len() - 2 {
         return errors::SYNTAX;
     }
-    let keys = &args[2..2 + numkeys];
+    let inputs = match read_setop_inputs(ctx, &args[2..2 + numkeys]) {
+        Ok(inputs) => inputs,
+        Err(e) => return e,
+    };
     let mut limit = 0usize;
     let mut j = 2 + numkeys;
     while j < args.len() {
@@ -1259,13 +1263,6 @@ fn zintercard(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             j += 2;
         } else {
             return errors::SYNTAX;
-        }
-    }
-    let mut inputs = Vec::with_capacity(numkeys);
-    for k in keys {
-        match read_setop_input(ctx, k) {
-            Ok(v) => inputs.push(v),
-            Err(e) => return e,
         }
     }
     let weights = vec![1.0; numkeys];
