@@ -426,3 +426,79 @@ fn group_errors_resp3() {
         ],
     );
 }
+
+/// XGROUP SETID answers NOGROUP for a missing group before it judges the ID, and
+/// XTRIM judges its arguments before the key's type, as Redis does (both found by a
+/// differential run against redis-server).
+#[test]
+fn errors_come_in_redis_order() {
+    let s = TestServer::start();
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    check_both(
+        &s,
+        &[
+            (
+                &["XADD", "st", "1-1", "f", "v"],
+                "$3\r\n1-1\r\n",
+                "$3\r\n1-1\r\n",
+            ),
+            (
+                &["XGROUP", "SETID", "st", "g1", "abc"],
+                "-NOGROUP No such consumer group 'g1' for key name 'st'\r\n",
+                "-NOGROUP No such consumer group 'g1' for key name 'st'\r\n",
+            ),
+            (&["XGROUP", "CREATE", "st", "g1", "0"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["XGROUP", "SETID", "st", "g1", "abc"],
+                "-ERR Invalid stream ID specified as stream command argument\r\n",
+                "-ERR Invalid stream ID specified as stream command argument\r\n",
+            ),
+            (&["XGROUP", "SETID", "st", "g1", "$"], "+OK\r\n", "+OK\r\n"),
+            (&["SET", "str", "x"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["XTRIM", "str", "X", "~", "-5"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (&["XTRIM", "str", "MAXLEN", "1"], wrongtype, wrongtype),
+            (
+                &["XTRIM", "nope", "MAXLEN", "abc"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (&["XTRIM", "st", "MAXLEN", "0"], ":1\r\n", ":1\r\n"),
+        ],
+    );
+}
+
+/// XACK answers 0 for a missing key or group before it judges the IDs; XDEL looks
+/// the key up (0, WRONGTYPE) before it judges its IDs (Redis's order).
+#[test]
+fn xack_and_xdel_look_at_the_key_first() {
+    let s = TestServer::start();
+    let bad_id = "-ERR Invalid stream ID specified as stream command argument\r\n";
+    check_both(
+        &s,
+        &[
+            (&["XACK", "nope", "g1", "1", "+"], ":0\r\n", ":0\r\n"),
+            (
+                &["XADD", "st", "1-1", "f", "v"],
+                "$3\r\n1-1\r\n",
+                "$3\r\n1-1\r\n",
+            ),
+            (&["XACK", "st", "g1", "abc"], ":0\r\n", ":0\r\n"),
+            (&["XGROUP", "CREATE", "st", "g1", "0"], "+OK\r\n", "+OK\r\n"),
+            (&["XACK", "st", "g1", "1-1", "abc"], bad_id, bad_id),
+            (&["XDEL", "nope", "-", "abc"], ":0\r\n", ":0\r\n"),
+            (&["SET", "str", "x"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["XDEL", "str", "+"],
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            ),
+            (&["XDEL", "st", "1-1", "abc"], bad_id, bad_id),
+            (&["XLEN", "st"], ":1\r\n", ":1\r\n"),
+            (&["XDEL", "st", "1-1", "5"], ":1\r\n", ":1\r\n"),
+        ],
+    );
+}

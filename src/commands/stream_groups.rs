@@ -132,25 +132,26 @@ pub(super) fn xgroup_setid(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(v) => v,
         Err(e) => return e,
     };
-    let id = if args[4] == b"$" {
-        None
-    } else {
-        match parse_bound(args[4], 0, true) {
-            Ok(id) if args[4].first() != Some(&b'(') => Some(id),
-            Ok(_) => return INVALID_ID,
-            Err(e) => return e,
-        }
-    };
     let gname = args[3];
+    // The key and the group are checked before the ID is parsed, as in Redis.
     match with_group(ctx, args, |s| {
-        let id = id.unwrap_or(s.last_id);
+        let id = if args[4] == b"$" {
+            s.last_id
+        } else {
+            match parse_bound(args[4], 0, true) {
+                Ok(id) if args[4].first() != Some(&b'(') => id,
+                Ok(_) => return Err(INVALID_ID),
+                Err(e) => return Err(e),
+            }
+        };
         if let Some(g) = s.groups.get_mut(gname) {
             g.last_id = id;
             g.entries_read = entries_read;
         }
+        Ok(())
     }) {
-        Err(e) => e,
-        Ok(()) => {
+        Err(e) | Ok(Err(e)) => e,
+        Ok(Ok(())) => {
             ctx.ex.ks.dirty += 1;
             ctx.notify(notify::STREAM, "xgroup-setid", args[2]);
             Reply::ok()
@@ -238,8 +239,11 @@ pub(super) fn xgroup_help(_ctx: &mut Ctx, _args: &[&[u8]]) -> Reply {
 
 pub(super) fn xack(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (key, gname) = (args[1], args[2]);
-    if let Err(e) = read_stream(ctx, key) {
-        return e;
+    // No key or no group: nothing to acknowledge, whatever the IDs (Redis's order).
+    match read_stream(ctx, key) {
+        Err(e) => return e,
+        Ok(Some(s)) if s.groups.contains_key(gname) => {}
+        Ok(_) => return Reply::Int(0),
     }
     // Every ID is validated before any is acknowledged, as Redis does; most XACKs
     // carry a few IDs, kept on the stack.

@@ -529,9 +529,7 @@ pub(super) fn xadd(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 pub(super) fn xtrim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
-    if let Err(e) = read_stream(ctx, key) {
-        return e;
-    }
+    // The arguments first, then the key's type, as in Redis.
     let o = match parse_trim(ctx, args, false) {
         Ok(o) => o,
         Err(e) => return e,
@@ -539,6 +537,9 @@ pub(super) fn xtrim(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let Some(t) = o.trim else {
         return errors::SYNTAX;
     };
+    if let Err(e) = read_stream(ctx, key) {
+        return e;
+    }
     let trim = |s: &mut Stream| {
         let n = s.trim(t, o.approx, o.limit);
         (n, (n > 0 && o.approx).then(|| o.exact_trim_args(args, s)))
@@ -569,17 +570,19 @@ pub(super) fn xlen(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 pub(super) fn xdel(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let key = args[1];
-    let mut ids = Vec::with_capacity(args.len() - 2);
-    for a in &args[2..] {
-        match parse_strict(a) {
-            Ok(id) => ids.push(id),
-            Err(e) => return e,
-        }
-    }
-    match with_stream(ctx, key, |s| ids.iter().filter(|id| s.delete(**id)).count()) {
-        Err(e) => e,
+    // The key (0 when missing, WRONGTYPE) before the IDs; every ID is checked before
+    // any entry is deleted, as in Redis.
+    let delete = |s: &mut Stream| {
+        let ids = args[2..]
+            .iter()
+            .map(|a| parse_strict(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ids.iter().filter(|id| s.delete(**id)).count())
+    };
+    match with_stream(ctx, key, delete) {
+        Err(e) | Ok(Some(Err(e))) => e,
         Ok(None) => Reply::Int(0),
-        Ok(Some(n)) => {
+        Ok(Some(Ok(n))) => {
             if n > 0 {
                 ctx.modified(key);
                 ctx.notify(notify::STREAM, "xdel", key);
