@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Random commands against redis-server and Cinnabar in lockstep; prints every
+difference in replies (exact RESP2 or RESP3 types and bytes) or in stored data.
+
+    scripts/differential.py REDIS_PORT CINNABAR_PORT [--seed N] [--count N]
+                            [--proto 2|3] [--db N]
+
+Both servers run with `--enable-debug-command yes`: after each command the values of
+the five keys in play are compared with DEBUG DIGEST-VALUE, so a write that answers
+alike but stores differently is caught at the command that made it. After a
+difference both databases are flushed and the run goes on; each kind of difference
+(command and reply types) is printed once. The commands come from a seeded generator,
+so a seed replays the same run. Two servers' runs can share the pair of servers on
+different `--db`s.
+
+Not compared, because Redis itself does not define them: lex ranges of sorted sets
+whose scores differ (a skiplist's answer depends on its random levels; the databases
+are emptied after one), the IDs that XADD * makes, and the order of unordered replies
+(sorted first: SMEMBERS and the like, SORT BY nosort). Expiry times are long
+enough that nothing expires during a run. Where redis-server is older than 7.4, its
+own differences from 7.4 show up too (XREAD's `+`, list and set encodings): judge
+each difference against 7.4's source before changing anything.
+"""
+
+import argparse
+import random
+import socket
+
+
+class Conn:
+    """A RESP connection that returns replies as (type byte, payload) trees."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = bytearray()
+        self.pos = 0
+
+    def send(self, args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+
+    def _fill(self):
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise EOFError("connection closed")
+        if self.pos > (1 << 20):
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += data
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n", self.pos)
+            if i >= 0:
+                line = bytes(self.buf[self.pos : i])
+                self.pos = i + 2
+                return line
+            self._fill()
+
+    def _bytes(self, n):
+        while len(self.buf) - self.pos < n + 2:
+            self._fill()
+        b = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n + 2
+        return b
+
+    def read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind in b"+-:,#_(":
+            return (kind, rest)
+        if kind in b"$=!":
+            n = int(rest)
+            return (kind, None if n < 0 else self._bytes(n))
+        if kind in b"*~>%":
+            n = int(rest)
+            if n < 0:
+                return (kind, None)
+            return (kind, [self.read() for _ in range(n * 2 if kind == b"%" else n)])
+        if kind == b"|":
+            for _ in range(int(rest) * 2):
+                self.read()
+            return self.read()
+        raise ValueError(line)
+
+    def cmd(self, args):
+        self.send(args)
+        return self.read()
+
+
+KEYS = ["k1", "k2", "k3", "{k}a", "{k}b"]
+MEMBERS = ["a", "b", "c", "d", "1", "2", "-1", "10", "1.5", "", "foo", "bar", "x" * 70]
+NUMBERS = ["0", "1", "-1", "2", "3", "10", "-10", "100", "9223372036854775807",
+           "-9223372036854775808", "1.5", "-2.5", "abc", "1e3", "inf", "-inf", "+inf",
+           "", " 1", "007", "0x10", "5000000000"]
+SMALL = ["0", "1", "2", "3", "-1", "-2", "5", "-5", "100", "-100"]
+# Long enough that nothing expires during a run; the rest are refused or immediate.
+TTLS = ["100000", "1000000", "-1", "0", "abc", "9223372036854775807", "1.5", "", "-100"]
+SCORES = ["0", "1", "2", "-1", "1.5", "3", "inf", "-inf", "+inf", "abc", "10", "-3.25", "1e2"]
+SCORE_RANGES = ["-inf", "+inf", "0", "1", "(1", "2", "(2", "-1", "5", "abc", "(inf", "3"]
+LEX_RANGES = ["-", "+", "[a", "(a", "[b", "(c", "[", "a", "[1", "(foo"]
+STREAM_IDS = ["-", "+", "0", "1", "1-1", "2-0", "3", "5-5", "(1-1", "(2", "0-1",
+              "18446744073709551615-18446744073709551615", "abc", "1-"]
+
+
+SCRIPTS = [
+    "return redis.call('GET', KEYS[1])",
+    "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+    "return redis.call('HGETALL', KEYS[1])",
+    "return redis.pcall('LRANGE', KEYS[1], 0, -1)",
+    "return redis.call('INCR', KEYS[1])",
+    "return redis.pcall('LPUSH', KEYS[1], ARGV[1] or 'x')",
+    "return {1, 2.5, 'x', false, true, {3, 'y'}}",
+    "return {err='My error'}",
+    "return redis.status_reply('FINE')",
+    "return redis.error_reply('bad thing')",
+    "redis.setresp(3); return redis.call('HGETALL', KEYS[1])",
+    "redis.setresp(3); return redis.call('ZSCORE', KEYS[1], ARGV[1] or 'a')",
+    "redis.setresp(3); return redis.call('SMEMBERS', KEYS[1])",
+    "return tonumber(ARGV[1])",
+    "return redis.call('SET', KEYS[1], ARGV[1] or 'v', 'GET')",
+    "return redis.call('TYPE', KEYS[1])",
+    "return redis.call('EXISTS', KEYS[1]) == 1",
+    "return redis.call('nosuchcommand')",
+    "return redis.call('SET', KEYS[1])",
+    "local ok, e = pcall(redis.call, 'INCR', KEYS[1]); return tostring(ok)",
+]
+
+
+def generator(rng):
+    def k(): return rng.choice(KEYS)
+    def m(): return rng.choice(MEMBERS)
+    def n(): return rng.choice(NUMBERS)
+    def s(): return rng.choice(SMALL)
+    def t(): return rng.choice(TTLS)
+    def score(): return rng.choice(SCORES)
+    def srange(): return rng.choice(SCORE_RANGES)
+    def lrange(): return rng.choice(LEX_RANGES)
+    def sid(): return rng.choice(STREAM_IDS)
+    def ms(lo=1, hi=4): return [m() for _ in range(rng.randint(lo, hi))]
+    def opt(*xs): return [x for x in xs if rng.random() < 0.3]
+    def one(*choices): return list(rng.choice(choices))
+    def many(count):
+        return [str(rng.randint(0, 300)) if rng.random() < 0.5 else m() + str(rng.randint(0, 300))
+                for _ in range(count)]
+
+    templates = [
+        # strings
+        lambda: ["SET", k(), m()] + one([], ["NX"], ["XX"], ["GET"], ["EX", t()], ["PX", t()], ["KEEPTTL"],
+                                        ["NX", "GET"], ["EXAT", "99999999999"], ["EX", "100", "PX", "100"], ["XX", "NX"]),
+        lambda: ["SET", k(), rng.choice(["1.5", "10", "-0", "0x10", "1e5", "  1", "9223372036854775808",
+                                         "-9223372036854775809", "00", "+1"])],
+        lambda: ["GET", k()], lambda: ["GETDEL", k()],
+        lambda: ["GETEX", k()] + one([], ["PERSIST"], ["EX", t()], ["PX", t()]),
+        lambda: ["APPEND", k(), m()], lambda: ["INCR", k()], lambda: ["DECR", k()],
+        lambda: ["INCRBY", k(), n()], lambda: ["DECRBY", k(), n()], lambda: ["INCRBYFLOAT", k(), n()],
+        lambda: ["INCRBYFLOAT", k(), rng.choice(["1e308", "1.7976931348623157e308", "0.1", "-0", "5e-324", "1e-400"])],
+        lambda: ["SETRANGE", k(), rng.choice(["0", "3", "100", "536870912", "-1", "4294967296"]), m()],
+        lambda: ["GETRANGE", k(), s(), s()], lambda: ["SUBSTR", k(), s(), s()], lambda: ["STRLEN", k()],
+        lambda: ["MSET"] + sum([[k(), m()] for _ in range(rng.randint(1, 3))], []),
+        lambda: ["MGET", k(), k(), k()], lambda: ["MSETNX", k(), m(), k(), m()], lambda: ["SETNX", k(), m()],
+        lambda: ["SETEX", k(), t(), m()], lambda: ["PSETEX", k(), t(), m()], lambda: ["GETSET", k(), m()],
+        lambda: ["LCS", k(), k()] + one([], ["LEN"], ["IDX"], ["IDX", "WITHMATCHLEN", "MINMATCHLEN", s()]),
+        # lists
+        lambda: ["LPUSH", k()] + ms(), lambda: ["RPUSH", k()] + ms(), lambda: ["RPUSH", k()] + many(rng.choice([10, 150, 300])),
+        lambda: ["LPUSHX", k()] + ms(), lambda: ["RPUSHX", k()] + ms(),
+        lambda: ["LPOP", k()] + one([], [s()], ["0"], ["100"]), lambda: ["RPOP", k()] + one([], [s()]),
+        lambda: ["LRANGE", k(), s(), s()], lambda: ["LRANGE", k(), "-200", "200"], lambda: ["LINDEX", k(), s()],
+        lambda: ["LSET", k(), s(), rng.choice(["v", "y" * 70, "z" * 9000])],
+        lambda: ["LINSERT", k(), rng.choice(["BEFORE", "AFTER", "x"]), m(), rng.choice(["v", "w" * 70, "q" * 5000])],
+        lambda: ["LREM", k(), s(), m()], lambda: ["LTRIM", k(), s(), s()], lambda: ["LLEN", k()],
+        lambda: ["LPOS", k(), m()] + one([], ["RANK", s()], ["COUNT", s()], ["MAXLEN", s()], ["RANK", s(), "COUNT", s()]),
+        lambda: ["LMOVE", k(), k(), rng.choice(["LEFT", "RIGHT"]), rng.choice(["LEFT", "RIGHT", "UP"])],
+        lambda: ["RPOPLPUSH", k(), k()],
+        lambda: ["LMPOP", rng.choice(["1", "2", "0", "-1"]), k(), k(), rng.choice(["LEFT", "RIGHT", "X"])] + one([], ["COUNT", s()], ["COUNT", "100"]),
+        # hashes
+        lambda: ["HSET", k()] + sum([[m(), m()] for _ in range(rng.randint(1, 3))], []), lambda: ["HSET", k(), m()],
+        lambda: ["HSET", k()] + many(2 * rng.choice([5, 70, 150])), lambda: ["HSET", k(), m(), "z" * rng.choice([1, 65, 70])],
+        lambda: ["HGET", k(), m()], lambda: ["HDEL", k()] + ms(), lambda: ["HINCRBY", k(), m(), n()],
+        lambda: ["HINCRBYFLOAT", k(), m(), n()], lambda: ["HGETALL", k()], lambda: ["HKEYS", k()],
+        lambda: ["HVALS", k()], lambda: ["HLEN", k()], lambda: ["HSTRLEN", k(), m()], lambda: ["HSETNX", k(), m(), m()],
+        lambda: ["HMGET", k()] + ms(), lambda: ["HEXISTS", k(), m()], lambda: ["HMSET", k(), m(), m()],
+        lambda: ["HRANDFIELD", k(), rng.choice(["0", "-0"])],
+        # sets
+        lambda: ["SADD", k()] + ms(), lambda: ["SADD", k()] + many(rng.choice([10, 130, 600])),
+        lambda: ["SADD", k()] + [str(rng.randint(0, 1000)) for _ in range(rng.choice([10, 600]))],
+        lambda: ["SREM", k()] + ms(), lambda: ["SMEMBERS", k()], lambda: ["SISMEMBER", k(), m()],
+        lambda: ["SMISMEMBER", k()] + ms(), lambda: ["SCARD", k()],
+        lambda: [rng.choice(["SINTER", "SUNION", "SDIFF"]), k(), k()],
+        lambda: ["SINTERCARD", rng.choice(["1", "2", "0", "3"]), k(), k()] + one([], ["LIMIT", s()]),
+        lambda: ["SMOVE", k(), k(), m()], lambda: [rng.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), k(), k(), k()],
+        lambda: ["SRANDMEMBER", k(), "0"], lambda: ["SPOP", k(), "0"],
+        # sorted sets
+        lambda: ["ZADD", k()] + opt("NX", "XX", "GT", "LT", "CH") + sum([[score(), m()] for _ in range(rng.randint(1, 3))], []),
+        lambda: ["ZADD", k()] + sum([[str(rng.randint(-5, 5)), x] for x in many(rng.choice([10, 140]))], []),
+        lambda: ["ZADD", k(), "INCR", score(), m()] + opt("NX", "XX"),
+        lambda: ["ZADD", k()] + one(["GT", "LT"], ["NX", "GT"], ["INCR"]) + ["1", "a", "2", "b"],
+        lambda: ["ZADD", k(), "1", "q" * rng.choice([1, 65, 70])],
+        lambda: ["ZRANGE", k(), srange(), srange(), "BYSCORE"] + opt("REV") + one([], ["LIMIT", s(), s()]) + opt("WITHSCORES"),
+        lambda: ["ZRANGE", k(), lrange(), lrange(), "BYLEX"] + opt("REV") + one([], ["LIMIT", s(), s()]),
+        lambda: ["ZRANGE", k(), s(), s()] + opt("REV", "WITHSCORES"), lambda: ["ZRANGE", k(), "0", "-1", "WITHSCORES"],
+        lambda: ["ZRANGEBYSCORE", k(), srange(), srange()] + opt("WITHSCORES"),
+        lambda: ["ZREVRANGEBYSCORE", k(), srange(), srange()] + one([], ["LIMIT", s(), s()]),
+        lambda: ["ZREVRANGEBYLEX", k(), lrange(), lrange()], lambda: ["ZRANK", k(), m()], lambda: ["ZREVRANK", k(), m()],
+        lambda: ["ZSCORE", k(), m()], lambda: ["ZMSCORE", k()] + ms(), lambda: ["ZINCRBY", k(), score(), m()],
+        lambda: ["ZREM", k()] + ms(), lambda: ["ZREMRANGEBYSCORE", k(), srange(), srange()],
+        lambda: ["ZREMRANGEBYRANK", k(), s(), s()], lambda: ["ZREMRANGEBYLEX", k(), lrange(), lrange()],
+        lambda: ["ZCOUNT", k(), srange(), srange()], lambda: ["ZLEXCOUNT", k(), lrange(), lrange()],
+        lambda: [rng.choice(["ZPOPMIN", "ZPOPMAX"]), k()] + one([], [s()], ["0"], ["100"]),
+        lambda: [rng.choice(["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]), k(), "2", k(), k()]
+        + one([], ["WEIGHTS", score(), score()], ["AGGREGATE", rng.choice(["MIN", "MAX", "SUM", "X"])]),
+        lambda: [rng.choice(["ZUNION", "ZINTER", "ZDIFF"]), rng.choice(["2", "1", "0", "3"]), k(), k()] + opt("WITHSCORES"),
+        lambda: ["ZINTERCARD", "2", k(), k()] + one([], ["LIMIT", s()]),
+        lambda: ["ZRANGESTORE", k(), k(), s(), s()],
+        lambda: ["ZMPOP", rng.choice(["1", "2"]), k(), k(), rng.choice(["MIN", "MAX"])] + one([], ["COUNT", s()], ["COUNT", "100"]),
+        lambda: ["ZCARD", k()], lambda: ["ZRANDMEMBER", k(), rng.choice(["0", "-0"])],
+        # keys
+        lambda: ["DEL", k(), k()], lambda: ["EXISTS", k(), k()], lambda: ["TYPE", k()], lambda: ["TOUCH", k()],
+        lambda: ["UNLINK", k()], lambda: ["DBSIZE"],
+        lambda: ["EXPIRE", k(), t()] + one([], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"]),
+        lambda: ["PEXPIRE", k(), t()], lambda: ["TTL", k()], lambda: ["PERSIST", k()], lambda: ["EXPIRETIME", k()],
+        lambda: ["RENAME", k(), k()], lambda: ["RENAMENX", k(), k()], lambda: ["COPY", k(), k()] + opt("REPLACE"),
+        lambda: ["OBJECT", "FREQ", k()],
+        lambda: ["SORT", k()] + opt("ALPHA", "DESC") + one([], ["LIMIT", s(), s()]),
+        lambda: ["SORT", k()] + one([], ["BY", "nosort"], ["BY", "w_*"], ["GET", "#"], ["GET", "h_*->f"],
+                                    ["ALPHA", "STORE", k()], ["DESC", "LIMIT", "1", "3", "ALPHA"]),
+        lambda: ["SORT_RO", k()] + opt("ALPHA"),
+        lambda: ["SET", "w_" + m(), str(rng.randint(-5, 5))], lambda: ["HSET", "h_" + m(), "f", m()],
+        # bitmaps and HyperLogLog
+        lambda: ["SETBIT", k(), rng.choice(["0", "7", "100000", "4294967296", "-1"]), rng.choice(["0", "1", "2"])],
+        lambda: ["GETBIT", k(), rng.choice(["0", "3", "-1"])],
+        lambda: ["BITCOUNT", k()] + one([], [s(), s()], [s(), s(), "BIT"], [s(), s(), "BYTE"]),
+        lambda: ["BITPOS", k(), rng.choice(["0", "1"])] + one([], [s()], [s(), s()], [s(), s(), "BIT"]),
+        lambda: ["BITOP", rng.choice(["AND", "OR", "XOR", "NOT"]), k(), k()] + one([], [k()]),
+        lambda: ["BITFIELD", k()] + one(["GET", "u8", s()], ["SET", "i5", s(), n()], ["INCRBY", "u3", s(), n()],
+                                        ["OVERFLOW", rng.choice(["SAT", "FAIL", "WRAP"]), "INCRBY", "i8", "0", s()],
+                                        ["SET", rng.choice(["u8", "i64", "u63"]), rng.choice(["0", "#1"]), n(), "GET", "u4", "0"]),
+        lambda: ["BITFIELD_RO", k(), "GET", rng.choice(["u8", "i64", "u64", "i65", "u63"]), rng.choice(["0", "#1", "-1"])],
+        lambda: ["PFADD", k()] + ms(0, 3), lambda: ["PFADD", k()] + many(50), lambda: ["PFCOUNT", k(), k()],
+        lambda: ["PFMERGE", k(), k(), k()],
+        # streams
+        lambda: ["XADD", k()] + one([], ["NOMKSTREAM"], ["MAXLEN", "2"], ["MAXLEN", "=", "3"], ["MINID", "2"])
+        + [rng.choice(["1-1", "2-0", "3-5", "0-1", "5", "5-*", "0-0", "abc"]), m(), m()],
+        lambda: [rng.choice(["XRANGE", "XREVRANGE"]), k(), sid(), sid()] + one([], ["COUNT", s()]),
+        lambda: ["XDEL", k(), sid(), sid()], lambda: ["XLEN", k()],
+        lambda: ["XTRIM", k(), rng.choice(["MAXLEN", "MINID", "X"]), rng.choice(["=", "~", "1", "-5"]), s()],
+        lambda: ["XREAD", "COUNT", s(), "STREAMS", k(), k(), rng.choice(["0", "1-1", "$", "abc"]), rng.choice(["0", "2"])],
+        lambda: ["XGROUP", "CREATE", k(), rng.choice(["g1", "g2"]), rng.choice(["0", "$", "1-1", "abc"])] + opt("MKSTREAM"),
+        lambda: ["XREADGROUP", "GROUP", rng.choice(["g1", "g2"]), rng.choice(["c1", "c2"]), "COUNT", s(), "STREAMS", k(),
+                 rng.choice([">", "0", "1-1"])],
+        lambda: ["XACK", k(), rng.choice(["g1", "g2"]), sid(), sid()],
+        lambda: ["XPENDING", k(), rng.choice(["g1", "g2"])] + one([], ["-", "+", s()], ["-", "+", s(), "c1"]),
+        lambda: ["XCLAIM", k(), "g1", "c2", "0", sid()] + opt("JUSTID", "FORCE"), lambda: ["XSETID", k(), sid()],
+        lambda: ["XGROUP", rng.choice(["DESTROY", "DELCONSUMER", "CREATECONSUMER", "SETID"]), k(), "g1", rng.choice(["c1", "0"])],
+        # geo
+        lambda: ["GEOADD", k()] + opt("NX", "XX", "CH") + [rng.choice(["13.361389", "15.087269", "200", "-73.9", "abc"]),
+                                                          rng.choice(["38.115556", "37.502669", "40.7", "86"]), m()],
+        lambda: ["GEODIST", k(), m(), m()] + one([], ["km"], ["mi"], ["x"]), lambda: ["GEOPOS", k(), m(), m()],
+        lambda: ["GEOHASH", k(), m()],
+        lambda: ["GEOSEARCH", k(), "FROMLONLAT", "15", "37", "BYRADIUS", rng.choice(["200", "0", "-1", "5000"]), "km"]
+        + opt("ASC", "WITHDIST", "WITHCOORD", "WITHHASH") + one([], ["COUNT", s()], ["COUNT", "1", "ANY"]),
+        lambda: ["GEOSEARCH", k(), "FROMMEMBER", m(), "BYBOX", "400", "400", "km"] + opt("DESC", "WITHDIST"),
+        lambda: ["GEORADIUS", k(), "15", "37", "200", "km"] + opt("ASC", "WITHDIST", "WITHCOORD")
+        + one([], ["COUNT", s()], ["STORE", k()], ["STOREDIST", k()]),
+        # transactions and scripts
+        lambda: ["MULTI"], lambda: ["EXEC"], lambda: ["DISCARD"], lambda: ["WATCH", k()], lambda: ["UNWATCH"],
+        lambda: ["EVAL", rng.choice(SCRIPTS), "1", k()] + ms(0, 2),
+        lambda: ["EVAL_RO", rng.choice(SCRIPTS[:4]), "1", k()],
+    ]
+    while True:
+        yield rng.choice(templates)()
+
+
+UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HGETALL", "HKEYS", "HVALS"}
+LEX = {"ZLEXCOUNT", "ZREVRANGEBYLEX", "ZRANGEBYLEX", "ZREMRANGEBYLEX"}
+
+
+def normalized(cmd, reply, queued=()):
+    kind, value = reply
+    name = cmd[0]
+    if name == "EXEC" and kind == b"*" and value is not None and len(value) == len(queued):
+        return (kind, [normalized(q, r) for q, r in zip(queued, value)])
+    unordered = (name in UNORDERED or (name.startswith("SORT") and "nosort" in cmd)
+                 or (name.startswith("EVAL") and any(u in cmd[1] for u in ("HGETALL", "SMEMBERS"))))
+    if unordered and isinstance(value, list):
+        if "HGETALL" in cmd[0:2] or "HGETALL" in cmd[1]:
+            return (kind, sorted(zip(value[0::2], value[1::2])))
+        return (kind, sorted(value))
+    if name == "XADD" and kind == b"$":
+        return (kind, b"<id>")
+    return reply
+
+
+def first_difference(a, b, path=()):
+    """Where two reply trees first differ: (path of indexes, a's part, b's part)."""
+    if a[0] == b[0] and isinstance(a[1], list) and isinstance(b[1], list) and len(a[1]) == len(b[1]):
+        for i, (x, y) in enumerate(zip(a[1], b[1])):
+            if x != y:
+                return first_difference(x, y, path + (i,))
+    return path, a, b
+
+
+def is_lex(cmd):
+    return cmd[0] in LEX or (cmd[0] == "ZRANGE" and "BYLEX" in cmd)
+
+
+def lex_undefined(conn, cmd):
+    """Whether cmd is a lex-range command over a sorted set whose scores differ (not
+    to be asked inside MULTI)."""
+    if not is_lex(cmd):
+        return False
+    kind, scored = conn.cmd(["ZRANGE", cmd[1], "0", "-1", "WITHSCORES"])
+    if kind != b"*" or not scored:
+        return False
+    if scored[0][0] == b"*":  # RESP3: [member, score] pairs
+        scores = {pair[1][1][1] for pair in scored}
+    else:  # RESP2: member, score, member, score...
+        scores = {score[1] for score in scored[1::2]}
+    return len(scores) > 1
+
+
+def show(conn, key):
+    kind = conn.cmd(["TYPE", key])[1]
+    read = {b"string": ["GET", key], b"list": ["LRANGE", key, "0", "-1"], b"hash": ["HGETALL", key],
+            b"set": ["SMEMBERS", key], b"zset": ["ZRANGE", key, "0", "-1", "WITHSCORES"],
+            b"stream": ["XRANGE", key, "-", "+"]}.get(kind)
+    return kind, (conn.cmd(read) if read else None)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("redis_port", type=int)
+    p.add_argument("cinnabar_port", type=int)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--count", type=int, default=10000)
+    p.add_argument("--proto", type=int, choices=(2, 3), default=2)
+    p.add_argument("--db", type=int, default=0)
+    o = p.parse_args()
+    servers = [("redis", Conn(o.redis_port)), ("cinnabar", Conn(o.cinnabar_port))]
+    for _, c in servers:
+        if o.proto == 3:
+            c.cmd(["HELLO", "3"])
+        c.cmd(["SELECT", str(o.db)])
+        c.cmd(["FLUSHDB"])
+    (_, red), (_, cin) = servers
+    seen, differences, in_multi, queued = set(), 0, False, []
+    commands = generator(random.Random(o.seed))
+    for i in range(o.count):
+        cmd = next(commands)
+        if in_multi and is_lex(cmd):
+            continue
+        if not in_multi and lex_undefined(red, cmd):
+            # Run it, then start again from empty databases: what it leaves may differ.
+            for _, c in servers:
+                c.cmd(cmd)
+                c.cmd(["FLUSHDB"])
+            continue
+        replies = [red.cmd(cmd), cin.cmd(cmd)]
+        if cmd[0] == "MULTI" and replies[0] == (b"+", b"OK"):
+            in_multi = True
+        elif cmd[0] in ("EXEC", "DISCARD"):
+            in_multi = False
+        digests = [c.cmd(["DEBUG", "DIGEST-VALUE"] + KEYS) for c in (red, cin)]
+        same_reply = normalized(cmd, replies[0], queued) == normalized(cmd, replies[1], queued)
+        if in_multi and replies[0] == (b"+", b"QUEUED"):
+            queued.append(cmd)
+        if in_multi and digests[0] == (b"+", b"QUEUED"):
+            queued.append(["DEBUG"])
+        exec_queue = queued
+        if not in_multi:
+            queued = []
+        if same_reply and digests[0] == digests[1]:
+            continue
+        differences += 1
+        kind = (cmd[0], "data") if same_reply else (cmd[0], replies[0][0], replies[1][0])
+        if kind not in seen:
+            seen.add(kind)
+            print(f"#{i} {cmd}")
+            if not same_reply:
+                path, x, y = first_difference(*replies)
+                at = f" at {list(path)}" if path else ""
+                if cmd[0] == "EXEC" and path and path[0] < len(exec_queue):
+                    at += f" ({exec_queue[path[0]]})"
+                print(f"    redis{at}:    {x}\n    cinnabar{at}: {y}")
+            else:
+                for j, key in enumerate(KEYS):
+                    if digests[0][1][j] != digests[1][1][j]:
+                        print(f"    {key}: redis {show(red, key)}\n    {key}: cinnabar {show(cin, key)}")
+        for _, c in servers:
+            if in_multi:
+                c.cmd(["DISCARD"])
+            c.cmd(["FLUSHDB"])
+        in_multi, queued = False, []
+    print(f"differences: {differences} in {o.count} commands (seed {o.seed}, RESP{o.proto})")
+
+
+if __name__ == "__main__":
+    main()
