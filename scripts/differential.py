@@ -130,6 +130,13 @@ SCRIPTS = [
 ]
 
 
+LIBRARY = """#!lua name=difflib
+redis.register_function{function_name='getk', callback=function(keys) return redis.call('GET', keys[1]) end,
+                        flags={'no-writes'}}
+redis.register_function('incrk', function(keys) return redis.call('INCR', keys[1]) end)
+"""
+
+
 def generator(rng):
     def k(): return rng.choice(KEYS)
     def m(): return rng.choice(MEMBERS)
@@ -265,6 +272,16 @@ def generator(rng):
         lambda: ["GEOSEARCH", k(), "FROMMEMBER", m(), "BYBOX", "400", "400", "km"] + opt("DESC", "WITHDIST"),
         lambda: ["GEORADIUS", k(), "15", "37", "200", "km"] + opt("ASC", "WITHDIST", "WITHCOORD")
         + one([], ["COUNT", s()], ["STORE", k()], ["STOREDIST", k()]),
+        # other databases, blocking commands that time out, functions
+        lambda: ["MOVE", k(), rng.choice(["7", "0x", "-1", "16"])], lambda: ["COPY", k(), k(), "DB", rng.choice(["7", "x"])] + opt("REPLACE"),
+        lambda: ["SWAPDB", "DB", "7"], lambda: ["FLUSHDB"] if rng.random() < 0.1 else ["DBSIZE"],
+        lambda: [rng.choice(["BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX"]), k(), k(), rng.choice(["0.01", "-1", "abc"])],
+        lambda: ["BLMOVE", k(), k(), "LEFT", "RIGHT", rng.choice(["0.01", "-1"])],
+        lambda: ["BLMPOP", "0.01", "2", k(), k(), rng.choice(["LEFT", "RIGHT"])] + one([], ["COUNT", s()]),
+        lambda: ["BZMPOP", "0.01", "1", k(), rng.choice(["MIN", "MAX"])],
+        lambda: ["XREAD", "BLOCK", "10", "STREAMS", k(), rng.choice(["0", "$"])],
+        lambda: ["FCALL", rng.choice(["getk", "incrk", "nosuch"]), "1", k()],
+        lambda: ["FCALL_RO", rng.choice(["getk", "incrk"]), "1", k()],
         # transactions and scripts
         lambda: ["MULTI"], lambda: ["EXEC"], lambda: ["DISCARD"], lambda: ["WATCH", k()], lambda: ["UNWATCH"],
         lambda: ["EVAL", rng.choice(SCRIPTS), "1", k()] + ms(0, 2),
@@ -346,6 +363,8 @@ def main():
         c.cmd(["SELECT", str(o.db)])
         c.cmd(["FLUSHDB"])
     (_, red), (_, cin) = servers
+    for _, c in servers:
+        c.cmd(["FUNCTION", "LOAD", "REPLACE", LIBRARY])
     seen, differences, in_multi, queued = set(), 0, False, []
     commands = generator(random.Random(o.seed))
     for i in range(o.count):

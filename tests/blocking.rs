@@ -35,6 +35,9 @@ fn served_in_the_order_they_blocked() {
     assert_eq!(clients_info_field(&s, "total_blocking_keys"), "0");
 }
 
+/// Every list, zset and stream blocking command that times out answers a null array,
+/// BLMOVE and BRPOPLPUSH too (Redis's replyToBlockedClientTimedOut), though they
+/// answer a null bulk when they cannot block (MULTI, scripts).
 #[test]
 fn timeouts_reply_null_forms() {
     let s = TestServer::start();
@@ -43,8 +46,17 @@ fn timeouts_reply_null_forms() {
         assert_eq!(c.cmd(&["BLPOP", "a", "b", "0.01"]), arr);
         assert_eq!(c.cmd(&["BRPOP", "a", "0.01"]), arr);
         assert_eq!(c.cmd(&["BLMPOP", "0.01", "2", "a", "b", "RIGHT"]), arr);
-        assert_eq!(c.cmd(&["BLMOVE", "a", "b", "LEFT", "RIGHT", "0.01"]), bulk);
-        assert_eq!(c.cmd(&["BRPOPLPUSH", "a", "b", "0.01"]), bulk);
+        assert_eq!(c.cmd(&["BLMOVE", "a", "b", "LEFT", "RIGHT", "0.01"]), arr);
+        assert_eq!(c.cmd(&["BRPOPLPUSH", "a", "b", "0.01"]), arr);
+        assert_eq!(c.cmd(&["BZPOPMIN", "a", "0.01"]), arr);
+        assert_eq!(c.cmd(&["XREAD", "BLOCK", "10", "STREAMS", "a", "$"]), arr);
+        assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+        assert_eq!(
+            c.cmd(&["BLMOVE", "a", "b", "LEFT", "RIGHT", "0"]),
+            "+QUEUED\r\n"
+        );
+        assert_eq!(c.cmd(&["BLPOP", "a", "0"]), "+QUEUED\r\n");
+        assert_eq!(c.cmd(&["EXEC"]), format!("*2\r\n{bulk}{arr}"));
         // After the timeout the connection works normally.
         assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
     }

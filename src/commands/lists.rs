@@ -712,7 +712,16 @@ fn blmove_generic(ctx: &mut Ctx, args: &[&[u8]], from: End, to: End, timeout: &[
     match check_list(ctx, args[1]) {
         Err(e) => e,
         Ok(true) => lmove_generic(ctx, args[1], args[2], from, to),
-        Ok(false) => blocking::block(ctx, args, &args[1..2], "list", deadline, Reply::Null),
+        // In MULTI or a script: a null bulk now; blocked: a null array on timeout.
+        Ok(false) => blocking::block_or(
+            ctx,
+            args,
+            &args[1..2],
+            "list",
+            deadline,
+            Reply::NullArray,
+            Reply::Null,
+        ),
     }
 }
 

@@ -271,9 +271,32 @@ pub fn block(
     deadline: Option<Instant>,
     timeout_reply: Reply,
 ) -> Reply {
+    let denied_reply = timeout_reply.clone();
+    block_or(
+        ctx,
+        args,
+        keys,
+        btype,
+        deadline,
+        timeout_reply,
+        denied_reply,
+    )
+}
+
+/// `block`, answering `denied_reply` instead when blocking is denied: BLMOVE and
+/// BRPOPLPUSH answer a null bulk there but a null array when they time out, as Redis.
+pub fn block_or(
+    ctx: &mut Ctx,
+    args: &[&[u8]],
+    keys: &[&[u8]],
+    btype: &'static str,
+    deadline: Option<Instant>,
+    timeout_reply: Reply,
+    denied_reply: Reply,
+) -> Reply {
     let b = &mut ctx.ex.blocking;
     if b.deny_blocking {
-        return timeout_reply;
+        return denied_reply;
     }
     if b.reprocessing == Some(ctx.client) {
         // Woken but nothing to serve: keep the place in the queues and the deadline.
