@@ -10,8 +10,8 @@ the five keys in play are compared with DEBUG DIGEST-VALUE, so a write that answ
 alike but stores differently is caught at the command that made it. After a
 difference both databases are flushed and the run goes on; each kind of difference
 (command and reply types) is printed once. The commands come from a seeded generator,
-so a seed replays the same run. Two servers' runs can share the pair of servers on
-different `--db`s.
+so a seed replays the same run. Two runs can share the pair of servers on different
+`--db`s other than 7, which every run reaches through MOVE, COPY ... DB and SWAPDB.
 
 Not compared, because Redis itself does not define them: lex ranges of sorted sets
 whose scores differ (a skiplist's answer depends on its random levels; the databases
