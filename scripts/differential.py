@@ -91,6 +91,7 @@ class Conn:
         return self.read()
 
 
+OTHER_DB = 7
 KEYS = ["k1", "k2", "k3", "{k}a", "{k}b"]
 MEMBERS = ["a", "b", "c", "d", "1", "2", "-1", "10", "1.5", "", "foo", "bar", "x" * 70]
 NUMBERS = ["0", "1", "-1", "2", "3", "10", "-10", "100", "9223372036854775807",
@@ -347,6 +348,13 @@ def show(conn, key):
     return kind, (conn.cmd(read) if read else None)
 
 
+def empty(conn, db):
+    """Empties the run's database and database 7, and selects the run's."""
+    for d in (OTHER_DB, db):
+        conn.cmd(["SELECT", str(d)])
+        conn.cmd(["FLUSHDB"])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("redis_port", type=int)
@@ -360,8 +368,7 @@ def main():
     for _, c in servers:
         if o.proto == 3:
             c.cmd(["HELLO", "3"])
-        c.cmd(["SELECT", str(o.db)])
-        c.cmd(["FLUSHDB"])
+        empty(c, o.db)
     (_, red), (_, cin) = servers
     for _, c in servers:
         c.cmd(["FUNCTION", "LOAD", "REPLACE", LIBRARY])
@@ -375,7 +382,7 @@ def main():
             # Run it, then start again from empty databases: what it leaves may differ.
             for _, c in servers:
                 c.cmd(cmd)
-                c.cmd(["FLUSHDB"])
+                empty(c, o.db)
             continue
         replies = [red.cmd(cmd), cin.cmd(cmd)]
         if cmd[0] == "MULTI" and replies[0] == (b"+", b"OK"):
@@ -411,7 +418,7 @@ def main():
         for _, c in servers:
             if in_multi:
                 c.cmd(["DISCARD"])
-            c.cmd(["FLUSHDB"])
+            empty(c, o.db)
         in_multi, queued = False, []
     print(f"differences: {differences} in {o.count} commands (seed {o.seed}, RESP{o.proto})")
 
