@@ -190,6 +190,21 @@ fn encodings_convert_at_exact_thresholds() {
     }
     assert_eq!(encoding(&mut c, "h"), "$9\r\nhashtable\r\n");
 
+    // One HSET of more pairs than a listpack holds makes a table, new key or not, even
+    // when repeated fields leave fewer (Redis 7.4 judges by the pairs given).
+    let pairs: Vec<String> = (0..520)
+        .flat_map(|i| [format!("f{}", i % 260), "v".to_string()])
+        .collect();
+    for key in ["fresh", "grown"] {
+        if key == "grown" {
+            c.cmd(&["HSET", key, "a", "b"]);
+        }
+        let mut hset = vec!["HSET", key];
+        hset.extend(pairs.iter().map(String::as_str));
+        assert_eq!(c.cmd(&hset), ":260\r\n");
+        assert_eq!(encoding(&mut c, key), "$9\r\nhashtable\r\n", "{key}");
+    }
+
     let v64 = "x".repeat(64);
     c.cmd(&["HSET", "v", "f", &v64]);
     c.cmd(&["HSET", "v", &v64, "y"]);

@@ -235,6 +235,26 @@ fn encoding_conversion_at_thresholds() {
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "v"]), "$8\r\nlistpack\r\n");
     c.cmd(&["ZADD", "v", "1", &long]);
     assert_eq!(c.cmd(&["OBJECT", "ENCODING", "v"]), "$8\r\nskiplist\r\n");
+    // One ZADD of more pairs than a listpack holds makes a skiplist, new key or not,
+    // even when repeated members leave fewer (Redis 7.4's size hint).
+    let pairs: Vec<String> = (0..130)
+        .flat_map(|i| [i.to_string(), format!("m{}", i % 65)])
+        .collect();
+    let mut zadd = vec!["ZADD", "hinted"];
+    zadd.extend(pairs.iter().map(String::as_str));
+    assert_eq!(c.cmd(&zadd), ":65\r\n");
+    assert_eq!(
+        c.cmd(&["OBJECT", "ENCODING", "hinted"]),
+        "$8\r\nskiplist\r\n"
+    );
+    c.cmd(&["ZADD", "small", "1", "a"]);
+    zadd[1] = "small";
+    assert_eq!(c.cmd(&zadd), ":65\r\n");
+    assert_eq!(c.cmd(&["ZCARD", "small"]), ":66\r\n");
+    assert_eq!(
+        c.cmd(&["OBJECT", "ENCODING", "small"]),
+        "$8\r\nskiplist\r\n"
+    );
     // -0 is 0 in listpack, -0 in skiplist (as Redis).
     c.cmd(&["ZADD", "nz", "-0", "a"]);
     assert_eq!(c.cmd(&["ZSCORE", "nz", "a"]), "$1\r\n0\r\n");

@@ -247,6 +247,7 @@ fn hset_generic(ctx: &mut Ctx, args: &[&[u8]]) -> Result<i64, Reply> {
     let lim = limits(ctx);
     let key = args[1];
     let added = write_or_create(ctx, key, |h| {
+        h.prepare_for((args.len() - 2) / 2, lim);
         args[2..]
             .chunks(2)
             .filter(|p| h.set(p[0], p[1], lim))

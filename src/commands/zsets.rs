@@ -300,6 +300,7 @@ pub(crate) fn zadd_generic(
 ) -> Reply {
     let lim = limits(ctx);
     let apply = |z: &mut ZSet| {
+        z.prepare_for(pairs.len(), lim);
         let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
         let mut last = 0.0;
         for &(score, member) in pairs {

@@ -110,6 +110,15 @@ impl Hash {
         }
     }
 
+    /// A compact hash about to take `new_fields` fields in one command is converted up
+    /// front when they would be too many for it, even if some are already there (Redis
+    /// 7.4's hashTypeTryConversion).
+    pub fn prepare_for(&mut self, new_fields: usize, lim: HashLimits) {
+        if new_fields > lim.listpack_entries {
+            self.convert_to_table();
+        }
+    }
+
     fn convert_to_table(&mut self) {
         if let Repr::Pack(lp) = &self.repr {
             let mut t = ScanTable::with_capacity(lp.len() / 2 + 1);

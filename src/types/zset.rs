@@ -450,6 +450,15 @@ impl ZSet {
         }
     }
 
+    /// A compact set about to take `size_hint` members in one command is converted up
+    /// front when they would be too many for it, even if some already belong to it
+    /// (Redis's zsetTypeMaybeConvert on ZADD to an existing key).
+    pub fn prepare_for(&mut self, size_hint: usize, limits: Limits) {
+        if size_hint > limits.max_entries {
+            self.convert_to_big();
+        }
+    }
+
     fn convert_to_big(&mut self) {
         if let Repr::Pack(p) = &self.repr {
             let mut big = Box::<Big>::default();
