@@ -139,7 +139,7 @@ redis.register_function('incrk', function(keys) return redis.call('INCR', keys[1
 """
 
 
-def generator(rng):
+def generator(rng, db):
     def k(): return rng.choice(KEYS)
     def m(): return rng.choice(MEMBERS)
     def n(): return rng.choice(NUMBERS)
@@ -276,7 +276,7 @@ def generator(rng):
         + one([], ["COUNT", s()], ["STORE", k()], ["STOREDIST", k()]),
         # other databases, blocking commands that time out, functions
         lambda: ["MOVE", k(), rng.choice(["7", "0x", "-1", "16"])], lambda: ["COPY", k(), k(), "DB", rng.choice(["7", "x"])] + opt("REPLACE"),
-        lambda: ["SWAPDB", "DB", "7"], lambda: ["FLUSHDB"] if rng.random() < 0.1 else ["DBSIZE"],
+        lambda: ["SWAPDB", str(db), str(OTHER_DB)], lambda: ["FLUSHDB"] if rng.random() < 0.1 else ["DBSIZE"],
         lambda: [rng.choice(["BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX"]), k(), k(), rng.choice(["0.01", "-1", "abc"])],
         lambda: ["BLMOVE", k(), k(), "LEFT", "RIGHT", rng.choice(["0.01", "-1"])],
         lambda: ["BLMPOP", "0.01", "2", k(), k(), rng.choice(["LEFT", "RIGHT"])] + one([], ["COUNT", s()]),
@@ -379,8 +379,8 @@ def main():
     (_, red), (_, cin) = servers
     for _, c in servers:
         c.cmd(["FUNCTION", "LOAD", "REPLACE", LIBRARY])
-    seen, differences, in_multi, queued = set(), 0, False, []
-    commands = generator(random.Random(o.seed))
+    seen, differences, in_multi, queued, trail = set(), 0, False, [], []
+    commands = generator(random.Random(o.seed), o.db)
     for i in range(o.count):
         cmd = next(commands)
         if in_multi and is_lex(cmd):
@@ -392,8 +392,10 @@ def main():
             for _, c in servers:
                 c.cmd(cmd)
                 empty(c, o.db)
+            trail = []
             continue
         replies = [red.cmd(cmd), cin.cmd(cmd)]
+        trail.append((i, cmd))
         if cmd[0] == "MULTI" and replies[0] == (b"+", b"OK"):
             in_multi = True
         elif cmd[0] in ("EXEC", "DISCARD"):
@@ -413,6 +415,17 @@ def main():
         kind = (cmd[0], "data") if same_reply else (cmd[0], replies[0][0], replies[1][0])
         if kind not in seen:
             seen.add(kind)
+            # What led there: the commands since the databases were last emptied that
+            # name a key of this command (or every one of a transaction).
+            named = {a for a in cmd if a in KEYS} or set(KEYS)
+            earlier = []
+            for j, c in reversed(trail[:-1]):
+                keys = {a for a in c if a in KEYS}
+                if keys & named or c[0] in ("MULTI", "EXEC", "SWAPDB", "FLUSHDB"):
+                    earlier.insert(0, (j, c))
+                    named |= keys  # RENAME, COPY, *STORE...: follow the other keys too
+            for j, c in earlier[-16:]:
+                print(f"  #{j} {c if len(c) < 12 else c[:12] + [f'... {len(c)} arguments']}")
             print(f"#{i} {cmd}")
             if not same_reply:
                 path, x, y = first_difference(*replies)
@@ -428,7 +441,7 @@ def main():
             if in_multi:
                 c.cmd(["DISCARD"])
             empty(c, o.db)
-        in_multi, queued = False, []
+        in_multi, queued, trail = False, [], []
     print(f"differences: {differences} in {o.count} commands (seed {o.seed}, RESP{o.proto})")
 
 

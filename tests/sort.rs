@@ -177,10 +177,16 @@ fn sort_lists_and_zsets() {
         (&["LRANGE", "dst", "0", "-1"], "*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n", "*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n"),
         (&["TYPE", "dst"], "+list\r\n", "+list\r\n"),
         (&["ZADD", "z", "1", "c", "2", "a", "3", "b"], ":3\r\n", ":3\r\n"),
+        (&["OBJECT", "ENCODING", "z"], "$8\r\nlistpack\r\n", "$8\r\nlistpack\r\n"),
+        // SORT converts a compact sorted set to a skiplist for good, SORT_RO too.
+        (&["ZADD", "zro", "1", "7"], ":1\r\n", ":1\r\n"),
+        (&["SORT_RO", "zro"], "*1\r\n$1\r\n7\r\n", "*1\r\n$1\r\n7\r\n"),
+        (&["OBJECT", "ENCODING", "zro"], "$8\r\nskiplist\r\n", "$8\r\nskiplist\r\n"),
         (&["SORT", "z", "BY", "nosort", "DESC"], "*3\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\nc\r\n", "*3\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\nc\r\n"),
         (&["SORT", "z", "ALPHA"], "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
         (&["SORT", "z"], "-ERR One or more scores can't be converted into double\r\n", "-ERR One or more scores can't be converted into double\r\n"),
         (&["SORT_RO", "z", "ALPHA", "LIMIT", "1", "1"], "*1\r\n$1\r\nb\r\n", "*1\r\n$1\r\nb\r\n"),
+        (&["OBJECT", "ENCODING", "z"], "$8\r\nskiplist\r\n", "$8\r\nskiplist\r\n"),
         (&["SORT", "nokey", "STORE", "dst"], ":0\r\n", ":0\r\n"),
         (&["EXISTS", "dst"], ":0\r\n", ":0\r\n"),
     ];

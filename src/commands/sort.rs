@@ -13,7 +13,7 @@ use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
-use crate::keyspace::{ObjRef, Object, ValueRef};
+use crate::keyspace::{ObjMut, ObjRef, Object, ValueRef};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[Command] = &[
@@ -239,6 +239,13 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> Reply {
         Ok(o) => o,
         Err(e) => return e,
     };
+    // Redis converts a compact sorted set to a skiplist before sorting it, for good
+    // (OBJECT ENCODING shows it), SORT_RO too.
+    if let Some(mut e) = ctx.ex.ks.dbs[ctx.db].table.get_mut(args[1]) {
+        if let Some(ObjMut::ZSet(z)) = e.object_mut() {
+            z.convert_to_big_encoding();
+        }
+    }
     let (mut elems, source) = match input_elements(ctx.lookup_read(args[1]).map(|e| e.value())) {
         Ok(x) => x,
         Err(e) => return e,
