@@ -285,3 +285,47 @@ fn getex_checks_the_key_before_the_expiry_value() {
         ],
     );
 }
+
+/// APPEND to a missing key stores the value as SET would (int, embstr, raw), as
+/// Redis's APPEND does; appending to an existing string makes it raw.
+#[test]
+fn append_to_a_missing_key_encodes_like_set() {
+    let s = TestServer::start();
+    let long = "x".repeat(50);
+    check_both(
+        &s,
+        &[
+            (&["APPEND", "a", "b"], ":1\r\n", ":1\r\n"),
+            (
+                &["OBJECT", "ENCODING", "a"],
+                "$6\r\nembstr\r\n",
+                "$6\r\nembstr\r\n",
+            ),
+            (&["APPEND", "n", "123"], ":3\r\n", ":3\r\n"),
+            (
+                &["OBJECT", "ENCODING", "n"],
+                "$3\r\nint\r\n",
+                "$3\r\nint\r\n",
+            ),
+            (&["APPEND", "l", &long], ":50\r\n", ":50\r\n"),
+            (
+                &["OBJECT", "ENCODING", "l"],
+                "$3\r\nraw\r\n",
+                "$3\r\nraw\r\n",
+            ),
+            (&["APPEND", "a", "c"], ":2\r\n", ":2\r\n"),
+            (
+                &["OBJECT", "ENCODING", "a"],
+                "$3\r\nraw\r\n",
+                "$3\r\nraw\r\n",
+            ),
+            (&["GET", "a"], "$2\r\nbc\r\n", "$2\r\nbc\r\n"),
+            (&["SETRANGE", "r", "0", "5"], ":1\r\n", ":1\r\n"),
+            (
+                &["OBJECT", "ENCODING", "r"],
+                "$3\r\nraw\r\n",
+                "$3\r\nraw\r\n",
+            ),
+        ],
+    );
+}

@@ -452,12 +452,19 @@ fn peek_string_len(ctx: &mut Ctx, key: &[u8]) -> Result<Option<usize>, Reply> {
 
 fn append(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let (key, tail) = (args[1], args[2]);
-    let cur_len = match peek_string_len(ctx, key) {
+    let current = match peek_string_len(ctx, key) {
         Err(e) => return e,
-        Ok(v) => v.unwrap_or(0),
+        Ok(v) => v,
     };
-    if cur_len + tail.len() > ctx.max_bulk_len() {
+    if current.unwrap_or(0) + tail.len() > ctx.max_bulk_len() {
         return errors::STRING_TOO_LONG;
+    }
+    if current.is_none() {
+        // A new key is stored as SET stores it (int, embstr or raw), as Redis's
+        // APPEND does; appending to an existing one makes it raw.
+        ctx.set(key, Value::from_slice(tail), None, true);
+        ctx.notify(notify::STRING, "append", key);
+        return Reply::Int(tail.len() as i64);
     }
     match modify_raw(ctx, key, |s| s.extend_from_slice(tail)) {
         Ok(n) => {
