@@ -991,3 +991,44 @@ fn eval_scripts_are_evicted_least_recently_run_first() {
     assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), "+OK\r\n");
     assert_eq!(c.info_field("stats", "evicted_scripts"), "0");
 }
+
+/// A script's `pcall` hands back the message of an error table (what `redis.call`
+/// raises) rather than the table, as Redis's own pcall does; anything else it passes
+/// through as Lua's would (found by a differential run against redis-server).
+#[test]
+fn pcall_hands_back_error_messages() {
+    let s = TestServer::start();
+    let mut rows: Vec<(Vec<&str>, &str, &str)> =
+        vec![(vec!["SET", "s", "x"], "+OK\r\n", "+OK\r\n")];
+    let cases: &[(&str, &str)] = &[
+        (
+            "local ok, e = pcall(redis.call, 'INCR', 's') return {tostring(ok), type(e), e}",
+            "*3\r\n$5\r\nfalse\r\n$6\r\nstring\r\n$43\r\nERR value is not an integer or out of range\r\n",
+        ),
+        ("local ok, e = pcall(error, {err = 'X y'}) return e", "$3\r\nX y\r\n"),
+        ("local ok, e = pcall(error, {err = 5}) return e", ":5\r\n"),
+        (
+            "local ok, e = pcall() return {tostring(ok), e}",
+            "*2\r\n$5\r\nfalse\r\n$31\r\nattempt to call a boolean value\r\n",
+        ),
+        (
+            "return select('#', pcall(error, {other = 1}))",
+            ":3\r\n",
+        ),
+        ("local ok, e = pcall(error, 'plain') return e", "$5\r\nplain\r\n"),
+        ("return {pcall(function(a, b) return a, nil, b end, 1, 2)}", "*2\r\n:1\r\n:1\r\n"),
+        (
+            "return select('#', pcall(function(a, b) return a, nil, b end, 1, 2))",
+            ":4\r\n",
+        ),
+    ];
+    let evals: Vec<[&str; 3]> = cases.iter().map(|(b, _)| ["EVAL", *b, "0"]).collect();
+    for (e, (_, want)) in evals.iter().zip(cases) {
+        rows.push((e.to_vec(), want, want));
+    }
+    let rows: Vec<(&[&str], &str, &str)> = rows
+        .iter()
+        .map(|(c, a, b)| (c.as_slice(), *a, *b))
+        .collect();
+    check_both(&s, &rows);
+}

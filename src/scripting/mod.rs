@@ -534,6 +534,9 @@ pub fn install_call_hooks(lua: &Lua, redis: &mlua::Table, slot: &Rc<CallSlot>) -
         "acl_check_cmd",
         raw::call_function(lua, p, raw::redis_acl_check_cmd)?,
     )?;
+    // The global pcall too (before the sandbox takes the globals' snapshot).
+    lua.globals()
+        .raw_set("pcall", raw::call_function(lua, p, raw::script_pcall)?)?;
     Ok(())
 }
 

@@ -557,6 +557,39 @@ pub(super) unsafe extern "C-unwind" fn redis_pcall(l: *mut lua_State) -> c_int {
     call_entry(l, false)
 }
 
+/// Scripts' global `pcall`, as Redis's: Lua's own, except that a failure whose error
+/// is a table with a string `err` (what `redis.call` raises) hands back that message
+/// instead of the table. A C function, so the watchdog's line hook never fires inside
+/// it (a script keeps no way to run Lua code between a kill and its next line).
+pub(super) unsafe extern "C-unwind" fn script_pcall(l: *mut lua_State) -> c_int {
+    let argc = ffi::lua_gettop(l);
+    if argc == 0 {
+        // Redis's pcall then calls its own `true` placeholder.
+        ffi::lua_pushboolean(l, 0);
+        push_bytes(l, b"attempt to call a boolean value");
+        return 2;
+    }
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_insert(l, 1);
+    if ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        // The error object is alone on the stack now.
+        ffi::lua_remove(l, 1);
+        if ffi::lua_istable(l, -1) != 0 {
+            // A raw read: unlike Redis's lua_getfield it cannot run a metamethod
+            // (and so cannot raise here).
+            push_bytes(l, b"err");
+            ffi::lua_rawget_(l, -2);
+            if ffi::lua_isstring(l, -1) != 0 {
+                ffi::lua_replace(l, -2);
+            }
+            // Otherwise the table and the field both stay, as in Redis.
+        }
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_insert(l, 1);
+    }
+    ffi::lua_gettop(l)
+}
+
 /// What the Rust side of a call decided, with nothing left to drop.
 enum Exit {
     /// Return this many values.
