@@ -789,9 +789,9 @@ impl CallCtx<'_> {
 mod tests {
     use super::*;
 
-    /// The VM's `redis.call` outside a run: an error, not a dangling context; the
-    /// watchdog's step reports "not killed". (Every EVAL test exercises the slot
-    /// while set.)
+    /// The VM's `redis.call` outside a run: an error, not a dangling context (the
+    /// scripts' pcall hands back its message); the watchdog's step reports "not
+    /// killed". (Every EVAL test exercises the slot while set.)
     #[test]
     fn call_hooks_without_a_run() {
         let vm = Vm::new().unwrap();
@@ -802,7 +802,7 @@ mod tests {
                 "local r = ... \
                  local ok1, e1 = pcall(r.call, 'ping') \
                  local ok2, e2 = pcall(r.pcall, 'ping') \
-                 return {ok1, e1.err, ok2, e2.err}",
+                 return {ok1, e1, ok2, e2}",
             )
             .into_function()
             .unwrap();
