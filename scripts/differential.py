@@ -15,9 +15,9 @@ so a seed replays the same run. Two runs can share the pair of servers on differ
 
 Not compared, because Redis itself does not define them: lex ranges of sorted sets
 whose scores differ (a skiplist's answer depends on its random levels; the databases
-are emptied after one), the IDs that XADD * makes, and the order of unordered replies
-(sorted first: SMEMBERS and the like, SORT BY nosort). Expiry times are long
-enough that nothing expires during a run. Where redis-server is older than 7.4, its
+are emptied after one) and the order of unordered replies (sorted first: SMEMBERS and
+the like, SORT BY nosort). XADD gets explicit IDs, since a time-made one differs, and
+expiry times are long enough that nothing expires during a run. Where redis-server is older than 7.4, its
 own differences from 7.4 show up too (XREAD's `+`, list and set encodings): judge
 each difference against 7.4's source before changing anything. OBJECT ENCODING is asked
 only of the types whose encodings 7.0 and 7.4 choose alike.
