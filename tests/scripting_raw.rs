@@ -318,14 +318,23 @@ fn huge_argument_counts() {
 fn errors_and_limits() {
     let s = TestServer::start();
     let mut c = s.raw(2);
-    // Redis 7.2+ raises redis.call's error as the `{err=...}` table (7.0 a string).
+    // redis.call raises the `{err=...}` table, and the scripts' pcall (Redis 7's
+    // luaRedisPcall) hands back its message: a string, whose `.err` is nil.
     assert_eq!(
         c.cmd(&[
             "EVAL",
-            "local ok, e = pcall(redis.call, 'incr', 'a', 'b') return {tostring(ok), type(e), e.err}",
+            "local ok, e = pcall(redis.call, 'incr', 'a', 'b') return {tostring(ok), type(e), e.err, e}",
             "0"
         ]),
-        "*3\r\n$5\r\nfalse\r\n$5\r\ntable\r\n$58\r\nERR Wrong number of args calling Redis command from script\r\n"
+        "*2\r\n$5\r\nfalse\r\n$6\r\nstring\r\n"
+    );
+    assert_eq!(
+        c.cmd(&[
+            "EVAL",
+            "local ok, e = pcall(redis.call, 'incr', 'a', 'b') return e",
+            "0"
+        ]),
+        "$58\r\nERR Wrong number of args calling Redis command from script\r\n"
     );
     // A `string.rep` bomb hits the VM's memory limit: a clean error, and the VM works
     // on (KEYS/ARGV and replies are built with the limit lifted, so an allocation
