@@ -18,8 +18,10 @@ whose scores differ (a skiplist's answer depends on its random levels; the datab
 are emptied after one) and the order of unordered replies (sorted first: SMEMBERS and
 the like, SORT BY nosort). XADD gets explicit IDs, since a time-made one differs, and
 expiry times are long enough that nothing expires during a run. Where redis-server is older than 7.4, its
-own differences from 7.4 show up too (XREAD's `+`, list and set encodings): judge
-each difference against 7.4's source before changing anything. OBJECT ENCODING is asked
+own differences from 7.4 show up too (XREAD's `+`, list and set encodings, a sorted
+set's digest when a score's shortest form is not its `%.17g` one, as GEORADIUS
+STOREDIST's distances): judge each difference against 7.4's source before changing
+anything. OBJECT ENCODING is asked
 only of the types whose encodings 7.0 and 7.4 choose alike.
 """
 
