@@ -297,3 +297,23 @@ fn copy_and_move_name_both_ends() {
     w.cmd(&["SET", "last", "v"]);
     assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:new", "last"));
 }
+
+/// SET with an absolute time already past stores the key as given, as Redis does:
+/// `set` and `expire`, the key counted until a lookup (or the active cycle) removes it
+/// with `expired` — no `del` (found by a differential run against redis-server).
+#[test]
+fn set_with_a_past_time_expires_the_key_later() {
+    let (_s, mut sub, mut w) = setup("Eg$x");
+    // In one transaction no active expiry runs between the two commands.
+    w.cmd(&["MULTI"]);
+    w.cmd(&["SET", "k", "v", "PXAT", "1"]);
+    w.cmd(&["DBSIZE"]);
+    assert_eq!(w.cmd(&["EXEC"]), "*2\r\n+OK\r\n:1\r\n");
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:set", "k"));
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:expire", "k"));
+    assert_eq!(w.cmd(&["GET", "k"]), "$-1\r\n");
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:expired", "k"));
+    assert_eq!(w.cmd(&["DBSIZE"]), ":0\r\n");
+    w.cmd(&["SET", "last", "v"]);
+    assert_eq!(sub.read_reply(), pmsg("__keyevent@0__:set", "last"));
+}

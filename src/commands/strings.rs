@@ -226,14 +226,11 @@ fn set_generic(
     };
     ctx.set(key, Value::from_slice(value), expire, keep);
     ctx.notify(notify::STRING, "set", key);
-    if let Some(t) = expire {
+    if expire.is_some() {
+        // A time already past is stored as given, as Redis does: the key is gone to
+        // every read, and goes for good (the `expired` event) when a lookup or the
+        // active cycle finds it.
         ctx.notify(notify::GENERIC, "expire", key);
-        // An absolute time already in the past deletes the key at once (on a
-        // master: see Ctx::already_expired).
-        if ctx.already_expired(t) {
-            ctx.delete(key);
-            ctx.notify(notify::GENERIC, "del", key);
-        }
     }
     old.unwrap_or(ok)
 }
