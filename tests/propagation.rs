@@ -683,3 +683,32 @@ fn an_expired_key_does_not_wake_a_blocked_client_nor_go_out_early() {
         ]
     );
 }
+
+/// SET with a time already past goes out as the SET with that PXAT (EXAT rewritten to
+/// it), as Redis's setGenericCommand sends it; the key's removal follows as its DEL.
+#[test]
+fn set_with_a_past_time_propagates_the_set_then_its_expiry() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let mut repl = ReplStream::attach(&s);
+    c.cmd(&["SELECT", "0"]);
+    // One transaction: no lookup or active expiry between the SETs.
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "a", "1", "PXAT", "5"]);
+    c.cmd(&["SET", "b", "2", "EXAT", "1"]);
+    assert_eq!(c.cmd(&["EXEC"]), "*2\r\n+OK\r\n+OK\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "a"]), ":0\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "b"]), ":0\r\n");
+    assert_eq!(
+        repl.until_sentinel(&mut c, "1"),
+        [
+            "multi",
+            "select 0",
+            "set a 1 PXAT 5",
+            "set b 2 PXAT 1000",
+            "exec",
+            "del a",
+            "del b"
+        ]
+    );
+}

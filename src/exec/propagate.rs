@@ -481,8 +481,9 @@ impl Executor {
                 None => self.stream.append(db, &[b"DEL", key]),
             },
             // Redis 7: a relative or second-based expiry is sent as `SET key value PXAT
-            // ms`, so replicas and a replayed AOF expire at the same instant; a key
-            // that expired at once is sent as DEL.
+            // ms`, so replicas and a replayed AOF expire at the same instant. A time
+            // already past is sent as it is: the key is stored with it, and replicas
+            // drop it with the DEL of its expiry here.
             "set" | "setex" | "psetex" => {
                 let value = if cmd.name == "set" { args[2] } else { args[3] };
                 let relative = cmd.name != "set"
@@ -497,7 +498,6 @@ impl Executor {
                         self.stream
                             .append(db, &[b"SET", key, value, b"PXAT", at.as_bytes()]);
                     }
-                    None if relative => self.stream.append(db, &[b"DEL", key]),
                     // As Redis's setGenericCommand: GET is dropped when no expiry
                     // rewrote the command (a PXAT one keeps it).
                     _ if cmd.name == "set" && !args[3..].iter().any(|a| is_expiry_option(a)) => {
