@@ -373,7 +373,7 @@ def same_encoding_rules(conn, key):
 
 
 def is_lex(cmd):
-    return cmd[0] in LEX or (cmd[0] == "ZRANGE" and "BYLEX" in cmd)
+    return cmd[0] in LEX or (cmd[0] in ("ZRANGE", "ZRANGESTORE") and "BYLEX" in cmd)
 
 
 def lex_undefined(conn, cmd):
@@ -381,7 +381,8 @@ def lex_undefined(conn, cmd):
     to be asked inside MULTI)."""
     if not is_lex(cmd):
         return False
-    kind, scored = conn.cmd(["ZRANGE", cmd[1], "0", "-1", "WITHSCORES"])
+    source = cmd[2] if cmd[0] == "ZRANGESTORE" else cmd[1]
+    kind, scored = conn.cmd(["ZRANGE", source, "0", "-1", "WITHSCORES"])
     if kind != b"*" or not scored:
         return False
     if scored[0][0] == b"*":  # RESP3: [member, score] pairs
