@@ -690,6 +690,8 @@ fn an_expired_key_does_not_wake_a_blocked_client_nor_go_out_early() {
 fn set_with_a_past_time_propagates_the_set_then_its_expiry() {
     let s = TestServer::start();
     let mut c = s.raw(2);
+    // The lookups below remove the keys, in their order (not the active cycle's).
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "+OK\r\n");
     let mut repl = ReplStream::attach(&s);
     c.cmd(&["SELECT", "0"]);
     // One transaction: no lookup or active expiry between the SETs.
