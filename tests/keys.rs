@@ -344,6 +344,18 @@ fn error_order_and_expiretime_rounding() {
                 ":33000000000499\r\n",
                 ":33000000000499\r\n",
             ),
+            // The latest time there is rounds without overflowing.
+            (
+                &["PEXPIREAT", "k", "9223372036854775807"],
+                ":1\r\n",
+                ":1\r\n",
+            ),
+            (
+                &["EXPIRETIME", "k"],
+                ":9223372036854776\r\n",
+                ":9223372036854776\r\n",
+            ),
+            (&["PEXPIREAT", "k", "33000000000499"], ":1\r\n", ":1\r\n"),
             (&["OBJECT", "FREQ", "nope"], "$-1\r\n", "_\r\n"),
             (&["OBJECT", "FREQ", "k"], freq_err, freq_err),
             (

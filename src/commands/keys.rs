@@ -516,8 +516,12 @@ fn pttl(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn expiretime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    // Rounded to the nearest second, as TTL is.
-    ttl_generic(ctx, args[1], |t, _| (t.max(0) + 500) / 1000)
+    // Rounded to the nearest second, as TTL is (without adding: the time may be as
+    // late as i64::MAX ms).
+    ttl_generic(ctx, args[1], |t, _| {
+        let t = t.max(0);
+        t / 1000 + i64::from(t % 1000 >= 500)
+    })
 }
 
 fn pexpiretime(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {

@@ -243,7 +243,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[&[u8]], readonly: bool) -> Reply {
     // (OBJECT ENCODING shows it), SORT_RO too.
     if let Some(mut e) = ctx.ex.ks.dbs[ctx.db].table.get_mut(args[1]) {
         if let Some(ObjMut::ZSet(z)) = e.object_mut() {
-            z.convert_to_big_encoding();
+            z.convert_to_big();
         }
     }
     let (mut elems, source) = match input_elements(ctx.lookup_read(args[1]).map(|e| e.value())) {

@@ -1031,13 +1031,15 @@ enum Aggregate {
 /// One input of a set operation, as (member, score) pairs in the input's order.
 type Input = Vec<(Vec<u8>, f64)>;
 
-/// Reads one input key of ZUNION/ZINTER/ZDIFF. Each accepted type is one arm: a sorted
-/// set gives its members and scores; a plain set (once the set type exists) is added as
-/// one more arm giving every member with score 1. Anything else is WRONGTYPE.
+/// Reads every input key of ZUNION/ZINTER/ZDIFF/ZINTERCARD, stopping at the first
+/// of the wrong type.
 fn read_setop_inputs(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<Input>, Reply> {
     keys.iter().map(|k| read_setop_input(ctx, k)).collect()
 }
 
+/// Reads one input key of ZUNION/ZINTER/ZDIFF. Each accepted type is one arm: a sorted
+/// set gives its members and scores; a plain set (once the set type exists) is added as
+/// one more arm giving every member with score 1. Anything else is WRONGTYPE.
 fn read_setop_input(ctx: &mut Ctx, key: &[u8]) -> Result<Input, Reply> {
     match ctx.lookup_read(key).map(|e| e.value()) {
         None => Ok(Vec::new()),

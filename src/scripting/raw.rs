@@ -561,6 +561,10 @@ pub(super) unsafe extern "C-unwind" fn redis_pcall(l: *mut lua_State) -> c_int {
 /// is a table with a string `err` (what `redis.call` raises) hands back that message
 /// instead of the table. A C function, so the watchdog's line hook never fires inside
 /// it (a script keeps no way to run Lua code between a kill and its next line).
+///
+/// It runs with the script's memory limit set, so its two string pushes may raise
+/// Lua's memory error, as Lua's own pcall may: nothing here holds a value with a
+/// destructor.
 pub(super) unsafe extern "C-unwind" fn script_pcall(l: *mut lua_State) -> c_int {
     let argc = ffi::lua_gettop(l);
     if argc == 0 {

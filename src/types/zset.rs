@@ -450,11 +450,6 @@ impl ZSet {
         }
     }
 
-    /// Gives a compact set the big encoding for good (SORT does, as Redis's).
-    pub fn convert_to_big_encoding(&mut self) {
-        self.convert_to_big();
-    }
-
     /// A compact set about to take `size_hint` members in one command is converted up
     /// front when they would be too many for it, even if some already belong to it
     /// (Redis's zsetTypeMaybeConvert on ZADD to an existing key).
@@ -464,7 +459,8 @@ impl ZSet {
         }
     }
 
-    fn convert_to_big(&mut self) {
+    /// Gives a compact set the big encoding for good (also SORT's doing, as Redis's).
+    pub fn convert_to_big(&mut self) {
         if let Repr::Pack(p) = &self.repr {
             let mut big = Box::<Big>::default();
             for e in p.iter() {
