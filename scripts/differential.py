@@ -3,7 +3,7 @@
 difference in replies (exact RESP2 or RESP3 types and bytes) or in stored data.
 
     scripts/differential.py REDIS_PORT CINNABAR_PORT [--seed N] [--count N]
-                            [--proto 2|3] [--db N]
+                            [--proto 2|3] [--db N] [--mutate SHARE]
 
 Both servers run with `--enable-debug-command yes`: after each command the values of
 the five keys in play are compared with DEBUG DIGEST-VALUE, so a write that answers
@@ -12,6 +12,9 @@ difference both databases are flushed and the run goes on; each kind of differen
 (command and reply types) is printed once. The commands come from a seeded generator,
 so a seed replays the same run. Two runs can share the pair of servers on different
 `--db`s other than 7, which every run reaches through MOVE, COPY ... DB and SWAPDB.
+With `--mutate 0.4`, four commands in ten lose, gain, repeat or change one argument,
+so that the errors of malformed commands, and the order in which a command judges
+arity, syntax, key types and values, are compared too.
 
 Not compared, because Redis itself does not define them: lex ranges of sorted sets
 whose scores differ (a skiplist's answer depends on its random levels; the databases
@@ -172,7 +175,7 @@ redis.register_function('incrk', function(keys) return redis.call('INCR', keys[1
 """
 
 
-def generator(rng, db):
+def generator(rng, db, mutate=0.0):
     def k(): return rng.choice(KEYS)
     def m(): return rng.choice(MEMBERS)
     def n(): return rng.choice(NUMBERS)
@@ -334,7 +337,48 @@ def generator(rng, db):
         lambda: ["EVAL_RO", rng.choice(SCRIPTS[:4]), "1", k()],
     ]
     while True:
-        yield rng.choice(templates)()
+        cmd = rng.choice(templates)()
+        if rng.random() < mutate and cmd[0] not in NOT_MUTATED:
+            cmd = mutated(rng, cmd)
+            if cmd[0] in RANDOM and cmd[2:3] not in (["0"], ["-0"]):
+                continue  # a random pick, no longer asked for none
+        yield cmd
+
+
+# Blocking commands could wait for good once mutated (a timeout of 0); the rest are
+# the run's own machinery.
+NOT_MUTATED = {"BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX", "BLMOVE", "BLMPOP", "BZMPOP", "XREAD",
+               "XREADGROUP", "MULTI", "EXEC", "DISCARD", "RESTORE-FROM-REDIS", "SWAPDB", "FLUSHDB"}
+RANDOM = {"SPOP", "SRANDMEMBER", "ZRANDMEMBER", "HRANDFIELD"}
+TOKENS = ["", "-1", "0", "1", "abc", "LIMIT", "COUNT", "WITHSCORES", "9223372036854775808", "1.5",
+          "inf", "NX", "XX", "GT", "REV", "BYSCORE", "STORE", "k1", "-", "+", "(1", "*"]
+
+
+def judged_otherwise_before_7_4(cmd):
+    """Commands whose malformed forms Redis 7.0 judges otherwise than 7.4: ZRANK and
+    ZREVRANK took no WITHSCORE (their arity error came before MULTI queued them),
+    BITCOUNT and BITPOS looked their key up before reading their range."""
+    name = cmd[0]
+    return ((name in ("ZRANK", "ZREVRANK") and len(cmd) != 3)
+            or (name in ("BITCOUNT", "BITPOS") and len(cmd) > 2 + (name == "BITPOS")))
+
+
+def mutated(rng, cmd):
+    """cmd with one argument dropped, added, repeated or replaced: the order in which
+    arity, syntax, type and value errors are judged shows."""
+    cmd = list(cmd)
+    at = rng.randint(1, len(cmd)) if len(cmd) > 1 else 1
+    how = rng.randrange(4)
+    if how == 0 and len(cmd) > 1:
+        del cmd[min(at, len(cmd) - 1)]
+    elif how == 1:
+        cmd.insert(at, rng.choice(TOKENS))
+    elif how == 2 and len(cmd) > 1:
+        i = min(at, len(cmd) - 1)
+        cmd.insert(i, cmd[i])
+    elif len(cmd) > 1:
+        cmd[min(at, len(cmd) - 1)] = rng.choice(TOKENS)
+    return cmd
 
 
 UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HGETALL", "HKEYS", "HVALS"}
@@ -415,6 +459,9 @@ def main():
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--proto", type=int, choices=(2, 3), default=2)
     p.add_argument("--db", type=int, default=0)
+    p.add_argument("--mutate", type=float, default=0.0,
+                   help="share of commands with one argument dropped, added, repeated or "
+                   "replaced (their errors, and the order they are judged in, compared)")
     o = p.parse_args()
     servers = [("redis", Conn(o.redis_port)), ("cinnabar", Conn(o.cinnabar_port))]
     for _, c in servers:
@@ -425,12 +472,18 @@ def main():
     for _, c in servers:
         c.cmd(["FUNCTION", "LOAD", "REPLACE", LIBRARY])
     seen, differences, in_multi, queued, trail = set(), 0, False, [], []
-    commands = generator(random.Random(o.seed), o.db)
+    commands = generator(random.Random(o.seed), o.db, o.mutate)
+    version = next((l.split(":")[1] for l in red.cmd(["INFO", "server"])[1].decode().splitlines()
+                    if l.startswith("redis_version:")), "7.4")
+    before_7_4 = tuple(int(x) for x in version.split(".")[:2]) < (7, 4)
     for i in range(o.count):
         cmd = next(commands)
         if in_multi and is_lex(cmd):
             continue
-        if cmd[:2] == ["OBJECT", "ENCODING"] and (in_multi or not same_encoding_rules(red, cmd[2])):
+        if before_7_4 and judged_otherwise_before_7_4(cmd):
+            continue
+        if cmd[:2] == ["OBJECT", "ENCODING"] and (in_multi or len(cmd) != 3
+                                                  or not same_encoding_rules(red, cmd[2])):
             continue
         if not in_multi and lex_undefined(red, cmd):
             # Run it, then start again from empty databases: what it leaves may differ.

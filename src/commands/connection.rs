@@ -436,8 +436,9 @@ fn echo(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn select(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let Some(n) = crate::util::numeric::parse_i64(args[1]) else {
-        return errors::NOT_INTEGER;
+    let n = match crate::commands::arg_in_range(args[1], i32::MIN as i64, i32::MAX as i64, None) {
+        Ok(n) => n,
+        Err(e) => return e,
     };
     if ctx.ex.cluster.is_some() && n != 0 {
         return Reply::err("ERR SELECT is not allowed in cluster mode");

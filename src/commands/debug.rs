@@ -394,17 +394,15 @@ fn debug_structure(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 /// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` → `value:N` (padded with
 /// zero bytes or truncated to `size`), skipping keys that exist.
 fn debug_populate(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let count = match arg_i64(args[2]) {
-        Ok(n) if n >= 0 => n as u64,
-        Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+    let count = match crate::commands::arg_positive(args[2], None) {
+        Ok(n) => n as u64,
         Err(e) => return e,
     };
     let prefix: &[u8] = args.get(3).copied().unwrap_or(b"key");
     let size = match args.get(4) {
         None => None,
-        Some(a) => match arg_i64(a) {
-            Ok(n) if n >= 0 => Some(n as usize),
-            Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+        Some(a) => match crate::commands::arg_positive(a, None) {
+            Ok(n) => Some(n as usize),
             Err(e) => return e,
         },
     };

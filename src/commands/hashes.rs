@@ -449,13 +449,7 @@ fn set_keep_ttl(h: &mut Hash, field: &[u8], value: &[u8], lim: HashLimits) {
 
 /// Parses a RANDFIELD/RANDMEMBER count: any i64 but i64::MIN, with Redis's message.
 pub fn parse_rand_count(a: &[u8]) -> Result<i64, Reply> {
-    match numeric::parse_i64(a) {
-        None => Err(errors::NOT_INTEGER),
-        Some(i64::MIN) => Err(Reply::err(
-            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        )),
-        Some(n) => Ok(n),
-    }
+    crate::commands::arg_in_range(a, -i64::MAX, i64::MAX, None)
 }
 
 /// Like Redis 7.4.1, HRANDFIELD first deletes every due field of the hash (and the

@@ -189,11 +189,7 @@ fn renamenx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 /// Parses a database index argument.
 fn db_index(ctx: &Ctx, a: &[u8]) -> Result<usize, Reply> {
-    let n = arg_i64(a)?;
-    if n < 0 || n as usize >= ctx.ex.ks.dbs.len() {
-        return Err(errors::DB_INDEX);
-    }
-    Ok(n as usize)
+    crate::commands::arg_db_index(a, ctx.ex.ks.dbs.len())
 }
 
 /// A deep copy of a stored value.

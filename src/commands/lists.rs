@@ -11,7 +11,7 @@
 use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
-use crate::commands::{arg_i64, errors, is, Command, Ctx, KeySpec};
+use crate::commands::{arg_i64, arg_in_range, arg_positive, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::Reply;
@@ -137,34 +137,6 @@ fn push_event(end: End) -> &'static str {
     }
 }
 
-/// Redis's getRangeLongFromObjectOrReply: `msg` (when given) replaces both the
-/// not-an-integer and the out-of-range errors.
-fn range_arg(a: &[u8], min: i64, max: i64, msg: Option<&'static str>) -> Result<i64, Reply> {
-    let err = |m: &'static str| Reply::error(format!("ERR {m}"));
-    let n = match crate::util::numeric::parse_i64(a) {
-        Some(n) => n,
-        None => return Err(msg.map_or(errors::NOT_INTEGER, err)),
-    };
-    if n < min || n > max {
-        return Err(match msg {
-            Some(m) => err(m),
-            None => Reply::error(format!(
-                "ERR value is out of range, value must between {min} and {max}"
-            )),
-        });
-    }
-    Ok(n)
-}
-
-fn positive_arg(a: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
-    range_arg(
-        a,
-        0,
-        i64::MAX,
-        Some(msg.unwrap_or("value is out of range, must be positive")),
-    )
-}
-
 /// LEFT / RIGHT.
 fn parse_end(a: &[u8]) -> Result<End, Reply> {
     if is(a, "left") {
@@ -286,7 +258,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> Reply {
     }
     let count = match args.get(2) {
         None => None,
-        Some(a) => match positive_arg(a, None) {
+        Some(a) => match arg_positive(a, None) {
             Ok(n) => Some(n as usize),
             Err(e) => return e,
         },
@@ -379,7 +351,7 @@ fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         let more = j + 1 < args.len();
         if is(args[j], "rank") && more {
             j += 1;
-            rank = match range_arg(args[j], -i64::MAX, i64::MAX, None) {
+            rank = match arg_in_range(args[j], -i64::MAX, i64::MAX, None) {
                 Ok(n) => n,
                 Err(e) => return e,
             };
@@ -388,13 +360,13 @@ fn lpos(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             }
         } else if is(args[j], "count") && more {
             j += 1;
-            match positive_arg(args[j], Some("COUNT can't be negative")) {
+            match arg_positive(args[j], Some("COUNT can't be negative")) {
                 Ok(n) => count = Some(n),
                 Err(e) => return e,
             }
         } else if is(args[j], "maxlen") && more {
             j += 1;
-            match positive_arg(args[j], Some("MAXLEN can't be negative")) {
+            match arg_positive(args[j], Some("MAXLEN can't be negative")) {
                 Ok(n) => maxlen = n,
                 Err(e) => return e,
             }
@@ -602,7 +574,7 @@ struct Mpop<'a> {
 }
 
 fn parse_mpop<'a>(args: &'a [&'a [u8]], at: usize) -> Result<Mpop<'a>, Reply> {
-    let numkeys = range_arg(
+    let numkeys = arg_in_range(
         args[at],
         1,
         i64::MAX,
@@ -619,7 +591,7 @@ fn parse_mpop<'a>(args: &'a [&'a [u8]], at: usize) -> Result<Mpop<'a>, Reply> {
     while j < args.len() {
         if count.is_none() && is(args[j], "count") && j + 1 < args.len() {
             j += 1;
-            count = Some(range_arg(
+            count = Some(arg_in_range(
                 args[j],
                 1,
                 i64::MAX,

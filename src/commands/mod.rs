@@ -499,6 +499,48 @@ pub fn arg_i64(a: &[u8]) -> Result<i64, Reply> {
     crate::util::numeric::parse_i64(a).ok_or(errors::NOT_INTEGER)
 }
 
+/// Redis's getRangeLongFromObjectOrReply: an integer in `min..=max`; `msg` (when
+/// given) replaces both the not-an-integer and the out-of-range errors.
+pub fn arg_in_range(a: &[u8], min: i64, max: i64, msg: Option<&'static str>) -> Result<i64, Reply> {
+    let err = |m: &'static str| Reply::error(format!("ERR {m}"));
+    let n = match crate::util::numeric::parse_i64(a) {
+        Some(n) => n,
+        None => return Err(msg.map_or(errors::NOT_INTEGER, err)),
+    };
+    if n < min || n > max {
+        return Err(match msg {
+            Some(m) => err(m),
+            None => Reply::error(format!(
+                "ERR value is out of range, value must between {min} and {max}"
+            )),
+        });
+    }
+    Ok(n)
+}
+
+/// Redis's getPositiveLongFromObjectOrReply: a count of 0 or more, whose one error
+/// (not an integer or negative alike) is `msg`, by default "value is out of range,
+/// must be positive".
+pub fn arg_positive(a: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
+    arg_in_range(
+        a,
+        0,
+        i64::MAX,
+        Some(msg.unwrap_or("value is out of range, must be positive")),
+    )
+}
+
+/// A database index as SELECT, MOVE and COPY read it (Redis's getIntFromObjectOrReply,
+/// then the range check): not a 32-bit integer is refused as such, an index past
+/// `databases` with "DB index is out of range".
+pub fn arg_db_index(a: &[u8], databases: usize) -> Result<usize, Reply> {
+    let n = arg_in_range(a, i32::MIN as i64, i32::MAX as i64, None)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&d| d < databases)
+        .ok_or(errors::DB_INDEX)
+}
+
 /// Case-insensitive comparison of an argument with an option name.
 #[inline]
 pub fn is(a: &[u8], opt: &str) -> bool {

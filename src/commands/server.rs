@@ -884,11 +884,18 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if ctx.ex.cluster.is_some() {
         return Reply::err("ERR SWAPDB is not allowed in cluster mode");
     }
-    let Some(a) = crate::util::numeric::parse_i64(args[1]) else {
-        return Reply::err("ERR invalid first DB index");
+    // Each index must be a 32-bit integer, or that index is "invalid" (Redis's
+    // getIntFromObjectOrReply with its message); in range, it must name a database.
+    let int = |a: &[u8], msg| {
+        crate::commands::arg_in_range(a, i32::MIN as i64, i32::MAX as i64, Some(msg))
     };
-    let Some(b) = crate::util::numeric::parse_i64(args[2]) else {
-        return Reply::err("ERR invalid second DB index");
+    let a = match int(args[1], "invalid first DB index") {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let b = match int(args[2], "invalid second DB index") {
+        Ok(n) => n,
+        Err(e) => return e,
     };
     let n = ctx.ex.ks.dbs.len() as i64;
     if a < 0 || a >= n || b < 0 || b >= n {

@@ -11,7 +11,7 @@ use crate::commands::ctx::{encode_repeated_picks, notify, stream_picks};
 use crate::commands::flags::*;
 use crate::commands::hashes::{parse_rand_count, parse_scan_opts, scan_reply};
 use crate::commands::keys::parse_cursor;
-use crate::commands::{arg_i64, errors, Command, Ctx, KeySpec};
+use crate::commands::{errors, Command, Ctx, KeySpec};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
 use crate::protocol::reply::encode_bulk;
 use crate::protocol::{PickStream, Reply};
@@ -199,9 +199,8 @@ fn spop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             }
         };
     }
-    let count = match arg_i64(args[2]) {
-        Ok(n) if n >= 0 => n as usize,
-        Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+    let count = match crate::commands::arg_positive(args[2], None) {
+        Ok(n) => n as usize,
         Err(e) => return e,
     };
     let popped = match write_set(ctx, key, |s| {

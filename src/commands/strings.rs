@@ -587,6 +587,18 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 // ----- LCS ------------------------------------------------------------------------
 
 fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    // Both keys are read (and counted as hits or misses) before their types are
+    // judged, and both before the options, as Redis's lcsCommand.
+    let mut strings: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    let mut wrong_type = false;
+    for (i, s) in strings.iter_mut().enumerate() {
+        if let Some(v) = ctx.lookup_read(args[1 + i]).map(|e| e.value()) {
+            wrong_type |= !v.append_string(s);
+        }
+    }
+    if wrong_type {
+        return Reply::err("ERR The specified keys must contain string values");
+    }
     let (mut get_len, mut get_idx, mut with_match_len) = (false, false, false);
     let mut min_match_len: i64 = 0;
     let mut j = 3;
@@ -608,14 +620,6 @@ fn lcs(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             return errors::SYNTAX;
         }
         j += 1;
-    }
-    let mut strings: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
-    for (i, s) in strings.iter_mut().enumerate() {
-        if let Some(v) = ctx.lookup_read(args[1 + i]).map(|e| e.value()) {
-            if !v.append_string(s) {
-                return Reply::err("ERR The specified keys must contain string values");
-            }
-        }
     }
     if get_len && get_idx {
         return Reply::err("ERR If you want both the length and indexes, please just use IDX.");

@@ -511,7 +511,6 @@ fn zrange_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, v: Variant) -> Reply
     let (mut by, mut rev) = (v.by, v.rev);
     let mut withscores = false;
     let (mut offset, mut limit): (i64, i64) = (0, -1);
-    let mut limited = false;
     let mut j = at + 3;
     while j < args.len() {
         let a = args[j];
@@ -523,7 +522,6 @@ fn zrange_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, v: Variant) -> Reply
                 (Ok(o), Ok(l)) => {
                     offset = o;
                     limit = l;
-                    limited = true;
                 }
                 (Err(e), _) | (_, Err(e)) => return e,
             }
@@ -541,7 +539,9 @@ fn zrange_generic(ctx: &mut Ctx, args: &[&[u8]], at: usize, v: Variant) -> Reply
     }
     let rev = rev.unwrap_or(false);
     let by = by.unwrap_or(By::Rank);
-    if limited && by == By::Rank {
+    // A LIMIT whose count is -1 (everything) is no limit at all, so a rank range
+    // accepts it, as Redis's zrangeGenericCommand does.
+    if limit != -1 && by == By::Rank {
         return Reply::err(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
@@ -794,9 +794,8 @@ fn zpop_command(ctx: &mut Ctx, args: &[&[u8]], max: bool) -> Reply {
     }
     let count = match args.get(2) {
         None => None,
-        Some(a) => match arg_i64(a) {
-            Ok(n) if n >= 0 => Some(n as usize),
-            Ok(_) => return Reply::err("ERR value is out of range, must be positive"),
+        Some(a) => match crate::commands::arg_positive(a, None) {
+            Ok(n) => Some(n as usize),
             Err(e) => return e,
         },
     };
@@ -932,9 +931,6 @@ fn bzmpop(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 // ----- ZRANDMEMBER ----------------------------------------------------------------
 
 fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    if args.len() > 4 {
-        return errors::SYNTAX;
-    }
     let Some(count_arg) = args.get(2) else {
         return match read_zset(ctx, args[1]) {
             Err(e) => e,
@@ -945,16 +941,17 @@ fn zrandmember(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             }
         };
     };
-    let withscores = match args.get(3) {
-        None => false,
-        Some(a) if is(a, "withscores") => true,
-        Some(_) => return errors::SYNTAX,
-    };
-    let l = match arg_i64(count_arg) {
+    // The count is judged before the rest of the syntax, as Redis's zrandmemberCommand.
+    let l = match super::hashes::parse_rand_count(count_arg) {
         Ok(l) => l,
         Err(e) => return e,
     };
-    if l == i64::MIN || (withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l)) {
+    let withscores = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && is(a, "withscores") => true,
+        Some(_) => return errors::SYNTAX,
+    };
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
         return Reply::err("ERR value is out of range");
     }
     let proto = ctx.proto();

@@ -1,0 +1,198 @@
+//! Error replies for malformed arguments, found by `scripts/differential.py --mutate`
+//! (commands with an argument dropped, added, repeated or replaced) and checked against
+//! Redis 7.4's source: which error a command gives, and which it judges first.
+
+mod common;
+use common::*;
+
+const NOT_POSITIVE: &str = "-ERR value is out of range, must be positive\r\n";
+const NOT_INTEGER: &str = "-ERR value is not an integer or out of range\r\n";
+const NOT_INT32: &str =
+    "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n";
+const NOT_LONG: &str = "-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n";
+
+/// Counts read by getPositiveLongFromObjectOrReply without a message of their own
+/// (SPOP, ZPOPMIN/ZPOPMAX, DEBUG POPULATE): anything but an integer of 0 or more,
+/// words included, gets "must be positive", before the key is looked at.
+#[test]
+fn positive_counts_refuse_words_as_out_of_range() {
+    let s = TestServer::start();
+    check_both(
+        &s,
+        &[
+            (&["SADD", "s", "a", "b"], ":2\r\n", ":2\r\n"),
+            (&["ZADD", "z", "1", "a"], ":1\r\n", ":1\r\n"),
+            (&["SPOP", "s", "abc"], NOT_POSITIVE, NOT_POSITIVE),
+            (&["SPOP", "s", "-1"], NOT_POSITIVE, NOT_POSITIVE),
+            (&["SPOP", "nosuch", "1.5"], NOT_POSITIVE, NOT_POSITIVE),
+            (
+                &["SPOP", "s", "9223372036854775808"],
+                NOT_POSITIVE,
+                NOT_POSITIVE,
+            ),
+            (&["ZPOPMIN", "z", "abc"], NOT_POSITIVE, NOT_POSITIVE),
+            (&["ZPOPMAX", "nosuch", "x"], NOT_POSITIVE, NOT_POSITIVE),
+            (&["ZPOPMAX", "z", "-1"], NOT_POSITIVE, NOT_POSITIVE),
+            (&["DEBUG", "POPULATE", "abc"], NOT_POSITIVE, NOT_POSITIVE),
+            (
+                &["DEBUG", "POPULATE", "1", "p", "abc"],
+                NOT_POSITIVE,
+                NOT_POSITIVE,
+            ),
+            (&["SCARD", "s"], ":2\r\n", ":2\r\n"),
+        ],
+    );
+}
+
+/// Database indexes are 32-bit integers first (getIntFromObjectOrReply), databases
+/// second; SWAPDB names the index it could not read.
+#[test]
+fn database_indexes_are_32_bit_integers_first() {
+    let s = TestServer::start();
+    let out_of_range = "-ERR DB index is out of range\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "k", "v"], "+OK\r\n", "+OK\r\n"),
+            (&["SELECT", "abc"], NOT_INTEGER, NOT_INTEGER),
+            (&["SELECT", "2147483648"], NOT_INT32, NOT_INT32),
+            (&["SELECT", "-2147483649"], NOT_INT32, NOT_INT32),
+            (&["SELECT", "-1"], out_of_range, out_of_range),
+            (&["SELECT", "2147483647"], out_of_range, out_of_range),
+            (&["MOVE", "k", "99999999999"], NOT_INT32, NOT_INT32),
+            (&["MOVE", "k", "16"], out_of_range, out_of_range),
+            (
+                &["COPY", "k", "d", "DB", "99999999999"],
+                NOT_INT32,
+                NOT_INT32,
+            ),
+            (&["COPY", "k", "d", "DB", "x"], NOT_INTEGER, NOT_INTEGER),
+            (&["COPY", "k", "d", "DB", "-1"], out_of_range, out_of_range),
+            (
+                &["SWAPDB", "99999999999", "0"],
+                "-ERR invalid first DB index\r\n",
+                "-ERR invalid first DB index\r\n",
+            ),
+            (
+                &["SWAPDB", "0", "2147483648"],
+                "-ERR invalid second DB index\r\n",
+                "-ERR invalid second DB index\r\n",
+            ),
+            (
+                &["SWAPDB", "x", "y"],
+                "-ERR invalid first DB index\r\n",
+                "-ERR invalid first DB index\r\n",
+            ),
+            (&["SWAPDB", "0", "99"], out_of_range, out_of_range),
+            (&["SWAPDB", "-1", "0"], out_of_range, out_of_range),
+            (&["GET", "k"], "$1\r\nv\r\n", "$1\r\nv\r\n"),
+        ],
+    );
+}
+
+/// ZRANDMEMBER reads its count (in -LONG_MAX..LONG_MAX) before the rest of its
+/// syntax; ZRANGE takes a LIMIT whose count is -1 with a rank range, since that is no
+/// limit at all, and refuses any other.
+#[test]
+fn zset_counts_and_limits_in_redis_order() {
+    let s = TestServer::start();
+    let limit_error = "-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n";
+    check_both(
+        &s,
+        &[
+            (
+                &["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+                ":3\r\n",
+                ":3\r\n",
+            ),
+            (
+                &["ZRANDMEMBER", "z", "abc", "foo"],
+                NOT_INTEGER,
+                NOT_INTEGER,
+            ),
+            (
+                &["ZRANDMEMBER", "z", "1", "withscores", "x"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (
+                &["ZRANDMEMBER", "z", "-9223372036854775808"],
+                NOT_LONG,
+                NOT_LONG,
+            ),
+            (
+                &["ZRANDMEMBER", "z", "-9223372036854775808", "withscores"],
+                NOT_LONG,
+                NOT_LONG,
+            ),
+            (
+                &["ZRANDMEMBER", "z", "-9223372036854775807", "withscores"],
+                "-ERR value is out of range\r\n",
+                "-ERR value is out of range\r\n",
+            ),
+            (&["ZRANDMEMBER", "z", "0", "withscores"], "*0\r\n", "*0\r\n"),
+            (
+                &["ZRANGE", "z", "0", "-1", "LIMIT", "5", "-1"],
+                "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+                "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+            ),
+            (
+                &["ZRANGE", "z", "0", "0", "LIMIT", "0", "-1", "WITHSCORES"],
+                "*2\r\n$1\r\na\r\n$1\r\n1\r\n",
+                "*1\r\n*2\r\n$1\r\na\r\n,1\r\n",
+            ),
+            (
+                &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"],
+                limit_error,
+                limit_error,
+            ),
+            (
+                &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "-2"],
+                limit_error,
+                limit_error,
+            ),
+            (
+                &["ZRANGESTORE", "d", "z", "1", "-1", "LIMIT", "1", "-1"],
+                ":2\r\n",
+                ":2\r\n",
+            ),
+            // The LIMIT is read before the rank range.
+            (
+                &["ZRANGESTORE", "d", "z", "1", "BYSCORE", "LIMIT", "3", "-1"],
+                NOT_INTEGER,
+                NOT_INTEGER,
+            ),
+        ],
+    );
+}
+
+/// LCS reads both keys and judges their types before its options.
+#[test]
+fn lcs_checks_its_keys_before_its_options() {
+    let s = TestServer::start();
+    let not_strings = "-ERR The specified keys must contain string values\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "a", "ohmytext"], "+OK\r\n", "+OK\r\n"),
+            (&["RPUSH", "l", "x"], ":1\r\n", ":1\r\n"),
+            (&["LCS", "a", "l", "GT"], not_strings, not_strings),
+            (
+                &["LCS", "l", "nosuch", "MINMATCHLEN", "x"],
+                not_strings,
+                not_strings,
+            ),
+            (
+                &["LCS", "a", "nosuch", "GT"],
+                "-ERR syntax error\r\n",
+                "-ERR syntax error\r\n",
+            ),
+            (
+                &["LCS", "a", "a", "MINMATCHLEN", "x"],
+                NOT_INTEGER,
+                NOT_INTEGER,
+            ),
+            (&["LCS", "a", "a", "LEN"], ":8\r\n", ":8\r\n"),
+        ],
+    );
+}
