@@ -3,7 +3,7 @@
 difference in replies (exact RESP2 or RESP3 types and bytes) or in stored data.
 
     scripts/differential.py REDIS_PORT CINNABAR_PORT [--seed N] [--count N]
-                            [--proto 2|3] [--db N] [--mutate SHARE]
+                            [--proto 2|3] [--db N] [--mutate SHARE] [--only CMD,...]
 
 Both servers run with `--enable-debug-command yes`: after each command the values of
 the five keys in play are compared with DEBUG DIGEST-VALUE, so a write that answers
@@ -175,7 +175,16 @@ redis.register_function('incrk', function(keys) return redis.call('INCR', keys[1
 """
 
 
-def generator(rng, db, mutate=0.0):
+ACL_USERS = ["u1", "u2"]
+ACL_RULES = ["on", "off", "nopass", ">pw", "<pw", ">other", "resetpass", "~k*", "~*", "%R~r*", "%W~w*", "%RW~x",
+             "&chan*", "allkeys", "allchannels", "resetkeys", "resetchannels", "+@all", "-@all", "+get", "-set",
+             "+@string", "-@dangerous", "+@hash", "-@hash", "+client|id", "-client", "+client", "reset",
+             "(~x* +get)", "(+set %W~y*)", "clearselectors", "nocommands", "allcommands", "+select|0",
+             "foo", "+nosuchcmd", "~", ">", "-@nosuch", "#" + "a" * 64, "!" + "a" * 64, "+config|get",
+             "-config|set", "+@read", "-@write", "+acl", "+debug|digest"]
+
+
+def generator(rng, db, mutate=0.0, only=None):
     def k(): return rng.choice(KEYS)
     def m(): return rng.choice(MEMBERS)
     def n(): return rng.choice(NUMBERS)
@@ -331,6 +340,31 @@ def generator(rng, db, mutate=0.0):
         lambda: ["GETEX", k(), rng.choice(["EXAT", "PXAT"]), rng.choice(["99999999999", "1", "0", "-1"])],
         lambda: ["HSTRLEN", k(), m()], lambda: ["TOUCH", k(), k(), k()], lambda: ["EXPIRE", "nokey", "100"],
         lambda: ["RESTORE-FROM-REDIS", k(), k()],
+        # cursors, walked to their end (SCAN-ALL), and introspection
+        lambda: ["SCAN-ALL", "SCAN", "0"] + one([], ["MATCH", rng.choice(["k*", "*", "{k}?", "w_*", "[a-k]1"])],
+                                             ["TYPE", rng.choice(["string", "list", "zset", "stream", "x"])],
+                                             ["COUNT", rng.choice(["1", "3", "0", "abc"])]),
+        lambda: ["SCAN-ALL", rng.choice(["HSCAN", "SSCAN", "ZSCAN"]), k(), rng.choice(["0", "0", "abc", "-1"])]
+        + one([], ["MATCH", rng.choice(["*", "a*", "?", "1*"])], ["COUNT", rng.choice(["1", "5", "0"])]),
+        lambda: ["KEYS", rng.choice(["*", "k?", "{k}*", "*1*", "[k]*"])], lambda: ["RANDOMKEY"] if rng.random() < 0.2 else ["DBSIZE"],
+        lambda: ["XAUTOCLAIM", k(), rng.choice(["g1", "g2"]), rng.choice(["c1", "c2"]), "0", sid()]
+        + one([], ["COUNT", s()], ["JUSTID"], ["COUNT", "2", "JUSTID"]),
+        lambda: ["XINFO", "GROUPS", k()], lambda: ["XINFO", "CONSUMERS", k(), rng.choice(["g1", "g2"])],
+        lambda: ["XINFO", "STREAM", k()],
+        lambda: [rng.choice(["EXPIREAT", "PEXPIREAT"]), k(), rng.choice(["99999999999", "9999999999999", "-1", "abc"])]
+        + one([], ["NX"], ["GT"]),
+        lambda: ["PEXPIRETIME", k()],
+        lambda: ["GEORADIUSBYMEMBER", k(), m(), rng.choice(["100", "500"]), "km"] + opt("WITHDIST", "ASC") + one([], ["COUNT", "2"]),
+        lambda: ["ZREVRANGE", k(), s(), s()] + opt("WITHSCORES"),
+        lambda: ["ZRANGEBYSCORE", k(), srange(), srange(), "LIMIT", s(), s()] + opt("WITHSCORES"),
+        lambda: ["SORT", k(), "BY", rng.choice(["w_*", "h_*->f", "nosuch_*"]), "GET", "#", "GET", rng.choice(["w_*", "h_*->f"])]
+        + opt("DESC"),  # ALPHA with BY leaves ties in qsort's order: undefined
+        # ACL users (u1, u2; the default user is left alone)
+        lambda: ["ACL", "SETUSER", rng.choice(ACL_USERS)] + [rng.choice(ACL_RULES) for _ in range(rng.randint(0, 4))],
+        lambda: ["ACL", "GETUSER", rng.choice(ACL_USERS)], lambda: ["ACL", "LIST"], lambda: ["ACL", "USERS"],
+        lambda: ["ACL", "DELUSER", rng.choice(ACL_USERS)],
+        lambda: ["ACL", "DRYRUN", rng.choice(ACL_USERS)] + rng.choice(templates[:60])(),
+        lambda: ["COMMAND", "GETKEYS"] + rng.choice(templates)(),
         # transactions and scripts
         lambda: ["MULTI"], lambda: ["EXEC"], lambda: ["DISCARD"], lambda: ["WATCH", k()], lambda: ["UNWATCH"],
         lambda: ["EVAL", rng.choice(SCRIPTS), "1", k()] + ms(0, 2),
@@ -338,6 +372,8 @@ def generator(rng, db, mutate=0.0):
     ]
     while True:
         cmd = rng.choice(templates)()
+        if only and cmd[0] not in only:
+            continue
         if rng.random() < mutate and cmd[0] not in NOT_MUTATED:
             cmd = mutated(rng, cmd)
             if cmd[0] in RANDOM and cmd[2:3] not in (["0"], ["-0"]):
@@ -347,7 +383,7 @@ def generator(rng, db, mutate=0.0):
 
 # Blocking commands could wait for good once mutated (a timeout of 0); the rest are
 # the run's own machinery.
-NOT_MUTATED = {"BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX", "BLMOVE", "BLMPOP", "BZMPOP", "XREAD",
+NOT_MUTATED = {"SCAN-ALL", "COMMAND", "BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX", "BLMOVE", "BLMPOP", "BZMPOP", "XREAD",
                "XREADGROUP", "MULTI", "EXEC", "DISCARD", "RESTORE-FROM-REDIS", "SWAPDB", "FLUSHDB"}
 RANDOM = {"SPOP", "SRANDMEMBER", "ZRANDMEMBER", "HRANDFIELD"}
 TOKENS = ["", "-1", "0", "1", "abc", "LIMIT", "COUNT", "WITHSCORES", "9223372036854775808", "1.5",
@@ -357,10 +393,26 @@ TOKENS = ["", "-1", "0", "1", "abc", "LIMIT", "COUNT", "WITHSCORES", "9223372036
 def judged_otherwise_before_7_4(cmd):
     """Commands whose malformed forms Redis 7.0 judges otherwise than 7.4: ZRANK and
     ZREVRANK took no WITHSCORE (their arity error came before MULTI queued them),
-    BITCOUNT and BITPOS looked their key up before reading their range."""
+    BITCOUNT and BITPOS looked their key up before reading their range, and the SCAN
+    family read a negative cursor as a huge one."""
     name = cmd[0]
     return ((name in ("ZRANK", "ZREVRANK") and len(cmd) != 3)
-            or (name in ("BITCOUNT", "BITPOS") and len(cmd) > 2 + (name == "BITPOS")))
+            or (name in ("BITCOUNT", "BITPOS") and len(cmd) > 2 + (name == "BITPOS"))
+            or (name in ("SCAN-ALL", "SSCAN", "HSCAN", "ZSCAN") and any(a.startswith("-") for a in cmd[2:4]))
+            or (cmd[:2] == ["COMMAND", "GETKEYS"] and len(cmd) == 3))
+
+
+def as_before_7_4(cmd, reply):
+    """A 7.4 reply in 7.0's words where only the words changed: users are created
+    with sanitize-payload, DRYRUN names the user."""
+    kind, value = reply
+    if isinstance(value, list):
+        return (kind, [as_before_7_4(cmd, r) for r in value])
+    if cmd[0] == "ACL" and isinstance(value, bytes):
+        value = value.replace(b" sanitize-payload", b"").replace(b"sanitize-payload", b"")
+        if cmd[1:2] == ["DRYRUN"] and len(cmd) > 2 and value.startswith(b"User "):
+            value = b"This user" + value[len(b"User ") + len(cmd[2]):]
+    return (kind, value)
 
 
 def mutated(rng, cmd):
@@ -381,7 +433,7 @@ def mutated(rng, cmd):
     return cmd
 
 
-UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HGETALL", "HKEYS", "HVALS"}
+UNORDERED = {"SMEMBERS", "SINTER", "SUNION", "SDIFF", "HGETALL", "HKEYS", "HVALS", "KEYS"}
 LEX = {"ZLEXCOUNT", "ZREVRANGEBYLEX", "ZRANGEBYLEX", "ZREMRANGEBYLEX"}
 
 
@@ -398,7 +450,44 @@ def normalized(cmd, reply, queued=()):
         return (kind, sorted(value))
     if name == "XADD" and kind == b"$":
         return (kind, b"<id>")
+    if name == "RANDOMKEY" and kind == b"$" and value is not None:
+        return (kind, b"<key>")
     return reply
+
+
+# Values that are times or the radix tree's shape, masked in XINFO replies.
+MASKED = {b"idle", b"inactive", b"radix-tree-keys", b"radix-tree-nodes", b"seen-time", b"active-time"}
+
+
+def masked(reply):
+    """An XINFO reply with its times and tree sizes replaced by `*`."""
+    kind, value = reply
+    if not isinstance(value, list):
+        return reply
+    out = [masked(x) for x in value]
+    for i in range(0, len(out) - 1, 2):
+        if out[i][1] in MASKED:
+            out[i + 1] = (b"*", b"masked")
+    return (kind, out)
+
+
+def scan_all(conn, cmd):
+    """Walks a SCAN-family cursor to its end: the sorted elements (pairs for HSCAN and
+    ZSCAN), or the first error."""
+    args, found = list(cmd), []
+    at = 1 if args[0] == "SCAN" else 2
+    for _ in range(10000):
+        kind, value = conn.cmd(args)
+        if kind != b"*" and kind != b">":
+            return (kind, value)
+        cursor, items = value[0][1], [x[1] for x in value[1][1]]
+        if args[0] in ("HSCAN", "ZSCAN"):
+            items = list(zip(items[0::2], items[1::2]))
+        found += items
+        if cursor == b"0":
+            break
+        args[at] = cursor.decode()
+    return (b"*", sorted(set(found)))
 
 
 def first_difference(a, b, path=()):
@@ -445,7 +534,9 @@ def show(conn, key):
 
 
 def empty(conn, db):
-    """Empties the run's database and database 7, and selects the run's."""
+    """Empties the run's database and database 7, and selects the run's; drops the
+    run's ACL users."""
+    conn.cmd(["ACL", "DELUSER"] + ACL_USERS)
     for d in (OTHER_DB, db):
         conn.cmd(["SELECT", str(d)])
         conn.cmd(["FLUSHDB"])
@@ -459,6 +550,7 @@ def main():
     p.add_argument("--count", type=int, default=10000)
     p.add_argument("--proto", type=int, choices=(2, 3), default=2)
     p.add_argument("--db", type=int, default=0)
+    p.add_argument("--only", help="comma-separated command names: generate only these")
     p.add_argument("--mutate", type=float, default=0.0,
                    help="share of commands with one argument dropped, added, repeated or "
                    "replaced (their errors, and the order they are judged in, compared)")
@@ -472,7 +564,8 @@ def main():
     for _, c in servers:
         c.cmd(["FUNCTION", "LOAD", "REPLACE", LIBRARY])
     seen, differences, in_multi, queued, trail = set(), 0, False, [], []
-    commands = generator(random.Random(o.seed), o.db, o.mutate)
+    only = set(o.only.upper().split(",")) if o.only else None
+    commands = generator(random.Random(o.seed), o.db, o.mutate, only)
     version = next((l.split(":")[1] for l in red.cmd(["INFO", "server"])[1].decode().splitlines()
                     if l.startswith("redis_version:")), "7.4")
     before_7_4 = tuple(int(x) for x in version.split(".")[:2]) < (7, 4)
@@ -501,7 +594,17 @@ def main():
             if payload is None:
                 continue
             cmd = ["RESTORE", cmd[2], "0", payload, "REPLACE"]
-        replies = [red.cmd(cmd), cin.cmd(cmd)]
+        if cmd[0] == "SCAN-ALL":
+            if in_multi:
+                continue
+            cmd = cmd[1:]
+            replies = [scan_all(red, cmd), scan_all(cin, cmd)]
+        else:
+            replies = [red.cmd(cmd), cin.cmd(cmd)]
+        if cmd[0] == "XINFO":
+            replies = [masked(r) for r in replies]
+        if before_7_4 and cmd[0] == "ACL":
+            replies = [as_before_7_4(cmd, r) for r in replies]
         trail.append((i, cmd))
         if cmd[0] == "MULTI" and replies[0] == (b"+", b"OK"):
             in_multi = True
@@ -534,7 +637,8 @@ def main():
             earlier = []
             for j, c in reversed(trail[:-1]):
                 keys = {a for a in c if a in KEYS}
-                if keys & named or c[0] in ("MULTI", "EXEC", "SWAPDB", "FLUSHDB"):
+                if (keys & named or c[0] in ("MULTI", "EXEC", "SWAPDB", "FLUSHDB")
+                        or (cmd[0] == "ACL" and c[0] == "ACL")):
                     earlier.insert(0, (j, c))
                     named |= keys  # RENAME, COPY, *STORE...: follow the other keys too
             for j, c in earlier[-16:]:

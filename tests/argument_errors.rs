@@ -196,3 +196,53 @@ fn lcs_checks_its_keys_before_its_options() {
         ],
     );
 }
+
+/// XINFO STREAM looks its key up before it reads its options, and a negative FULL
+/// COUNT is the default of 10 entries (0 is every entry).
+#[test]
+fn xinfo_stream_key_first_and_negative_count_is_ten() {
+    let s = TestServer::start();
+    let syntax =
+        "-ERR unknown subcommand or wrong number of arguments for 'STREAM'. Try XINFO HELP.\r\n";
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "s", "v"], "+OK\r\n", "+OK\r\n"),
+            (
+                &["XINFO", "STREAM", "nosuch", "junk"],
+                "-ERR no such key\r\n",
+                "-ERR no such key\r\n",
+            ),
+            (
+                &["XINFO", "STREAM", "s", "FULL", "COUNT"],
+                wrongtype,
+                wrongtype,
+            ),
+            (
+                &["XADD", "x", "1-1", "a", "1"],
+                "$3\r\n1-1\r\n",
+                "$3\r\n1-1\r\n",
+            ),
+            (&["XINFO", "STREAM", "x", "junk"], syntax, syntax),
+            (&["XINFO", "STREAM", "x", "FULL", "COUNT"], syntax, syntax),
+        ],
+    );
+    let mut c = s.raw(2);
+    for i in 2..=12 {
+        c.cmd(&["XADD", "x", &format!("{i}-1"), "a", &i.to_string()]);
+    }
+    let entries = |reply: String| reply.matches("$1\r\na\r\n").count();
+    assert_eq!(
+        entries(c.cmd(&["XINFO", "STREAM", "x", "FULL", "COUNT", "-1"])),
+        10
+    );
+    assert_eq!(
+        entries(c.cmd(&["XINFO", "STREAM", "x", "FULL", "COUNT", "0"])),
+        12
+    );
+    assert_eq!(
+        entries(c.cmd(&["XINFO", "STREAM", "x", "FULL", "COUNT", "3"])),
+        3
+    );
+}

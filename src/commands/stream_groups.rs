@@ -654,6 +654,13 @@ pub(super) fn kv(k: &'static str, v: Reply) -> (Reply, Reply) {
 }
 
 pub(super) fn xinfo_stream(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    let now = ctx.now_ms;
+    // The key is looked up before the options are read, as Redis's xinfoCommand.
+    let s = match read_stream(ctx, args[2]) {
+        Err(e) => return e,
+        Ok(None) => return errors::NO_SUCH_KEY,
+        Ok(Some(s)) => s,
+    };
     let mut full = false;
     let mut count: usize = 10;
     if args.len() > 3 {
@@ -665,18 +672,14 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             if args.len() != 6 || !is(args[4], "count") {
                 return subcommand_syntax(args);
             }
+            // A negative COUNT is the default, 10 (0 is every entry).
             count = match arg_ll(args[5]) {
-                Ok(n) => n.max(0) as usize,
+                Ok(n) if n < 0 => 10,
+                Ok(n) => n as usize,
                 Err(e) => return e,
             };
         }
     }
-    let now = ctx.now_ms;
-    let s = match read_stream(ctx, args[2]) {
-        Err(e) => return e,
-        Ok(None) => return errors::NO_SUCH_KEY,
-        Ok(Some(s)) => s,
-    };
     let mut m = vec![
         kv("length", Reply::Int(s.len() as i64)),
         kv("radix-tree-keys", Reply::Int(s.block_count() as i64)),
