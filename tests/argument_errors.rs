@@ -246,3 +246,22 @@ fn xinfo_stream_key_first_and_negative_count_is_ten() {
         3
     );
 }
+
+/// ZINCRBY is Redis's ZADD with INCR, whose options it parses too: an option word
+/// where the increment goes is a syntax error, not a bad float.
+#[test]
+fn zincrby_takes_an_option_word_as_zadd_does() {
+    let s = TestServer::start();
+    let syntax = "-ERR syntax error\r\n";
+    let not_float = "-ERR value is not a valid float\r\n";
+    check_both(
+        &s,
+        &[
+            (&["ZINCRBY", "z", "XX", "m"], syntax, syntax),
+            (&["ZINCRBY", "z", "nx", "m"], syntax, syntax),
+            (&["ZINCRBY", "z", "Incr", "m"], syntax, syntax),
+            (&["ZINCRBY", "z", "abc", "m"], not_float, not_float),
+            (&["ZINCRBY", "z", "2", "m"], "$1\r\n2\r\n", ",2\r\n"),
+        ],
+    );
+}

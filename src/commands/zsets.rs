@@ -365,6 +365,14 @@ pub(crate) fn zadd_generic(
 }
 
 fn zincrby(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
+    // Redis parses ZINCRBY as a ZADD INCR, options included: an option word where the
+    // increment goes leaves too few arguments for a pair.
+    if ["nx", "xx", "ch", "incr", "gt", "lt"]
+        .iter()
+        .any(|o| is(args[2], o))
+    {
+        return errors::SYNTAX;
+    }
     let Some(incr) = parse_f64(args[2]) else {
         return errors::NOT_FLOAT;
     };
