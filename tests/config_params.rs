@@ -319,18 +319,143 @@ fn values_are_validated_with_redis_errors() {
         ("replica-serve-stale-data", "NO", "no"),
         ("repl-backlog-ttl", "7200", "7200"),
         ("slave-announce-ip", "10.0.0.1", "10.0.0.1"),
-        ("hz", "1000", "1000"),
+        ("hz", "1000", "500"),
     ] {
         assert_eq!(c.cmd(&["CONFIG", "SET", name, value]), "+OK\r\n", "{name}");
         assert_eq!(get(&mut c, name), shown, "{name}");
     }
     assert_eq!(get(&mut c, "replica-announce-ip"), "10.0.0.1");
-    // hz runs clamped to 1..=500, as Redis.
+    // hz is capped to 1..=500 where it is set, as Redis's updateHZ caps config_hz.
     let info = c.cmd(&["INFO", "server"]);
     assert!(
-        info.contains("\r\nhz:500\r\n") && info.contains("\r\nconfigured_hz:1000\r\n"),
+        info.contains("\r\nhz:500\r\n") && info.contains("\r\nconfigured_hz:500\r\n"),
         "{info}"
     );
+}
+
+/// Values parse as Redis 7.4's config.c reads them (found comparing every parameter's
+/// CONFIG SET with redis-server's): integers as string2ll (no `+`, no leading zeros),
+/// memory values as memtoull (digits, none being 0, then a unit; too big is out of
+/// range), the 7.4 memory parameters taking units, an alias named as given, enum
+/// lists in Redis's order, and the values Redis caps shown capped.
+#[test]
+fn values_parse_as_redis_74_reads_them() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let not_int = "argument couldn't be parsed into an integer";
+    let rows: &[(&[&str], String)] = &[
+        (&["hz", "+5"], set_error("hz", not_int)),
+        (&["hz", "007"], set_error("hz", not_int)),
+        (
+            &["slowlog-max-len", "-0"],
+            set_error("slowlog-max-len", not_int),
+        ),
+        (&["slowlog-max-len", "4294967296"], "+OK\r\n".into()),
+        (&["hash-max-listpack-value", "1kb"], "+OK\r\n".into()),
+        (&["zset-max-ziplist-value", "2k"], "+OK\r\n".into()),
+        (&["stream-node-max-bytes", "1mb"], "+OK\r\n".into()),
+        (&["hll-sparse-max-bytes", ""], "+OK\r\n".into()),
+        (
+            &["hash-max-ziplist-value", "1.5"],
+            set_error("hash-max-ziplist-value", "argument must be a memory value"),
+        ),
+        (
+            &["ZSET-MAX-ZIPLIST-VALUE", "-1"],
+            set_error("zset-max-ziplist-value", "argument must be a memory value"),
+        ),
+        (
+            &["slave-priority", "x"],
+            set_error("slave-priority", not_int),
+        ),
+        (
+            &["auto-aof-rewrite-min-size", "9223372036854775808"],
+            set_error(
+                "auto-aof-rewrite-min-size",
+                "argument must be between 0 and 9223372036854775807 inclusive",
+            ),
+        ),
+        (
+            &["client-query-buffer-limit", "99999999999999999999"],
+            set_error(
+                "client-query-buffer-limit",
+                "argument must be between 1048576 and 9223372036854775807 inclusive",
+            ),
+        ),
+        (
+            &["hash-max-listpack-value", "10000000000gb"],
+            set_error(
+                "hash-max-listpack-value",
+                "argument must be between 0 and 9223372036854775807 inclusive",
+            ),
+        ),
+        (
+            &["maxclients", "0"],
+            set_error(
+                "maxclients",
+                "argument must be between 1 and 4294967295 inclusive",
+            ),
+        ),
+        (
+            &["maxmemory-clients", "+5%"],
+            set_error(
+                "maxmemory-clients",
+                "argument must be a memory or percent value",
+            ),
+        ),
+        (
+            &["appendfsync", "sometimes"],
+            set_error(
+                "appendfsync",
+                "argument(s) must be one of the following: everysec, always, no",
+            ),
+        ),
+        (
+            &["latency-tracking-info-percentiles", "50 99 "],
+            set_error(
+                "latency-tracking-info-percentiles",
+                "Invalid latency-tracking-info-percentiles parameters",
+            ),
+        ),
+        (
+            &["rdbchecksum", "no"],
+            set_error("rdbchecksum", "can't set immutable config"),
+        ),
+        // An alias and its parameter are two names (Redis registers them apart).
+        (
+            &["slave-priority", "5", "replica-priority", "6"],
+            "+OK\r\n".into(),
+        ),
+        (
+            &["hz", "1", "HZ", "2"],
+            set_error("HZ", "duplicate parameter"),
+        ),
+    ];
+    for (args, want) in rows {
+        let mut cmd = vec!["CONFIG", "SET"];
+        cmd.extend_from_slice(args);
+        assert_eq!(c.cmd(&cmd), *want, "{args:?}");
+    }
+    for (name, want) in [
+        ("hash-max-listpack-value", "1024"),
+        ("zset-max-listpack-value", "2000"),
+        ("stream-node-max-bytes", "1048576"),
+        ("hll-sparse-max-bytes", "0"),
+        ("slowlog-max-len", "4294967296"),
+        ("replica-priority", "6"),
+    ] {
+        assert_eq!(get(&mut c, name), want, "{name}");
+    }
+    // Capped values read back capped; `relative` reads back as its first name.
+    for (name, value, shown) in [
+        ("hz", "0", "1"),
+        ("hz", "100000", "500"),
+        ("repl-backlog-size", "1", "16384"),
+        ("oom-score-adj", "relative", "yes"),
+        ("latency-tracking-info-percentiles", "", ""),
+    ] {
+        assert_eq!(c.cmd(&["CONFIG", "SET", name, value]), "+OK\r\n", "{name}");
+        assert_eq!(get(&mut c, name), shown, "{name} {value}");
+    }
 }
 
 #[test]

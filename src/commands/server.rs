@@ -582,7 +582,8 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return crate::commands::wrong_arity(ctx.cmd.name);
     }
     let mut updated = ctx.ex.config.clone();
-    let mut seen: Vec<&str> = Vec::new();
+    // An alias and its directive are told apart, as Redis registers them apart.
+    let mut seen: Vec<String> = Vec::new();
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(pair[0]).into_owned();
         let Some(d) = find_directive(&name) else {
@@ -595,10 +596,11 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
             ))
         };
-        if seen.contains(&d.name) {
+        let looked_up = name.to_ascii_lowercase();
+        if seen.contains(&looked_up) {
             return fail("duplicate parameter");
         }
-        seen.push(d.name);
+        seen.push(looked_up);
         if d.flags & config::IMMUTABLE != 0 {
             return fail("can't set immutable config");
         }
@@ -618,9 +620,11 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         }
         let value = String::from_utf8_lossy(pair[1]).into_owned();
         if let Err(why) = (d.set)(&mut updated, &[value]) {
+            // Named as it was looked up: an alias by the alias (Redis registers each
+            // alias as a directive of its own).
             return Reply::error(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
-                d.name
+                name.to_ascii_lowercase()
             ));
         }
     }

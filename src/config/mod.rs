@@ -300,10 +300,15 @@ fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
 }
 
+/// An integer as Redis's string2ll reads it: no sign but `-`, no leading zeros, no
+/// spaces.
+pub fn parse_strict_int(v: &str) -> Option<i64> {
+    crate::util::numeric::parse_i64(v.as_bytes())
+}
+
 fn parse_int(v: &str, min: i64, max: i64) -> Result<i64, String> {
-    let n: i64 = v
-        .parse()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    let n: i64 = parse_strict_int(v)
+        .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
     if n < min || n > max {
         return Err(format!(
             "argument must be between {min} and {max} inclusive"
@@ -312,26 +317,35 @@ fn parse_int(v: &str, min: i64, max: i64) -> Result<i64, String> {
     Ok(n)
 }
 
-/// Parses a memory amount with Redis's units (`1k` = 1000, `1kb` = 1024, …).
+/// Parses a memory amount with Redis's units (`1k` = 1000, `1kb` = 1024, …) exactly
+/// as Redis's memtoull reads one: digits (none is 0) then at most a unit; a number too
+/// big for 64 bits saturates and the unit's product wraps, which the range checks of
+/// the directives then refuse, as Redis's do.
 pub fn parse_memory(v: &str) -> Option<u64> {
-    let lower = v.to_ascii_lowercase();
-    let (digits, mul): (&str, u64) = [
-        ("gb", 1u64 << 30),
-        ("mb", 1 << 20),
-        ("kb", 1 << 10),
-        ("g", 1_000_000_000),
-        ("m", 1_000_000),
-        ("k", 1000),
-        ("b", 1),
-    ]
-    .iter()
-    .find(|(suffix, _)| lower.ends_with(suffix))
-    .map(|(s, m)| (&lower[..lower.len() - s.len()], *m))
-    .unwrap_or((lower.as_str(), 1));
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+    let digits_end = v
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(v.len());
+    let (digits, unit) = v.split_at(digits_end);
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    if digits.len() >= 128 {
         return None;
     }
-    digits.parse::<u64>().ok()?.checked_mul(mul)
+    let n = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    Some(n.wrapping_mul(mul))
 }
 
 fn parse_mem_arg(v: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -392,9 +406,12 @@ macro_rules! int_directive {
 
 macro_rules! mem_directive {
     ($name:literal, $field:ident, $ty:ty, $min:expr, $max:expr) => {
+        mem_directive!($name, &[], $field, $ty, $min, $max)
+    };
+    ($name:literal, $aliases:expr, $field:ident, $ty:ty, $min:expr, $max:expr) => {
         Directive {
             name: $name,
-            aliases: &[],
+            aliases: $aliases,
             flags: 0,
             get: |c| c.$field.to_string(),
             set: |c, a| {
@@ -498,13 +515,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
-    mem_directive!(
-        "repl-backlog-size",
-        repl_backlog_size,
-        u64,
-        1,
-        i64::MAX as u64
-    ),
+    // Taken down to 1 and raised to 16kb, so CONFIG GET shows the size in use
+    // (Redis's resizeReplicationBacklog).
+    Directive {
+        name: "repl-backlog-size",
+        aliases: &[],
+        flags: 0,
+        get: |c| c.repl_backlog_size.to_string(),
+        set: |c, a| {
+            c.repl_backlog_size = parse_mem_arg(one(a)?, 1, i64::MAX as u64)?.max(16 * 1024);
+            Ok(())
+        },
+    },
     int_directive!(
         "min-replicas-to-write",
         &["min-slaves-to-write"],
@@ -623,7 +645,7 @@ pub static DIRECTIVES: &[Directive] = &[
         maxclients,
         usize,
         1,
-        i32::MAX as i64,
+        u32::MAX as i64,
         true
     ),
     int_directive!("timeout", &[], timeout, u64, 0, i32::MAX as i64, true),
@@ -700,7 +722,18 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     bool_directive!("daemonize", daemonize, false),
     // Redis accepts any non-negative hz and runs at it clamped to 1..=500 (`Config::effective_hz`).
-    int_directive!("hz", &[], hz, u32, 0, i32::MAX as i64, true),
+    // Any value is taken and capped to 1..=500, so CONFIG GET shows the cap (Redis's
+    // updateHZ).
+    Directive {
+        name: "hz",
+        aliases: &[],
+        flags: 0,
+        get: |c| c.hz.to_string(),
+        set: |c, a| {
+            c.hz = parse_int(one(a)?, 0, i32::MAX as i64)?.clamp(1, 500) as u32;
+            Ok(())
+        },
+    },
     mem_directive!(
         "proto-max-bulk-len",
         proto_max_bulk_len,
@@ -713,7 +746,7 @@ pub static DIRECTIVES: &[Directive] = &[
         client_query_buffer_limit,
         u64,
         1024 * 1024,
-        u64::MAX
+        i64::MAX as u64
     ),
     Directive {
         name: "client-output-buffer-limit",
@@ -871,7 +904,7 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     },
     bool_directive!("rdbcompression", rdbcompression, true),
-    bool_directive!("rdbchecksum", rdbchecksum, true),
+    bool_directive!("rdbchecksum", rdbchecksum, false),
     bool_directive!(
         "stop-writes-on-bgsave-error",
         stop_writes_on_bgsave_error,
@@ -889,7 +922,7 @@ pub static DIRECTIVES: &[Directive] = &[
         flags: 0,
         get: |c| c.appendfsync.clone(),
         set: |c, a| {
-            c.appendfsync = enum_value(one(a)?, &["always", "everysec", "no"])?;
+            c.appendfsync = enum_value(one(a)?, &["everysec", "always", "no"])?;
             Ok(())
         },
     },
@@ -936,7 +969,7 @@ pub static DIRECTIVES: &[Directive] = &[
         auto_aof_rewrite_min_size,
         u64,
         0,
-        u64::MAX
+        i64::MAX as u64
     ),
     bool_directive!("lazyfree-lazy-user-del", lazyfree_lazy_user_del, true),
     bool_directive!("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, true),
@@ -1011,7 +1044,7 @@ pub static DIRECTIVES: &[Directive] = &[
         slowlog_max_len,
         i64,
         0,
-        i32::MAX as i64,
+        i64::MAX,
         true
     ),
     int_directive!(
@@ -1046,7 +1079,11 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         set: |c, a| {
             let mut v = Vec::new();
-            for w in a.iter().flat_map(|s| s.split_whitespace()) {
+            // Words split at each single space, as Redis's sdssplitlen: a doubled
+            // or edge space makes an empty word, which is no number. A lone empty
+            // value is the empty list.
+            let lone_empty = matches!(a, [s] if s.is_empty());
+            for w in a.iter().flat_map(|s| s.split(' ')).filter(|_| !lone_empty) {
                 let p: f64 = crate::util::numeric::parse_f64(w.as_bytes())
                     .filter(|p| !p.is_nan())
                     .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
@@ -1062,14 +1099,14 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
-    int_directive!(
+    // A memory value in Redis 7.4 (`1kb` is 1024).
+    mem_directive!(
         "stream-node-max-bytes",
         &[],
         stream_node_max_bytes,
         i64,
         0,
-        i64::MAX,
-        true
+        i64::MAX as u64
     ),
     int_directive!(
         "stream-node-max-entries",
@@ -1107,14 +1144,14 @@ pub static DIRECTIVES: &[Directive] = &[
         i64::MAX,
         true
     ),
-    int_directive!(
+    // A memory value in Redis 7.4 (`1kb` is 1024).
+    mem_directive!(
         "hash-max-listpack-value",
         &["hash-max-ziplist-value"],
         hash_max_listpack_value,
         i64,
         0,
-        i64::MAX,
-        true
+        i64::MAX as u64
     ),
     int_directive!(
         "set-max-intset-entries",
@@ -1152,14 +1189,14 @@ pub static DIRECTIVES: &[Directive] = &[
         i64::MAX,
         true
     ),
-    int_directive!(
+    // A memory value in Redis 7.4 (`1kb` is 1024).
+    mem_directive!(
         "zset-max-listpack-value",
         &["zset-max-ziplist-value"],
         zset_max_listpack_value,
         i64,
         0,
-        i64::MAX,
-        true
+        i64::MAX as u64
     ),
     mem_directive!(
         "hll-sparse-max-bytes",

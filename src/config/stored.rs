@@ -121,12 +121,13 @@ impl Kind {
             Kind::Enum(words) => words
                 .iter()
                 .find(|w| w.eq_ignore_ascii_case(v))
-                .map(|w| w.to_string())
+                // Redis shows a value by the first of its names: oom-score-adj's
+                // `relative` is its `yes`.
+                .map(|w| if *w == "relative" { "yes" } else { w }.to_string())
                 .ok_or_else(|| enum_error(words)),
             Kind::Int(min, max) => {
-                let n: i128 = v
-                    .parse::<i64>()
-                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?
+                let n: i128 = super::parse_strict_int(v)
+                    .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?
                     .into();
                 if n < *min || n > *max {
                     return Err(bounds_error(*min, *max));
@@ -152,8 +153,7 @@ impl Kind {
                 }
                 let pct = v
                     .strip_suffix('%')
-                    .filter(|d| !d.is_empty())
-                    .and_then(|d| d.parse::<i64>().ok())
+                    .and_then(super::parse_strict_int)
                     .filter(|p| *p >= 0)
                     .ok_or("argument must be a memory or percent value")?;
                 if i128::from(pct) > -*min {
