@@ -265,3 +265,44 @@ fn zincrby_takes_an_option_word_as_zadd_does() {
         ],
     );
 }
+
+/// CLIENT PAUSE judges its mode before its timeout, and a timeout whose deadline
+/// would not fit is out of range (getTimeoutFromObjectOrReply, shared with WAIT,
+/// WAITAOF and XREAD BLOCK); COMMAND INFO of an unknown name is a null bulk.
+#[test]
+fn client_pause_and_command_info_errors() {
+    let s = TestServer::start();
+    let mode = "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n";
+    let out_of_range = "-ERR timeout is out of range\r\n";
+    check_both(
+        &s,
+        &[
+            (&["CLIENT", "PAUSE", "10", "maybe"], mode, mode),
+            (&["CLIENT", "PAUSE", "abc", "maybe"], mode, mode),
+            (
+                &["CLIENT", "PAUSE", "10", "all", "x"],
+                "-ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.\r\n",
+                "-ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.\r\n",
+            ),
+            (
+                &["CLIENT", "PAUSE", "-1"],
+                "-ERR timeout is negative\r\n",
+                "-ERR timeout is negative\r\n",
+            ),
+            (
+                &["CLIENT", "PAUSE", "1.5"],
+                "-ERR timeout is not an integer or out of range\r\n",
+                "-ERR timeout is not an integer or out of range\r\n",
+            ),
+            (&["CLIENT", "PAUSE", "9223372036854775807"], out_of_range, out_of_range),
+            (&["WAIT", "0", "9223372036854775807"], out_of_range, out_of_range),
+            (
+                &["XREAD", "BLOCK", "9223372036854775807", "STREAMS", "x", "$"],
+                out_of_range,
+                out_of_range,
+            ),
+            (&["COMMAND", "INFO", "nosuch"], "*1\r\n$-1\r\n", "*1\r\n_\r\n"),
+            (&["PING"], "+PONG\r\n", "+PONG\r\n"),
+        ],
+    );
+}

@@ -736,20 +736,20 @@ fn kill_slot(ctx: &mut Ctx, slot: usize, me: usize) {
 }
 
 fn client_pause(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let ms = match crate::util::numeric::parse_i64(args[2]) {
-        Some(n) if n >= 0 => n as u64,
-        Some(_) => return Reply::err("ERR timeout is negative"),
-        None => return Reply::err("ERR timeout is not an integer or out of range"),
-    };
+    if args.len() > 4 {
+        return crate::commands::subcommand_syntax_error(args);
+    }
+    // The mode is judged before the timeout, as Redis's clientCommand.
     let write_only = match args.get(3) {
         None => false,
         Some(m) if is(m, "write") => true,
         Some(m) if is(m, "all") => false,
-        Some(_) => return errors::SYNTAX,
+        Some(_) => return Reply::err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
     };
-    if args.len() > 4 {
-        return errors::SYNTAX;
-    }
+    let ms = match crate::exec::blocking::parse_timeout_ms(args[2], ctx.now_ms) {
+        Ok(ms) => ms as u64,
+        Err(e) => return e,
+    };
     let until = Instant::now() + Duration::from_millis(ms);
     // As Redis's pauseClientsByClient: a pending pause of everything stays one (the
     // more restrictive wins); set_pause keeps the later end time.

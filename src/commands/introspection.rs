@@ -445,7 +445,7 @@ fn command_info(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     Reply::Array(
         args[2..]
             .iter()
-            .map(|n| find(n).map(command_entry).unwrap_or(Reply::NullArray))
+            .map(|n| find(n).map(command_entry).unwrap_or(Reply::Null))
             .collect(),
     )
 }

@@ -43,23 +43,15 @@ pub(super) fn parse_group_opts(args: &[&[u8]], create: bool) -> Result<(bool, i6
             }
             i += 2;
         } else {
-            return Err(subcommand_syntax(args));
+            return Err(super::subcommand_syntax_error(args));
         }
     }
     Ok((mkstream, entries_read))
 }
 
-pub(super) fn subcommand_syntax(args: &[&[u8]]) -> Reply {
-    Reply::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(args[1]),
-        String::from_utf8_lossy(args[0]).to_ascii_uppercase()
-    ))
-}
-
 pub(super) fn xgroup_create(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() > 8 {
-        return subcommand_syntax(args);
+        return super::subcommand_syntax_error(args);
     }
     let (mkstream, entries_read) = match parse_group_opts(args, true) {
         Ok(v) => v,
@@ -126,7 +118,7 @@ pub(super) fn with_group<T>(
 
 pub(super) fn xgroup_setid(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if args.len() != 5 && args.len() != 7 {
-        return subcommand_syntax(args);
+        return super::subcommand_syntax_error(args);
     }
     let (_, entries_read) = match parse_group_opts(args, false) {
         Ok(v) => v,
@@ -665,12 +657,12 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let mut count: usize = 10;
     if args.len() > 3 {
         if !is(args[3], "full") {
-            return subcommand_syntax(args);
+            return super::subcommand_syntax_error(args);
         }
         full = true;
         if args.len() > 4 {
             if args.len() != 6 || !is(args[4], "count") {
-                return subcommand_syntax(args);
+                return super::subcommand_syntax_error(args);
             }
             // A negative COUNT is the default, 10 (0 is every entry).
             count = match arg_ll(args[5]) {

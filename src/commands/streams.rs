@@ -661,19 +661,10 @@ pub(super) fn read_generic(ctx: &mut Ctx, args: &[&[u8]], group: bool) -> Reply 
         let more = args.len() - i - 1;
         let a = args[i];
         if is(a, "block") && more > 0 {
-            let t = match crate::util::numeric::parse_i64(args[i + 1]) {
-                Some(t) => t,
-                None => {
-                    return Reply::err("ERR timeout is not an integer or out of range");
-                }
+            block_ms = match crate::exec::blocking::parse_timeout_ms(args[i + 1], ctx.now_ms) {
+                Ok(t) => Some(t),
+                Err(e) => return e,
             };
-            if t < 0 {
-                return Reply::err("ERR timeout is negative");
-            }
-            if t > i64::MAX - ctx.now_ms {
-                return Reply::err("ERR timeout is out of range");
-            }
-            block_ms = Some(t);
             i += 2;
         } else if is(a, "count") && more > 0 {
             count = match arg_ll(args[i + 1]) {

@@ -87,15 +87,10 @@ fn waitaof(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if numreplicas < 0 {
         return Reply::err("ERR value is out of range, must be positive");
     }
-    let Some(timeout) = parse_i64(args[3]) else {
-        return Reply::err("ERR timeout is not an integer or out of range");
+    let timeout = match crate::exec::blocking::parse_timeout_ms(args[3], ctx.now_ms) {
+        Ok(t) => t,
+        Err(e) => return e,
     };
-    if timeout < 0 {
-        return Reply::err("ERR timeout is negative");
-    }
-    if timeout > i64::MAX - ctx.now_ms {
-        return Reply::err("ERR timeout is out of range");
-    }
     if ctx.ex.repl.is_replica() {
         return Reply::err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
     }

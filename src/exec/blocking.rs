@@ -228,6 +228,21 @@ impl Blocking {
     }
 }
 
+/// A timeout in milliseconds (WAIT, WAITAOF, XREAD BLOCK, CLIENT PAUSE), as Redis's
+/// getTimeoutFromObjectOrReply reads one: an integer, not negative, whose deadline
+/// (`now_ms` plus it) fits in 64 bits. 0 is returned as 0 (no deadline).
+pub fn parse_timeout_ms(arg: &[u8], now_ms: i64) -> Result<i64, Reply> {
+    let ms = crate::util::numeric::parse_i64(arg)
+        .ok_or(Reply::err("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(Reply::err("ERR timeout is negative"));
+    }
+    if ms > 0 && ms > i64::MAX - now_ms {
+        return Err(Reply::err("ERR timeout is out of range"));
+    }
+    Ok(ms)
+}
+
 /// Parses a blocking timeout in seconds (decimals allowed, ms precision, rounded up)
 /// into a deadline: `None` waits forever (0). Errors are Redis's.
 pub fn parse_timeout(arg: &[u8]) -> Result<Option<Instant>, Reply> {

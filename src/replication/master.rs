@@ -965,17 +965,10 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let Some(num) = crate::util::numeric::parse_i64(args[1]) else {
         return crate::commands::errors::NOT_INTEGER;
     };
-    let Some(ms) = crate::util::numeric::parse_i64(args[2]) else {
-        return Reply::err("ERR timeout is not an integer or out of range");
+    let ms = match crate::exec::blocking::parse_timeout_ms(args[2], crate::keyspace::unix_ms()) {
+        Ok(ms) => ms,
+        Err(e) => return e,
     };
-    if ms < 0 {
-        return Reply::err("ERR timeout is negative");
-    }
-    // As Redis's getTimeoutFromObjectOrReply: the deadline (now + timeout, in unix
-    // milliseconds) must fit.
-    if ms > 0 && ms > i64::MAX - crate::keyspace::unix_ms() {
-        return Reply::err("ERR timeout is out of range");
-    }
     let slot = ctx.client;
     feed(ctx.ex);
     let target = ctx.ex.client(slot).woff;
