@@ -503,3 +503,33 @@ fn many_short_scripts_keep_the_lua_vm_small() {
     let after: u64 = c.info_field("memory", "used_memory_lua").parse().unwrap();
     assert!(after < base + 16 * 1024, "{base} -> {after}");
 }
+
+/// An error's code for INFO errorstats is its first word only when a space ends that
+/// word within the error's first 32 bytes (Redis's afterErrorReply); an error with no
+/// such space (empty, one word, or a first word too long) counts as ERR.
+#[test]
+fn errorstats_code_is_a_short_first_word_or_err() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let long = "X".repeat(40);
+    for (script, reply) in [
+        ("return {err=''}", "-\r\n".to_string()),
+        ("return {err='ONEWORD'}", "-ONEWORD\r\n".into()),
+        (
+            &*format!("return {{err='{long} message'}}"),
+            format!("-{long} message\r\n"),
+        ),
+        (
+            "return redis.error_reply('MYCODE went wrong')",
+            "-MYCODE went wrong\r\n".into(),
+        ),
+    ] {
+        assert_eq!(eval(&mut c, script, &["0"]), reply, "{script}");
+    }
+    let stats: Vec<String> = stat_lines(&mut c)
+        .into_iter()
+        .filter(|l| l.starts_with("errorstat_"))
+        .collect();
+    assert_eq!(stats, ["errorstat_ERR:count=3", "errorstat_MYCODE:count=1"]);
+}

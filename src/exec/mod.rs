@@ -938,7 +938,12 @@ impl Executor {
         if self.stats.errorstats_disabled {
             return;
         }
-        let code = e.split(' ').next().unwrap_or("ERR");
+        // Redis's afterErrorReply: the code is the first word when a space ends it
+        // within the error's first 32 bytes (its '-' counted), else ERR.
+        let code = match e.bytes().take(31).position(|b| b == b' ') {
+            Some(i) => &e[..i],
+            None => "ERR",
+        };
         if let Some(n) = self.error_stats.get_mut(code) {
             *n += 1;
             return;
