@@ -306,3 +306,36 @@ fn client_pause_and_command_info_errors() {
         ],
     );
 }
+
+/// ZSCAN, like SSCAN and HSCAN, looks its key up before it reads its options: a
+/// missing key is the empty scan and a wrong type WRONGTYPE, whatever follows.
+#[test]
+fn zscan_looks_its_key_up_before_its_options() {
+    let s = TestServer::start();
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    let empty = "*2\r\n$1\r\n0\r\n*0\r\n";
+    let syntax = "-ERR syntax error\r\n";
+    check_both(
+        &s,
+        &[
+            (&["SET", "str", "x"], "+OK\r\n", "+OK\r\n"),
+            (&["ZADD", "z", "1", "a"], ":1\r\n", ":1\r\n"),
+            (&["ZSCAN", "str", "0", "COUNT", "0"], wrongtype, wrongtype),
+            (&["ZSCAN", "nosuch", "0", "COUNT", "0"], empty, empty),
+            (&["SSCAN", "nosuch", "0", "junk"], empty, empty),
+            (&["HSCAN", "str", "0", "junk"], wrongtype, wrongtype),
+            (&["ZSCAN", "z", "0", "COUNT", "0"], syntax, syntax),
+            (&["ZSCAN", "z", "0", "NOVALUES"], syntax, syntax),
+            (
+                &["ZSCAN", "z", "0", "COUNT", "x"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (
+                &["ZSCAN", "z", "0", "MATCH", "a*"],
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n",
+                "*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n",
+            ),
+        ],
+    );
+}

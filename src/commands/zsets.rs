@@ -1285,31 +1285,18 @@ fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let mut pattern: Option<&[u8]> = None;
-    let mut count: i64 = 10;
-    let mut j = 3;
-    while j < args.len() {
-        let has_next = j + 1 < args.len();
-        if is(args[j], "count") && has_next {
-            match arg_i64(args[j + 1]) {
-                Ok(n) if n >= 1 => count = n,
-                Ok(_) => return errors::SYNTAX,
-                Err(e) => return e,
-            }
-        } else if is(args[j], "match") && has_next {
-            pattern = Some(args[j + 1]).filter(|p| *p != b"*");
-        } else {
-            return errors::SYNTAX;
-        }
-        j += 2;
-    }
+    // A missing key answers the empty scan, and a wrong type WRONGTYPE, before the
+    // options are read (Redis's zscanCommand looks the key up first).
     let z = match read_zset(ctx, args[1]) {
         Err(e) => return e,
-        Ok(None) => {
-            return Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]);
-        }
+        Ok(None) => return super::hashes::scan_reply(0, Vec::new()),
         Ok(Some(z)) => z,
     };
+    let o = match super::hashes::parse_scan_opts(&args[3..], false) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (pattern, count) = (o.pattern, o.count);
     let mut items = Vec::new();
     // ZSCAN reports scores as bulk strings in both protocols: a listpack holds each
     // score as the text Redis 7.4 stored it with (`d2string`, as double replies
@@ -1319,16 +1306,13 @@ fn zscan(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     } else {
         crate::util::numeric::format_f64_17g
     };
-    let next = z.scan(cursor, count.min(1 << 20) as usize, |m, s| {
+    let next = z.scan(cursor, count.min(1 << 20), |m, s| {
         if pattern.is_none_or(|p| crate::util::glob::glob_match(p, m, false)) {
             items.push(Reply::Bulk(m.to_vec()));
             items.push(Reply::Bulk(format(s).into_bytes()));
         }
     });
-    Reply::Array(vec![
-        Reply::Bulk(next.to_string().into_bytes()),
-        Reply::Array(items),
-    ])
+    super::hashes::scan_reply(next, items)
 }
 
 #[cfg(test)]
