@@ -628,6 +628,15 @@ fn config_set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
             ));
         }
     }
+    // What Redis's apply functions do to these when CONFIG SET changes them (a config
+    // file's values stand as written): hz is capped to 1..=500 (updateHZ), the
+    // backlog raised to 16kb (resizeReplicationBacklog); CONFIG GET shows the result.
+    if updated.hz != ctx.ex.config.hz {
+        updated.hz = updated.hz.clamp(1, 500);
+    }
+    if updated.repl_backlog_size != ctx.ex.config.repl_backlog_size {
+        updated.repl_backlog_size = updated.repl_backlog_size.max(16 * 1024);
+    }
     if updated.port != ctx.ex.config.port || updated.bind != ctx.ex.config.bind {
         // New sockets are bound now (addresses already listened on are kept), so a
         // port in use fails here and nothing changes; the loop swaps them in.

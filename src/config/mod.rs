@@ -515,18 +515,14 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
     },
-    // Taken down to 1 and raised to 16kb, so CONFIG GET shows the size in use
-    // (Redis's resizeReplicationBacklog).
-    Directive {
-        name: "repl-backlog-size",
-        aliases: &[],
-        flags: 0,
-        get: |c| c.repl_backlog_size.to_string(),
-        set: |c, a| {
-            c.repl_backlog_size = parse_mem_arg(one(a)?, 1, i64::MAX as u64)?.max(16 * 1024);
-            Ok(())
-        },
-    },
+    // CONFIG SET raises it to 16kb (commands/server.rs).
+    mem_directive!(
+        "repl-backlog-size",
+        repl_backlog_size,
+        u64,
+        1,
+        i64::MAX as u64
+    ),
     int_directive!(
         "min-replicas-to-write",
         &["min-slaves-to-write"],
@@ -722,18 +718,8 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     bool_directive!("daemonize", daemonize, false),
     // Redis accepts any non-negative hz and runs at it clamped to 1..=500 (`Config::effective_hz`).
-    // Any value is taken and capped to 1..=500, so CONFIG GET shows the cap (Redis's
-    // updateHZ).
-    Directive {
-        name: "hz",
-        aliases: &[],
-        flags: 0,
-        get: |c| c.hz.to_string(),
-        set: |c, a| {
-            c.hz = parse_int(one(a)?, 0, i32::MAX as i64)?.clamp(1, 500) as u32;
-            Ok(())
-        },
-    },
+    // CONFIG SET caps it (commands/server.rs).
+    int_directive!("hz", &[], hz, u32, 0, i32::MAX as i64, true),
     mem_directive!(
         "proto-max-bulk-len",
         proto_max_bulk_len,
