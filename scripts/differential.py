@@ -534,9 +534,11 @@ def show(conn, key):
 
 
 def empty(conn, db):
-    """Empties the run's database and database 7, and selects the run's; drops the
-    run's ACL users."""
-    conn.cmd(["ACL", "DELUSER"] + ACL_USERS)
+    """Empties the run's database and database 7, and selects the run's; drops every
+    ACL user but default."""
+    kind, users = conn.cmd(["ACL", "USERS"])
+    # Mutated SETUSERs make users of other names too: every one but default goes.
+    conn.cmd(["ACL", "DELUSER"] + [u[1] for u in users or [] if u[1] != b"default"] + ACL_USERS)
     for d in (OTHER_DB, db):
         conn.cmd(["SELECT", str(d)])
         conn.cmd(["FLUSHDB"])
