@@ -97,7 +97,7 @@ fn command_introspection() {
         c.cmd(&["COMMAND", "INFO", "get"]),
         "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n"
     );
-    assert_eq!(c.cmd(&["COMMAND", "INFO", "nope"]), "*1\r\n*-1\r\n");
+    assert_eq!(c.cmd(&["COMMAND", "INFO", "nope"]), "*1\r\n$-1\r\n");
     assert_eq!(
         c.cmd(&["COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"]),
         "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
