@@ -393,13 +393,15 @@ TOKENS = ["", "-1", "0", "1", "abc", "LIMIT", "COUNT", "WITHSCORES", "9223372036
 def judged_otherwise_before_7_4(cmd):
     """Commands whose malformed forms Redis 7.0 judges otherwise than 7.4: ZRANK and
     ZREVRANK took no WITHSCORE (their arity error came before MULTI queued them),
-    BITCOUNT and BITPOS looked their key up before reading their range, and the SCAN
-    family read a negative cursor as a huge one."""
+    BITCOUNT and BITPOS looked their key up before reading their range, the SCAN
+    family read a negative cursor as a huge one, and XCLAIM/XAUTOCLAIM made their
+    consumer only when they claimed something (XINFO CONSUMERS lists it since 7.4)."""
     name = cmd[0]
     return ((name in ("ZRANK", "ZREVRANK") and len(cmd) != 3)
             or (name in ("BITCOUNT", "BITPOS") and len(cmd) > 2 + (name == "BITPOS"))
             or (name in ("SCAN-ALL", "SSCAN", "HSCAN", "ZSCAN") and any(a.startswith("-") for a in cmd[2:4]))
-            or (cmd[:2] == ["COMMAND", "GETKEYS"] and len(cmd) == 3))
+            or (cmd[:2] == ["COMMAND", "GETKEYS"] and len(cmd) == 3)
+            or cmd[:2] in (["XINFO", "CONSUMERS"], ["XINFO", "GROUPS"]))
 
 
 def as_before_7_4(cmd, reply):
@@ -459,16 +461,20 @@ def normalized(cmd, reply, queued=()):
 MASKED = {b"idle", b"inactive", b"radix-tree-keys", b"radix-tree-nodes", b"seen-time", b"active-time"}
 
 
-def masked(reply):
-    """An XINFO reply with its times and tree sizes replaced by `*`."""
+def masked(reply, dropped=()):
+    """An XINFO reply with its times and tree sizes replaced by `*`, and the fields
+    named in `dropped` left out."""
     kind, value = reply
     if not isinstance(value, list):
         return reply
-    out = [masked(x) for x in value]
+    out = [masked(x, dropped) for x in value]
+    kept = []
     for i in range(0, len(out) - 1, 2):
-        if out[i][1] in MASKED:
-            out[i + 1] = (b"*", b"masked")
-    return (kind, out)
+        name = out[i][1] if isinstance(out[i][1], bytes) else None
+        if name in dropped:
+            continue
+        kept += [out[i], (b"*", b"masked") if name in MASKED else out[i + 1]]
+    return (kind, kept if len(out) % 2 == 0 else out)
 
 
 def scan_all(conn, cmd):
@@ -607,7 +613,9 @@ def main():
         else:
             replies = [red.cmd(cmd), cin.cmd(cmd)]
         if cmd[0] == "XINFO":
-            replies = [masked(r) for r in replies]
+            # Consumers' `inactive` and `active-time` came with 7.2.
+            dropped = (b"inactive", b"active-time") if before_7_2 else ()
+            replies = [masked(r, dropped) for r in replies]
         if before_7_4 and cmd[0] == "ACL":
             replies = [as_before_7_4(cmd, r) for r in replies]
         trail.append((i, cmd))
