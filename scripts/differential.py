@@ -444,7 +444,9 @@ def normalized(cmd, reply, queued=()):
     name = cmd[0]
     if name == "EXEC" and kind == b"*" and value is not None and len(value) == len(queued):
         return (kind, [normalized(q, r) for q, r in zip(queued, value)])
-    unordered = (name in UNORDERED or (name.startswith("SORT") and "nosort" in cmd)
+    # A BY pattern without `*` does not sort either: a set comes in its table's order.
+    by_nothing = any(a.upper() == "BY" and "*" not in b for a, b in zip(cmd, cmd[1:]))
+    unordered = (name in UNORDERED or (name.startswith("SORT") and by_nothing)
                  or (name.startswith("EVAL") and any(u in cmd[1] for u in ("HGETALL", "SMEMBERS"))))
     if unordered and isinstance(value, list):
         if "HGETALL" in cmd[0:2] or "HGETALL" in cmd[1]:
