@@ -456,6 +456,9 @@ def normalized(cmd, reply, queued=()):
         return (kind, b"<id>")
     if name == "RANDOMKEY" and kind == b"$" and value is not None:
         return (kind, b"<key>")
+    # A relative TTL's deadline depends on the millisecond each server got it in.
+    if name == "PEXPIRETIME" and kind == b":" and int(value) > 0:
+        return (kind, b"<deadline>")
     return reply
 
 
