@@ -268,7 +268,8 @@ fn zincrby_takes_an_option_word_as_zadd_does() {
 
 /// CLIENT PAUSE judges its mode before its timeout, and a timeout whose deadline
 /// would not fit is out of range (getTimeoutFromObjectOrReply, shared with WAIT,
-/// WAITAOF and XREAD BLOCK); COMMAND INFO of an unknown name is a null bulk.
+/// WAITAOF and XREAD BLOCK); COMMAND INFO of an unknown name is a null bulk; CLIENT
+/// UNBLOCK judges its reason before its ID.
 #[test]
 fn client_pause_and_command_info_errors() {
     let s = TestServer::start();
@@ -302,6 +303,23 @@ fn client_pause_and_command_info_errors() {
                 out_of_range,
             ),
             (&["COMMAND", "INFO", "nosuch"], "*1\r\n$-1\r\n", "*1\r\n_\r\n"),
+            // CLIENT UNBLOCK: its reason before its ID, at most one reason.
+            (
+                &["CLIENT", "UNBLOCK", "abc", "maybe"],
+                "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+                "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+            ),
+            (
+                &["CLIENT", "UNBLOCK", "1", "TIMEOUT", "x"],
+                "-ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.\r\n",
+                "-ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.\r\n",
+            ),
+            (
+                &["CLIENT", "UNBLOCK", "abc", "error"],
+                "-ERR value is not an integer or out of range\r\n",
+                "-ERR value is not an integer or out of range\r\n",
+            ),
+            (&["CLIENT", "UNBLOCK", "999999"], ":0\r\n", ":0\r\n"),
             (&["PING"], "+PONG\r\n", "+PONG\r\n"),
         ],
     );

@@ -790,18 +790,19 @@ fn client_reply(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn client_unblock(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let Ok(id) = arg_i64(args[2]) else {
-        return errors::NOT_INTEGER;
-    };
+    if args.len() > 4 {
+        return crate::commands::subcommand_syntax_error(args);
+    }
+    // The reason is judged before the ID, as Redis's clientCommand.
     let error = match args.get(3) {
         None => false,
         Some(m) if is(m, "timeout") => false,
         Some(m) if is(m, "error") => true,
         Some(_) => return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
     };
-    if args.len() > 4 {
-        return errors::SYNTAX;
-    }
+    let Ok(id) = arg_i64(args[2]) else {
+        return errors::NOT_INTEGER;
+    };
     let found = crate::exec::blocking::unblock_by_id(ctx.ex, id as u64, error);
     Reply::Int(found as i64)
 }
