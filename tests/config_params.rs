@@ -458,6 +458,35 @@ fn values_parse_as_redis_74_reads_them() {
     }
 }
 
+/// `oom-score-adj` takes the class of the server's role, and follows REPLICAOF both
+/// ways (the suite's unit/oom-score-adj).
+#[test]
+fn oom_score_adj_follows_the_role() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    let path = format!("/proc/{}/oom_score_adj", s.pid());
+    let score = || -> i32 {
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let base = score();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "oom-score-adj-values", "10 20 30"]),
+        "+OK\r\n"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "yes"]), "+OK\r\n");
+    assert_eq!(score(), base + 10);
+    assert_eq!(c.cmd(&["REPLICAOF", "localhost", "1"]), "+OK\r\n");
+    assert_eq!(score(), base + 20);
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
+    assert_eq!(score(), base + 10);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "oom-score-adj", "no"]), "+OK\r\n");
+    assert_eq!(score(), base);
+}
+
 #[test]
 fn rename_command_renames_and_removes() {
     let s = TestServer::start_with(&[

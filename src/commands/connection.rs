@@ -436,7 +436,8 @@ fn echo(_ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 }
 
 fn select(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
-    let n = match crate::commands::arg_in_range(args[1], i32::MIN as i64, i32::MAX as i64, None) {
+    // The range is judged after the cluster check, so not arg_db_index.
+    let n = match crate::commands::arg_i32(args[1], None) {
         Ok(n) => n,
         Err(e) => return e,
     };

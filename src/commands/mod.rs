@@ -530,11 +530,15 @@ pub fn arg_positive(a: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
     )
 }
 
-/// A database index as SELECT, MOVE and COPY read it (Redis's getIntFromObjectOrReply,
-/// then the range check): not a 32-bit integer is refused as such, an index past
-/// `databases` with "DB index is out of range".
+/// Redis's getIntFromObjectOrReply: a 32-bit integer, `msg` replacing both errors.
+pub fn arg_i32(a: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
+    arg_in_range(a, i32::MIN as i64, i32::MAX as i64, msg)
+}
+
+/// A database index as MOVE and COPY read it (a 32-bit integer, then the range
+/// check): an index past `databases` is "DB index is out of range".
 pub fn arg_db_index(a: &[u8], databases: usize) -> Result<usize, Reply> {
-    let n = arg_in_range(a, i32::MIN as i64, i32::MAX as i64, None)?;
+    let n = arg_i32(a, None)?;
     usize::try_from(n)
         .ok()
         .filter(|&d| d < databases)

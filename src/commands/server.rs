@@ -899,14 +899,11 @@ fn swapdb(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     }
     // Each index must be a 32-bit integer, or that index is "invalid" (Redis's
     // getIntFromObjectOrReply with its message); in range, it must name a database.
-    let int = |a: &[u8], msg| {
-        crate::commands::arg_in_range(a, i32::MIN as i64, i32::MAX as i64, Some(msg))
-    };
-    let a = match int(args[1], "invalid first DB index") {
+    let a = match crate::commands::arg_i32(args[1], Some("invalid first DB index")) {
         Ok(n) => n,
         Err(e) => return e,
     };
-    let b = match int(args[2], "invalid second DB index") {
+    let b = match crate::commands::arg_i32(args[2], Some("invalid second DB index")) {
         Ok(n) => n,
         Err(e) => return e,
     };

@@ -1068,8 +1068,12 @@ pub static DIRECTIVES: &[Directive] = &[
             // Words split at each single space, as Redis's sdssplitlen: a doubled
             // or edge space makes an empty word, which is no number. A lone empty
             // value is the empty list.
-            let lone_empty = matches!(a, [s] if s.is_empty());
-            for w in a.iter().flat_map(|s| s.split(' ')).filter(|_| !lone_empty) {
+            let words: &[String] = if matches!(a, [s] if s.is_empty()) {
+                &[]
+            } else {
+                a
+            };
+            for w in words.iter().flat_map(|s| s.split(' ')) {
                 let p: f64 = crate::util::numeric::parse_f64(w.as_bytes())
                     .filter(|p| !p.is_nan())
                     .ok_or("Invalid latency-tracking-info-percentiles parameters")?;

@@ -23,6 +23,9 @@ pub enum Kind {
     Octal(i128, i128),
     /// One of the words.
     Enum(&'static [&'static str]),
+    /// One of the words, some of them synonyms: each is given with the word CONFIG GET
+    /// shows for it (Redis's configEnum shows a value by the first of its names).
+    EnumSynonyms(&'static [(&'static str, &'static str)]),
     /// Several of the words at once, shown in table order; the first is "none of them".
     Flags(&'static [&'static str]),
     Str,
@@ -121,10 +124,13 @@ impl Kind {
             Kind::Enum(words) => words
                 .iter()
                 .find(|w| w.eq_ignore_ascii_case(v))
-                // Redis shows a value by the first of its names: oom-score-adj's
-                // `relative` is its `yes`.
-                .map(|w| if *w == "relative" { "yes" } else { w }.to_string())
+                .map(|w| w.to_string())
                 .ok_or_else(|| enum_error(words)),
+            Kind::EnumSynonyms(words) => words
+                .iter()
+                .find(|(w, _)| w.eq_ignore_ascii_case(v))
+                .map(|(_, shown)| shown.to_string())
+                .ok_or_else(|| enum_error(&words.iter().map(|(w, _)| *w).collect::<Vec<_>>())),
             Kind::Int(min, max) => {
                 let n: i128 = super::parse_strict_int(v)
                     .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?
@@ -438,7 +444,12 @@ pub static STORED: &[Directive] = &[
         "oom-score-adj",
         &[],
         0,
-        Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        Kind::EnumSynonyms(&[
+            ("no", "no"),
+            ("yes", "yes"),
+            ("relative", "yes"),
+            ("absolute", "absolute")
+        ]),
         "no"
     ),
     // Whether RESTORE (and loading, under `yes`) adds Redis's deep checks

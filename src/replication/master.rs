@@ -965,7 +965,7 @@ pub fn wait(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let Some(num) = crate::util::numeric::parse_i64(args[1]) else {
         return crate::commands::errors::NOT_INTEGER;
     };
-    let ms = match crate::exec::blocking::parse_timeout_ms(args[2], crate::keyspace::unix_ms()) {
+    let ms = match crate::exec::blocking::parse_timeout_ms(args[2], ctx.now_ms) {
         Ok(ms) => ms,
         Err(e) => return e,
     };

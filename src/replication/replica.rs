@@ -243,6 +243,7 @@ pub fn start(ex: &mut Executor, host: String, port: u16) {
     ex.config.replicaof = Some((host.clone(), port));
     ex.repl.link = Some(Link::new(host, port, cached, stream_db));
     ex.ks.expire_mode = ExpireMode::Hide;
+    apply_role_oom_score(ex);
     // Our replicas stay, as Redis 7's: if the new master continues our history they
     // go on with it; a new history (a `+CONTINUE` with another ID, or a full sync's
     // image about to be loaded) disconnects them then.
@@ -272,10 +273,17 @@ pub fn unset_master(ex: &mut Executor) -> bool {
     ex.config.replicaof = None;
     // A master's own expiry covers every key now.
     ex.ks.replica_local_expires.clear();
+    apply_role_oom_score(ex);
     // Our replicas must hear of the new ID: they reconnect and continue by PSYNC
     // through replid2 (Redis's replicationUnsetMaster disconnects them too).
     disconnect_peers(ex);
     true
+}
+
+/// `oom-score-adj` follows the role (Redis's setOOMScoreAdj on replicaof): a failure
+/// is logged and the role changes anyway, as in Redis.
+fn apply_role_oom_score(ex: &Executor) {
+    let _ = crate::process::apply_oom_score_adj(&ex.config, ex.repl.link.is_some());
 }
 
 fn disconnect_peers(ex: &mut Executor) {
