@@ -899,3 +899,55 @@ fn rewrites_asked_inside_exec_start_after_it() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `appendonly yes` at the start of a server that loaded an RDB file: the dataset
+/// becomes the AOF's first base, written to its file a chunk at a time (an image of
+/// several chunks here), as an RDB image or as RESP commands. INFO's aof_base_size is
+/// that file's size, and the base alone restores everything after a kill -9.
+#[test]
+fn the_first_base_of_a_loaded_dataset_is_written_whole_in_either_format() {
+    for preamble in ["yes", "no"] {
+        let dir = temp_dir("aof-first-base");
+        let mut s = TestServer::start_in(
+            &dir,
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--enable-debug-command",
+                "yes",
+            ],
+        );
+        let mut c = s.client();
+        run(&mut c, &["DEBUG", "POPULATE", "100000", "key", "60"]);
+        run(&mut c, &["SELECT", "2"]);
+        run(&mut c, &["RPUSH", "list", "a", "b", "c"]);
+        run(&mut c, &["SET", "ttl", "v", "EX", "100000"]);
+        let digest = run(&mut c, &["DEBUG", "DIGEST"]);
+        run(&mut c, &["SAVE"]);
+        s.kill9();
+        let args = [
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--aof-use-rdb-preamble",
+            preamble,
+        ];
+        let mut s = TestServer::start_in(&dir, &args);
+        let mut c = s.client();
+        let ext = if preamble == "yes" { "rdb" } else { "aof" };
+        let base = dir.join(format!("appendonlydir/appendonly.aof.1.base.{ext}"));
+        let size = std::fs::metadata(&base).unwrap().len();
+        assert!(size > 2 << 20, "{preamble}: {size} bytes");
+        assert_eq!(info_field(&mut c, "aof_base_size"), size.to_string());
+        s.kill9();
+        std::fs::remove_file(dir.join("dump.rdb")).unwrap();
+        let s = TestServer::start_in(&dir, &args);
+        let mut c = s.client();
+        assert_eq!(run(&mut c, &["DEBUG", "DIGEST"]), digest, "{preamble}");
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -445,3 +445,80 @@ fn a_value_that_overran_the_lzf_buffer_saves_and_reloads() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SAVE writes its image to the file a chunk at a time (never whole in memory): an
+/// image of several chunks, compressible and incompressible values, keys with TTLs,
+/// in two databases, loads back whole. The file is RDB version 10 unless a hash has
+/// field TTLs (12): a hash whose field TTL was removed leaves a stale hint behind,
+/// which must not make the file 12.
+#[test]
+fn a_save_of_many_chunks_loads_back_and_states_the_version_it_needs() {
+    let dir = temp_dir("persist");
+    let version = |dir: &std::path::Path| {
+        let bytes = std::fs::read(dir.join("dump.rdb")).unwrap();
+        String::from_utf8(bytes[..9].to_vec()).unwrap()
+    };
+    let mut s = TestServer::start_in(
+        &dir,
+        &[
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let mut c = s.client();
+    run(&mut c, &["DEBUG", "POPULATE", "30000", "key", "100"]);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..3000 {
+        let noise: String = (0..400)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'!' + (x % 90) as u8)
+            })
+            .collect();
+        run(
+            &mut c,
+            &["SET", &format!("noise:{i}"), &noise, "EX", "100000"],
+        );
+    }
+    run(&mut c, &["SELECT", "5"]);
+    run(&mut c, &["HSET", "h", "f", "v", "g", "w"]);
+    run(&mut c, &["HEXPIRE", "h", "100000", "FIELDS", "1", "f"]);
+    run(&mut c, &["HPERSIST", "h", "FIELDS", "1", "f"]);
+    run(&mut c, &["SELECT", "0"]);
+    let digest = |c: &mut redis::Connection| run(c, &["DEBUG", "DIGEST"]);
+    assert_eq!(run(&mut c, &["SAVE"]), redis::Value::Okay);
+    let size = std::fs::metadata(dir.join("dump.rdb")).unwrap().len();
+    assert!(size > 2 << 20, "an image of several chunks: {size} bytes");
+    assert_eq!(version(&dir), "REDIS0010");
+    // A live field TTL needs version 12.
+    run(&mut c, &["SELECT", "5"]);
+    run(&mut c, &["HEXPIRE", "h", "100000", "FIELDS", "1", "g"]);
+    run(&mut c, &["SELECT", "0"]);
+    let saved = digest(&mut c);
+    assert_eq!(run(&mut c, &["SAVE"]), redis::Value::Okay);
+    assert_eq!(version(&dir), "REDIS0012");
+    s.kill9();
+    let s2 = TestServer::start_in(&dir, &["--appendonly", "no", "--save", ""]);
+    let mut c2 = s2.client();
+    assert_eq!(digest(&mut c2), saved);
+    assert_eq!(run(&mut c2, &["DBSIZE"]), redis::Value::Int(33_000));
+    run(&mut c2, &["SELECT", "5"]);
+    let ttl: Vec<i64> = redis::cmd("HTTL")
+        .arg("h")
+        .arg("FIELDS")
+        .arg("2")
+        .arg("f")
+        .arg("g")
+        .query(&mut c2)
+        .unwrap();
+    assert_eq!(ttl[0], -1);
+    assert!(ttl[1] > 0);
+    drop(s2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

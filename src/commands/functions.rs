@@ -513,8 +513,7 @@ impl Rdb<'_> {
                     return None;
                 }
                 let c = self.bytes(clen)?;
-                let out = lzf::decompress(c, len).ok()?;
-                (out.len() == len).then_some(out)
+                crate::util::lzf::decompress(c, len)
             }
             Err(_) => None,
         }

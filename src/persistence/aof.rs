@@ -656,13 +656,8 @@ pub fn open(ex: &mut Executor) -> Result<(), String> {
             seq: 1,
             kind: 'b',
         };
-        let image = if preamble {
-            super::snapshot::serialize(ex)?
-        } else {
-            super::snapshot::serialize_resp(ex)
-        };
-        base_size = image.len() as u64;
-        write_file_synced(&dir.join(&base.name), &image).map_err(|e| e.to_string())?;
+        base_size = super::snapshot::write_base_file(ex, &dir.join(&base.name), preamble)
+            .map_err(|e| e.to_string())?;
         m.base = Some(base);
     } else if let Some(b) = &m.base {
         base_size = std::fs::metadata(dir.join(&b.name))
@@ -1458,16 +1453,16 @@ pub fn shutdown(ex: &mut Executor) {
 /// incremental file; the stale files are deleted once the manifest is published.
 fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
     let preamble = rdb_preamble(ex);
-    let image = if preamble {
-        super::snapshot::serialize(ex)?
-    } else {
-        super::snapshot::serialize_resp(ex)
-    };
-    let Some(aof) = ex.aof.as_mut() else {
+    let Some(aof) = ex.aof.as_ref() else {
         return Ok(());
     };
     let (base, incr) = aof.manifest.next_parts(&aof.prefix, preamble);
-    write_file_synced(&aof.dir.join(&base.name), &image).map_err(|e| e.to_string())?;
+    let path = aof.dir.join(&base.name);
+    let base_size =
+        super::snapshot::write_base_file(ex, &path, preamble).map_err(|e| e.to_string())?;
+    let Some(aof) = ex.aof.as_mut() else {
+        return Ok(());
+    };
     aof.file = File::create(aof.dir.join(&incr.name)).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(temp_incr_path(&aof.dir, &aof.prefix));
     let old = aof.manifest.parts();
@@ -1481,7 +1476,7 @@ fn write_initial_sync(ex: &mut Executor) -> Result<(), String> {
     }
     aof.manifest = m;
     aof.wait_rewrite = false;
-    aof.base_size = image.len() as u64;
+    aof.base_size = base_size;
     aof.incr_size = 0;
     Ok(())
 }

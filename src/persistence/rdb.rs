@@ -252,11 +252,13 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
         }
     }
     if compress && s.len() > 20 {
-        if let Some(c) = crate::util::lzf::compress(s, s.len() - 4) {
+        let written = crate::util::lzf::compress_with(s, s.len() - 4, |c| {
             out.push(0xC0 | ENC_LZF);
             write_len(out, c.len() as u64);
             write_len(out, s.len() as u64);
-            out.extend_from_slice(&c);
+            out.extend_from_slice(c);
+        });
+        if written.is_some() {
             return;
         }
     }
@@ -640,8 +642,11 @@ impl FileWriter {
             out.push(OP_EXPIRETIME_MS);
             out.extend_from_slice(&t.to_le_bytes());
         }
-        self.access
-            .write(out, rec.access, crate::keyspace::unix_ms());
+        // The clock is read only when an access record is written.
+        if !matches!(self.access, AccessSave::Nothing) {
+            self.access
+                .write(out, rec.access, crate::keyspace::unix_ms());
+        }
         let type_at = out.len();
         out.push(0);
         write_string(out, rec.key, self.compress);
@@ -793,9 +798,9 @@ impl<'a> Reader<'a> {
                 if len == 0 || len > clen.saturating_mul(88) || len > 1 << 32 {
                     return corrupt("Invalid LZF compressed string");
                 }
-                return match lzf::decompress(data, len as usize) {
-                    Ok(v) if v.len() == len as usize => Ok(Cow::Owned(v)),
-                    _ => corrupt("Invalid LZF compressed string"),
+                return match crate::util::lzf::decompress(data, len as usize) {
+                    Some(v) => Ok(Cow::Owned(v)),
+                    None => corrupt("Invalid LZF compressed string"),
                 };
             }
             e => return corrupt(format!("Unknown RDB string encoding type {e}")),

@@ -314,27 +314,54 @@ fn resp_header(ex: &Executor, out: &mut Vec<u8>) {
     }
 }
 
-/// The whole dataset as a RESP image, synchronously (the first base of an AOF
-/// created under `aof-use-rdb-preamble no`).
-pub fn serialize_resp(ex: &Executor) -> Vec<u8> {
-    let mut out = Vec::new();
+/// The whole dataset as RESP commands to `sink`, a chunk at a time (the first base of
+/// an AOF created under `aof-use-rdb-preamble no`).
+fn write_resp_image(
+    ex: &Executor,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(IMAGE_CHUNK + IMAGE_CHUNK / 4);
     resp_header(ex, &mut out);
+    let mut failed = None;
     for (n, db) in ex.ks.dbs.iter().enumerate() {
         if db.table.is_empty() {
             continue;
         }
         resp_image::select(&mut out, n);
-        let mut cursor = 0;
-        loop {
-            cursor = db.table.scan(cursor, |e| {
-                resp_image::key(&mut out, e.key(), e.value(), e.expire())
-            });
-            if cursor == 0 {
-                break;
+        db.table.for_each_entry(|e| {
+            if failed.is_some() {
+                return;
             }
+            resp_image::key(&mut out, e.key(), e.value(), e.expire());
+            if out.len() >= IMAGE_CHUNK {
+                failed = sink(&out).err();
+                out.clear();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
-    out
+    sink(&out)
+}
+
+/// Writes the whole dataset to `path` (created, written a chunk at a time, synced)
+/// as an RDB image, or as RESP commands unless `rdb`: an AOF's first base made on the
+/// spot, which never holds the whole image in memory. Returns its size.
+pub fn write_base_file(ex: &Executor, path: &Path, rdb: bool) -> std::io::Result<u64> {
+    let mut f = std::fs::File::create(path)?;
+    let mut size = 0u64;
+    let mut sink = |bytes: &[u8]| {
+        size += bytes.len() as u64;
+        f.write_all(bytes)
+    };
+    if rdb {
+        write_image(ex, ImageParts::ALL, 0, &mut sink)?;
+    } else {
+        write_resp_image(ex, &mut sink)?;
+    }
+    f.sync_all()?;
+    Ok(size)
 }
 
 /// Serializes the libraries and every database into an RDB image, or says why it
@@ -355,29 +382,47 @@ fn serialize_delayed(
     parts: ImageParts,
     key_delay_us: u64,
 ) -> Result<Vec<u8>, String> {
+    let mut image = Vec::new();
+    write_image(ex, parts, key_delay_us, &mut |bytes| {
+        image.extend_from_slice(bytes);
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(image)
+}
+
+/// How much of an image `write_image` gathers before handing it to its sink.
+const IMAGE_CHUNK: usize = 1 << 20;
+
+/// Writes the `parts` of the dataset as an RDB image to `sink`, a chunk of about
+/// `IMAGE_CHUNK` bytes at a time: a SAVE of any size holds one chunk, never the whole
+/// image. Keys are visited in table order with their memory requested ahead
+/// (`KeyTable::for_each_entry`); nothing changes the dataset meanwhile.
+fn write_image(
+    ex: &Executor,
+    parts: ImageParts,
+    key_delay_us: u64,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let cfg = &ex.config;
     let aux = aux_fields(ex, false);
     // A hash with field TTLs needs version 12; everything else is written as 10 so
-    // that Redis 7.0 loads the file.
+    // that Redis 7.0 loads the file. Every such hash has a hint in `field_expiry`, so
+    // without hints no table is looked through.
     let needs_12 = parts.keys
+        && !ex.ks.field_expiry.is_empty()
         && ex.ks.dbs.iter().any(|d| {
             let mut any = false;
-            let mut cursor = 0;
-            loop {
-                cursor = d.table.scan(cursor, |e| {
-                    if let crate::keyspace::ValueRef::Obj(crate::keyspace::ObjRef::Hash(h)) =
-                        e.value()
-                    {
-                        any |= h.has_field_ttls();
-                    }
-                });
-                if cursor == 0 || any {
-                    return any;
+            d.table.for_each_entry(|e| {
+                if let crate::keyspace::ValueRef::Obj(crate::keyspace::ObjRef::Hash(h)) = e.value()
+                {
+                    any |= h.has_field_ttls();
                 }
-            }
+            });
+            any
         });
     let version = if needs_12 { 12 } else { rdb::RDB_VERSION };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(IMAGE_CHUNK + IMAGE_CHUNK / 4);
     let mut w = FileWriter::start(&mut out, version, cfg.rdbcompression, cfg.rdbchecksum, &aux);
     w.access = rdb::AccessSave::for_policy(&cfg.maxmemory_policy, ex.ks.lfu_params);
     if parts.functions {
@@ -385,34 +430,39 @@ fn serialize_delayed(
             w.library(&mut out, &code);
         }
     }
+    let mut failed = None;
     for (i, d) in ex.ks.dbs.iter().enumerate() {
         if !parts.keys || d.table.is_empty() {
             continue;
         }
         w.select_db(&mut out, i, d.table.len(), d.volatile);
-        let mut cursor = 0;
-        loop {
-            cursor = d.table.scan(cursor, |e| {
-                if key_delay_us > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(key_delay_us));
-                }
-                w.key(
-                    &mut out,
-                    &KeyRecord {
-                        key: e.key(),
-                        value: e.value(),
-                        expire_ms: e.expire(),
-                        access: e.lru(),
-                    },
-                );
-            });
-            if cursor == 0 {
-                break;
+        d.table.for_each_entry(|e| {
+            if failed.is_some() {
+                return;
             }
+            if key_delay_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(key_delay_us));
+            }
+            w.key(
+                &mut out,
+                &KeyRecord {
+                    key: e.key(),
+                    value: e.value(),
+                    expire_ms: e.expire(),
+                    access: e.lru(),
+                },
+            );
+            if out.len() >= IMAGE_CHUNK {
+                failed = sink(&out).err();
+                out.clear();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
     }
     w.finish(&mut out);
-    Ok(out)
+    sink(&out)
 }
 
 /// Writes `bytes` to `path` atomically: temp file in the same directory, fsync,
@@ -445,8 +495,7 @@ pub fn save(ex: &mut Executor) -> std::io::Result<()> {
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         let delay = ex.config.stored_i64("rdb-key-save-delay").max(0) as u64;
-        let bytes = serialize_delayed(ex, ImageParts::ALL, delay).map_err(std::io::Error::other)?;
-        f.write_all(&bytes)?;
+        write_image(ex, ImageParts::ALL, delay, &mut |bytes| f.write_all(bytes))?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, &path)?;

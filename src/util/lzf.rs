@@ -21,15 +21,19 @@ const MAX_LIT: usize = 1 << 5;
 /// Positions by hash of the three bytes there, as `base + position` for the call whose
 /// `base` it was: an entry not above the current `base` (an earlier call's, or position
 /// 0, which is never a match) counts as empty.
+/// The output is written to `scratch`, kept with the table, so that a call allocates
+/// nothing (a snapshot compresses each of millions of small values).
 struct Table {
-    slots: Box<[u32]>,
+    slots: Box<[u32; 1 << HASH_LOG]>,
     base: u32,
+    scratch: Vec<u8>,
 }
 
 thread_local! {
     static TABLE: RefCell<Table> = RefCell::new(Table {
-        slots: vec![0; 1 << HASH_LOG].into_boxed_slice(),
+        slots: vec![0; 1 << HASH_LOG].into_boxed_slice().try_into().expect("table size"),
         base: 0,
+        scratch: Vec::new(),
     });
 }
 
@@ -45,20 +49,33 @@ fn slot(h: u32) -> usize {
 /// crate's is: the hash, the match rules and the literal runs are the same; only the
 /// table is kept from call to call.
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    compress_with(input, max_out, <[u8]>::to_vec)
+}
+
+/// `compress`, handing the compressed bytes to `use_output` (which must not compress
+/// anything itself) instead of returning a copy of them.
+pub fn compress_with<R>(
+    input: &[u8],
+    max_out: usize,
+    use_output: impl FnOnce(&[u8]) -> R,
+) -> Option<R> {
     let n = input.len();
     if n < 2 || n >= (u32::MAX / 2) as usize {
         return None;
     }
     TABLE.with(|t| {
-        let mut t = t.borrow_mut();
+        let t = &mut *t.borrow_mut();
         if u64::from(t.base) + n as u64 + 1 >= u64::from(u32::MAX) {
             t.slots.iter_mut().for_each(|s| *s = 0);
             t.base = 0;
         }
         let base = t.base;
         t.base += n as u32 + 1;
-        let out = encode(input, &mut t.slots, base)?;
-        (out.len() <= max_out).then_some(out)
+        if t.scratch.len() < n {
+            t.scratch.resize(n, 0);
+        }
+        let len = encode(input, &mut t.slots, base, &mut t.scratch[..n])?;
+        (len <= max_out).then(|| use_output(&t.scratch[..len]))
     })
 }
 
@@ -78,11 +95,36 @@ fn push_literal(out: &mut [u8], o: &mut usize, lit: &mut usize, byte: u8) -> Opt
     Some(())
 }
 
-/// liblzf's compressor over a table whose live entries are those above `base`. The
-/// output buffer is the input's size, as Redis gives it; None when that is too small.
-fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
+/// The length of the common prefix of `a` and `b` from `from` on, up to `max`: eight
+/// bytes at a time, then byte by byte.
+#[inline]
+fn common_len(a: &[u8], b: &[u8], from: usize, max: usize) -> usize {
+    let mut len = from;
+    while len + 8 <= max {
+        let x = u64::from_le_bytes(a[len..len + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[len..len + 8].try_into().expect("8 bytes"));
+        let diff = x ^ y;
+        if diff != 0 {
+            return len + (diff.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while len < max && a[len] == b[len] {
+        len += 1;
+    }
+    len
+}
+
+/// liblzf's compressor over a table whose live entries are those above `base`, into
+/// `out`, the input's size as Redis gives it. The length written; None when `out` is
+/// too small.
+fn encode(
+    data: &[u8],
+    htab: &mut [u32; 1 << HASH_LOG],
+    base: u32,
+    out: &mut [u8],
+) -> Option<usize> {
     let n = data.len();
-    let mut out = vec![0u8; n];
     // A literal run's control byte is reserved before its bytes (`o` starts past it).
     let mut o: usize = 1;
     let mut lit: usize = 0;
@@ -104,7 +146,10 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
             && ip + 4 < n
             && reference > 0
             && reference < n - 2
-            && data[reference..reference + 3] == data[ip..ip + 3]
+            // Byte by byte: a three-byte slice comparison is a call to memcmp.
+            && data[reference] == data[ip]
+            && data[reference + 1] == data[ip + 1]
+            && data[reference + 2] == data[ip + 2]
         {
             let maxlen = (n - ip - 2).min(MAX_REF);
             // Room for the match first (liblzf's order): a full literal run may have
@@ -117,11 +162,7 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
             // Close the literal run (or take back its reserved byte if it is empty).
             out[o - lit - 1] = (lit as u8).wrapping_sub(1);
             o = run_end;
-            let mut len = 3;
-            while len < maxlen && data[reference + len] == data[ip + len] {
-                len += 1;
-            }
-            let len = len - 2;
+            let len = common_len(&data[reference..], &data[ip..], 3, maxlen) - 2;
             ip += 1;
             if len < 7 {
                 out[o] = (off >> 8) as u8 + ((len as u8) << 5);
@@ -146,7 +187,7 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
             htab[slot(hval)] = base + ip as u32;
             ip += 1;
         } else {
-            push_literal(&mut out, &mut o, &mut lit, data[ip])?;
+            push_literal(out, &mut o, &mut lit, data[ip])?;
             ip += 1;
         }
     }
@@ -155,7 +196,7 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
         return None;
     }
     for &byte in &data[ip..] {
-        push_literal(&mut out, &mut o, &mut lit, byte)?;
+        push_literal(out, &mut o, &mut lit, byte)?;
     }
     if lit == 0 {
         // Take back the reserved byte of a run that stayed empty.
@@ -163,8 +204,60 @@ fn encode(data: &[u8], htab: &mut [u32], base: u32) -> Option<Vec<u8>> {
     } else {
         out[o - lit - 1] = (lit as u8).wrapping_sub(1);
     }
-    out.truncate(o);
-    Some(out)
+    Some(o)
+}
+
+/// Decompresses `data`, which must expand to exactly `len` bytes; None when it does
+/// not (a back-reference before the start, a cut run or reference, more or fewer
+/// bytes). RDB files and RESTORE payloads come from outside: nothing here panics or
+/// allocates beyond `len`. Copies whole runs and references at a time, where liblzf's
+/// port copied a reference byte by byte.
+pub fn decompress(data: &[u8], len: usize) -> Option<Vec<u8>> {
+    // An empty image is no LZF string (liblzf reads its first control byte regardless).
+    if data.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(len);
+    let mut i = 0;
+    while i < data.len() {
+        let ctrl = usize::from(data[i]);
+        i += 1;
+        if ctrl < MAX_LIT {
+            let run = data.get(i..i + ctrl + 1)?;
+            if out.len() + run.len() > len {
+                return None;
+            }
+            out.extend_from_slice(run);
+            i += run.len();
+            continue;
+        }
+        let mut n = ctrl >> 5;
+        if n == 7 {
+            n += usize::from(*data.get(i)?);
+            i += 1;
+        }
+        let n = n + 2;
+        let back = ((ctrl & 0x1f) << 8) + usize::from(*data.get(i)?) + 1;
+        i += 1;
+        if out.len() + n > len || back > out.len() {
+            return None;
+        }
+        let from = out.len() - back;
+        if back == 1 {
+            let byte = out[from];
+            out.resize(out.len() + n, byte);
+        } else {
+            // A reference may overlap what it produces (a repeated pattern): copied
+            // in pieces no longer than its distance, each already written.
+            let mut copied = 0;
+            while copied < n {
+                let piece = (n - copied).min(back);
+                out.extend_from_within(from + copied..from + copied + piece);
+                copied += piece;
+            }
+        }
+    }
+    (out.len() == len).then_some(out)
 }
 
 #[cfg(test)]
@@ -183,6 +276,10 @@ mod tests {
         assert_eq!(ours, theirs);
         if let Some(c) = ours {
             assert_eq!(lzf::decompress(&c, input.len()).unwrap(), input);
+            assert_eq!(decompress(&c, input.len()).as_deref(), Some(input));
+            // One byte more or less than the image holds is refused.
+            assert_eq!(decompress(&c, input.len() + 1), None);
+            assert_eq!(decompress(&c, input.len() - 1), None);
         }
     }
 
@@ -279,6 +376,34 @@ mod tests {
         #[test]
         fn any_bytes_read_back(input in proptest::collection::vec(any::<u8>(), 0..600)) {
             roundtrip(&input);
+        }
+
+        /// Any bytes given to the decompressor (a corrupt RDB string, a hostile
+        /// RESTORE): the same verdict as liblzf's port, and never a panic.
+        #[test]
+        fn any_bytes_decompress_as_liblzf_does(
+            data in proptest::collection::vec(any::<u8>(), 0..200),
+            len in 0usize..2000,
+        ) {
+            let theirs = lzf::decompress(&data, len).ok().filter(|v| v.len() == len);
+            prop_assert_eq!(decompress(&data, len), theirs);
+        }
+
+        /// A valid image with one byte changed or the end cut: the same verdict as
+        /// liblzf's port.
+        #[test]
+        fn damaged_images_decompress_as_liblzf_does(
+            input in proptest::collection::vec(0u8..3, 30..400),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            cut in 0usize..4,
+        ) {
+            let Some(mut c) = compress(&input, usize::MAX) else { return Ok(()) };
+            let i = at.index(c.len());
+            c[i] = byte;
+            c.truncate(c.len() - cut.min(c.len() - 1));
+            let theirs = lzf::decompress(&c, input.len()).ok().filter(|v| v.len() == input.len());
+            prop_assert_eq!(decompress(&c, input.len()), theirs);
         }
     }
 }

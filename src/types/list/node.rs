@@ -314,7 +314,7 @@ impl Node {
         let raw_len = self.lzf_raw_len();
         // The buffer was produced by `compress` from these very bytes: failing to
         // decompress it would be memory corruption, not bad input.
-        let raw = lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
+        let raw = crate::util::lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
             .expect("a compressed list node decompresses");
         if self.plain {
             let mut e = Vec::with_capacity(entry_size(&raw));
@@ -373,7 +373,7 @@ impl Node {
         if self.lzf {
             let raw_len = self.lzf_raw_len();
             return Cow::Owned(
-                lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
+                crate::util::lzf::decompress(&self.data()[LZF_PREFIX..], raw_len)
                     .expect("a compressed list node decompresses"),
             );
         }
