@@ -31,6 +31,13 @@
 #   BENCH_SCRIPTS=only scripts/bench.sh
 #   BENCH_REPL=1 scripts/bench.sh      # also the replication section (below)
 #   BENCH_REPL=only scripts/bench.sh
+#   BENCH_PERSIST=1 scripts/bench.sh   # also the persistence section (below)
+#   BENCH_PERSIST=only scripts/bench.sh
+#
+# The persistence section: DEBUG POPULATE PERSIST_KEYS (1800000) keys of 100 bytes on
+# each server, then ROUNDS times, servers alternating: SAVE (the synchronous save that
+# SHUTDOWN and save points on exit use), BGSAVE until rdb_bgsave_in_progress is 0, and
+# DEBUG RELOAD NOSAVE (flush and load the file just saved), each as wall-clock seconds.
 #
 # The replication section: each master gets a replica of its own kind (Cinnabar ->
 # Cinnabar, redis-server -> redis-server); SET and GET at -P 1 and -P 16 against the
@@ -77,6 +84,8 @@ BENCH_ZSET=${BENCH_ZSET:-0}
 BENCH_PUBSUB=${BENCH_PUBSUB:-0}
 BENCH_SCRIPTS=${BENCH_SCRIPTS:-0}
 BENCH_REPL=${BENCH_REPL:-0}
+BENCH_PERSIST=${BENCH_PERSIST:-0}
+PERSIST_KEYS=${PERSIST_KEYS:-1800000}
 REPL_KEYS=${REPL_KEYS:-1000000}
 INSTR=${INSTR:-1}
 ZMEMBERS=${ZMEMBERS:-1000000}
@@ -266,6 +275,48 @@ synced() {
     redis-cli -p "$1" info replication 2>/dev/null | grep -q '^master_link_status:up' &&
         [ "$(redis-cli -p "$1" dbsize 2>/dev/null)" = "$2" ]
 }
+
+# timed CMD...: wall-clock seconds CMD takes.
+timed() {
+    local t0 t1
+    t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
+    python3 -c "print(f'{$t1 - $t0:.2f}')"
+}
+
+# bgsave_wait PORT: BGSAVE, then until it is over.
+bgsave_wait() {
+    redis-cli -p "$1" bgsave >/dev/null
+    sleep 0.02
+    while redis-cli -p "$1" info persistence | grep -q '^rdb_bgsave_in_progress:1'; do sleep 0.01; done
+}
+
+if [ "$BENCH_PERSIST" != 0 ]; then
+    echo "persistence: DEBUG POPULATE $PERSIST_KEYS (100-byte values), seconds (median of $ROUNDS)"
+    : > "$work/persist"
+    for s in "${servers[@]}"; do
+        flush_wait "${s##*:}"
+        redis-cli -p "${s##*:}" debug populate "$PERSIST_KEYS" key 100 >/dev/null
+    done
+    for round in $(seq "$ROUNDS"); do
+        for s in "${servers[@]}"; do
+            name=${s%%:*}; port=${s##*:}
+            echo "$name SAVE $(timed redis-cli -p "$port" save)" >> "$work/persist"
+            echo "$name BGSAVE $(timed bgsave_wait "$port")" >> "$work/persist"
+            echo "$name RELOAD_NOSAVE $(timed redis-cli -p "$port" debug reload nosave)" >> "$work/persist"
+        done
+    done
+    printf "%-16s" operation; for k in "${kinds[@]}"; do printf "%10s" "$k"; done; echo
+    for op in SAVE BGSAVE RELOAD_NOSAVE; do
+        printf "%-16s" "$op"
+        for k in "${kinds[@]}"; do
+            printf "%10s" "$(awk -v k="$k" -v o="$op" '$1==k && $2==o {print $3}' "$work/persist" | median)"
+        done
+        echo
+    done
+    for s in "${servers[@]}"; do flush_wait "${s##*:}"; done
+    [ "$BENCH_PERSIST" = only ] && exit 0
+    echo
+fi
 
 if [ "$BENCH_REPL" != 0 ]; then
     echo "replication: SET/GET with one replica attached (replica of the same kind)"

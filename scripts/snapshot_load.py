@@ -10,7 +10,9 @@ children every 50 ms and a PING from another client every 10 ms. Prints the snap
 duration, the peak PSS growth over the PSS just before it (as a share of that PSS), and
 the PING p99/max during the snapshot next to the same before it. `fullsync` starts a
 replica of the same binary on PORT+1 and times its REPLICAOF until the link is up and
-synced (the master's PSS and PINGs, as for the others).
+synced (the master's PSS and PINGs, as for the others); the master's
+repl-diskless-sync-delay is set to 0 first, since its default 5 s wait for more
+replicas is no part of the sync's own duration.
 
 SERVER_ARGS adds directives to the server's command line (e.g. "--server-cpulist 0
 --bgsave-cpulist 1"); LOAD_CPUS pins redis-benchmark and the PING client (taskset), so
@@ -76,6 +78,8 @@ while cli("ping") != "PONG":
 while kind != "fullsync" and in_progress():
     time.sleep(0.1)
 cli("debug", "populate", str(keys), "key", "100")
+if kind == "fullsync":
+    cli("config", "set", "repl-diskless-sync-delay", "0")
 load_cpus = os.environ.get("LOAD_CPUS")
 if load_cpus:
     os.sched_setaffinity(0, {int(c) for c in load_cpus.split(",")})
