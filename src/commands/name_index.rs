@@ -3,11 +3,13 @@
 //! A command name is at most 16 bytes in all but a few cases, so it fits in two
 //! machine words: the first eight and the last eight bytes (overlapping when shorter),
 //! or two 4-byte windows, or the bytes themselves. Together with the length, those
-//! words identify the name exactly. Uppercase ASCII letters are folded to lowercase in
-//! the words themselves (a few word operations), and the pair is the key of a small
-//! open-addressing table built once. So a lookup is two loads, the folding, a multiply
-//! and (nearly always) one probe, where a hash map over the lowercased text spent about
-//! 170 instructions per request. Longer names go to that map.
+//! words identify the name exactly. The pair is the key of a small open-addressing table
+//! built once, which holds each name twice: lowercase, and uppercase as clients send
+//! it. A name in either case is found as it came (two loads, a multiply and nearly
+//! always one probe); any other mix of cases has its uppercase ASCII letters folded to
+//! lowercase in the words themselves (a few word operations) and is looked up again.
+//! A hash map over the lowercased text spent about 170 instructions per request.
+//! Longer names go to that map.
 
 use super::Command;
 
@@ -36,8 +38,9 @@ fn fold(w: u64) -> u64 {
     w | (upper >> 2)
 }
 
+/// The packed form of the bytes as they are.
 #[inline(always)]
-fn pack(name: &[u8]) -> Option<Packed> {
+fn pack_as_is(name: &[u8]) -> Option<Packed> {
     let len = name.len();
     let (a, b) = match len {
         8..=MAX_PACKED => (
@@ -54,11 +57,7 @@ fn pack(name: &[u8]) -> Option<Packed> {
         ),
         _ => return None,
     };
-    Some(Packed {
-        a: fold(a),
-        b: fold(b),
-        len,
-    })
+    Some(Packed { a, b, len })
 }
 
 impl Packed {
@@ -76,25 +75,34 @@ pub struct NameIndex {
 }
 
 impl NameIndex {
-    /// Indexes `commands` by name (names are lowercase; longer ones are left out).
+    /// Indexes `commands` by name, lowercase and uppercase (names are lowercase;
+    /// longer ones are left out).
     pub fn new(commands: impl Iterator<Item = &'static Command>) -> NameIndex {
         let commands: Vec<&'static Command> = commands.collect();
         // At most a quarter full: probes stay short and misses end quickly.
-        let bits = (commands.len() * 4)
+        let bits = (commands.len() * 2 * 4)
             .max(16)
             .next_power_of_two()
             .trailing_zeros();
         let mut slots = vec![None; 1 << bits];
         let mask = (1usize << bits) - 1;
         for cmd in commands {
-            let Some(p) = pack(cmd.name.as_bytes()) else {
-                continue;
-            };
-            let mut i = p.hash(bits);
-            while slots[i].is_some() {
-                i = (i + 1) & mask;
+            let lower = cmd.name.as_bytes();
+            let upper = cmd.name.to_ascii_uppercase();
+            for p in [pack_as_is(lower), pack_as_is(upper.as_bytes())] {
+                let Some(p) = p else {
+                    continue;
+                };
+                let mut i = p.hash(bits);
+                while let Some((q, _)) = slots[i] {
+                    if q == p {
+                        // A name without letters (none so far) is its own uppercase.
+                        break;
+                    }
+                    i = (i + 1) & mask;
+                }
+                slots[i] = Some((p, cmd));
             }
-            slots[i] = Some((p, cmd));
         }
         NameIndex { slots, bits }
     }
@@ -103,16 +111,38 @@ impl NameIndex {
     /// for this index (the caller asks the full table).
     #[inline]
     pub fn get(&self, name: &[u8]) -> Result<Option<&'static Command>, ()> {
-        let Some(p) = pack(name) else {
+        let Some(p) = pack_as_is(name) else {
             return if name.is_empty() { Ok(None) } else { Err(()) };
         };
+        if let Some(cmd) = self.find(p) {
+            return Ok(Some(cmd));
+        }
+        Ok(self.find_folded(p))
+    }
+
+    /// A name in mixed case, or none: looked up again with its letters folded.
+    #[inline(never)]
+    fn find_folded(&self, p: Packed) -> Option<&'static Command> {
+        let folded = Packed {
+            a: fold(p.a),
+            b: fold(p.b),
+            len: p.len,
+        };
+        if folded == p {
+            return None;
+        }
+        self.find(folded)
+    }
+
+    #[inline(always)]
+    fn find(&self, p: Packed) -> Option<&'static Command> {
         let mask = self.slots.len() - 1;
         let mut i = p.hash(self.bits);
         loop {
             match &self.slots[i] {
-                Some((q, cmd)) if *q == p => return Ok(Some(cmd)),
+                Some((q, cmd)) if *q == p => return Some(cmd),
                 Some(_) => i = (i + 1) & mask,
-                None => return Ok(None),
+                None => return None,
             }
         }
     }
@@ -148,6 +178,12 @@ mod tests {
                     }
                 })
                 .collect();
+            // Either whole case is found as it came, any mix after folding.
+            for whole in [name.to_vec(), name.to_ascii_uppercase()] {
+                if let Ok(found) = index.get(&whole) {
+                    assert!(std::ptr::eq(found.unwrap(), cmd), "{}", cmd.name);
+                }
+            }
             match index.get(&mixed) {
                 Ok(found) => {
                     assert!(name.len() <= MAX_PACKED);

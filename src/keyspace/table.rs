@@ -755,10 +755,19 @@ impl KeyTable {
         }
     }
 
-    /// Moves one bucket (skipping a few empty ones) from the old table to the new.
-    /// Each entry goes to the image of the candidate bucket it was in, so SCAN's
-    /// guarantee holds across the resize.
+    /// Moves one bucket (skipping a few empty ones) from the old table to the new,
+    /// when a resize is in progress. Each entry goes to the image of the candidate
+    /// bucket it was in, so SCAN's guarantee holds across the resize.
+    #[inline]
     pub fn rehash_step(&mut self) {
+        // Every lookup and write asks: inline, the usual answer costs a test.
+        if self.rehash_idx.is_some() {
+            self.move_next_bucket();
+        }
+    }
+
+    #[inline(never)]
+    fn move_next_bucket(&mut self) {
         let Some(mut idx) = self.rehash_idx else {
             return;
         };
