@@ -960,3 +960,41 @@ fn a_replica_arriving_after_the_waiting_ones_left_misses_no_write() {
     let image = second.image();
     assert!(image.windows(6).any(|w| w == b"during"));
 }
+
+/// A replica asking for a full sync while a BGSAVE holds the snapshot machinery waits
+/// for it to end (`wait_bgsave`, no `+FULLRESYNC` yet), then gets a snapshot of its
+/// own, diskless or from disk: the master never serializes the dataset on the spot
+/// (which stalled every client for the whole image). Writes made while it waits reach it.
+#[test]
+fn a_full_sync_asked_during_a_bgsave_waits_for_the_next_snapshot() {
+    for diskless in ["yes", "no"] {
+        let master = TestServer::start_with(&["--repl-diskless-sync", diskless]);
+        let mut m = master.raw(2);
+        for i in 0..200 {
+            m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+        }
+        m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "1"]);
+        assert_eq!(m.cmd(&["BGSAVE"]), "+Background saving started\r\n");
+        let port = master.port.to_string();
+        let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+        wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
+        assert!(info(&mut m, "replication", "slave0").contains("state=wait_bgsave"));
+        m.cmd(&["SET", "while", "waiting"]);
+        let mut r = replica.raw(2);
+        // Nothing was sent: the replica is still handshaking, its data not replaced.
+        assert_eq!(
+            info(&mut r, "replication", "master_link_status"),
+            "down",
+            "{diskless}"
+        );
+        assert_eq!(info(&mut m, "persistence", "rdb_bgsave_in_progress"), "1");
+        assert_eq!(r.cmd(&["DBSIZE"]), ":0\r\n");
+        // The BGSAVE ends; the replica's own snapshot follows.
+        wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
+        m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
+        wait_synced(master.port, replica.port);
+        assert_eq!(r.cmd(&["DBSIZE"]), ":201\r\n", "{diskless}");
+        assert_eq!(r.cmd(&["GET", "while"]), "$7\r\nwaiting\r\n");
+        assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    }
+}

@@ -8,9 +8,12 @@
 //! `pump_images` reads the file a slice at a time into its output buffer whenever
 //! that runs low (as Redis's `sendBulkToSlave`), the stream still held; after the
 //! last slice the held bytes follow and it is online. A replica arriving while such
-//! a snapshot runs joins it (same offset, the same held pieces). When a BGSAVE
-//! or AOF rewrite holds the snapshot machinery, the image is serialized
-//! synchronously instead and fed the same way from memory.
+//! a snapshot runs joins it (same offset, the same held pieces). When a BGSAVE, an
+//! AOF rewrite or a snapshot it cannot share holds the snapshot machinery, the replica
+//! waits unanswered (`WaitStart`, fed keepalive newlines) and its snapshot starts once
+//! the machinery is free, as Redis's waits for the next BGSAVE; only if the snapshot
+//! cannot be started at all is the image serialized synchronously and fed the same way
+//! from memory.
 //!
 //! Diskless (`repl-diskless-sync yes`, replicas with `capa eof`): the snapshot streams
 //! its image into a pipe (`cow::Target::Stream`) and `pump_stream` hands it to the
@@ -139,9 +142,12 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
     ensure_backlog(ex);
     ex.repl.sync_full += 1;
     let behind_stream = stream_unjoinable(ex, &conf);
-    if behind_stream || delays_full_sync(ex, &conf) {
+    let behind_other = !behind_stream && snapshot_unshareable(ex, &conf);
+    if behind_stream || behind_other || delays_full_sync(ex, &conf) {
         crate::log::notice(if behind_stream {
             "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC"
+        } else if behind_other {
+            "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC"
         } else {
             "Delay next BGSAVE for diskless SYNC"
         });
@@ -180,6 +186,34 @@ fn stream_unjoinable(ex: &Executor, conf: &PeerConf) -> bool {
         && (ex.repl.image_stream.as_ref().is_none_or(|s| s.sent > 0)
             || !conf.capa_eof
             || !ex.config.stored_bool("repl-diskless-sync"))
+}
+
+/// Whether the snapshot machinery is held by a snapshot this replica cannot share (a
+/// BGSAVE, an AOF rewrite, a cancelled snapshot finishing, or a replication snapshot
+/// no replica waits for any more, whose writes since its instant nobody kept): its
+/// full resynchronization waits for the next snapshot, as Redis's waits for the next
+/// BGSAVE, rather than have the loop serialize the whole dataset on the spot.
+fn snapshot_unshareable(ex: &Executor, conf: &PeerConf) -> bool {
+    use crate::persistence::cow::Purpose;
+    if !ex.persist.busy() {
+        return false;
+    }
+    let Some(snap) = ex.persist.snap.as_ref() else {
+        return true;
+    };
+    if snap.purpose != Purpose::Replication || snap.is_cancelled() {
+        return true;
+    }
+    let sharing = if snap.is_stream() {
+        let diskless = ex.config.stored_bool("repl-diskless-sync") && conf.capa_eof;
+        if !diskless || ex.repl.image_stream.as_ref().is_none_or(|i| i.sent > 0) {
+            return true;
+        }
+        PeerState::SendStream
+    } else {
+        PeerState::WaitBgsave
+    };
+    !ex.repl.peers.iter().any(|p| p.state == sharing)
 }
 
 /// Whether a full resynchronization waits before starting, as Redis's with

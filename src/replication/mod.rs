@@ -95,8 +95,8 @@ pub struct PendingFull {
 /// A replica's synchronization state (INFO's `state=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerState {
-    /// Its full resynchronization waits to start (`repl-diskless-sync-delay`): not
-    /// answered yet, nothing held for it.
+    /// Its full resynchronization waits to start (`repl-diskless-sync-delay`, or a
+    /// snapshot it cannot share to end): not answered yet, nothing held for it.
     WaitStart,
     /// Waiting for the snapshot of its full resynchronization.
     WaitBgsave,
