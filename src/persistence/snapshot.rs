@@ -320,7 +320,7 @@ fn write_resp_image(
     ex: &Executor,
     sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut out = Vec::with_capacity(IMAGE_CHUNK + IMAGE_CHUNK / 4);
+    let mut out = Vec::new();
     resp_header(ex, &mut out);
     let mut failed = None;
     for (n, db) in ex.ks.dbs.iter().enumerate() {
@@ -422,7 +422,7 @@ fn write_image(
             any
         });
     let version = if needs_12 { 12 } else { rdb::RDB_VERSION };
-    let mut out = Vec::with_capacity(IMAGE_CHUNK + IMAGE_CHUNK / 4);
+    let mut out = Vec::new();
     let mut w = FileWriter::start(&mut out, version, cfg.rdbcompression, cfg.rdbchecksum, &aux);
     w.access = rdb::AccessSave::for_policy(&cfg.maxmemory_policy, ex.ks.lfu_params);
     if parts.functions {
