@@ -348,6 +348,7 @@ fn write_resp_image(
 /// Writes the whole dataset to `path` (created, written a chunk at a time, synced)
 /// as an RDB image, or as RESP commands unless `rdb`: an AOF's first base made on the
 /// spot, which never holds the whole image in memory. Returns its size.
+/// A file that could not be written whole (disk full) is removed: no manifest names it.
 pub fn write_base_file(ex: &Executor, path: &Path, rdb: bool) -> std::io::Result<u64> {
     let mut f = std::fs::File::create(path)?;
     let mut size = 0u64;
@@ -355,12 +356,17 @@ pub fn write_base_file(ex: &Executor, path: &Path, rdb: bool) -> std::io::Result
         size += bytes.len() as u64;
         f.write_all(bytes)
     };
-    if rdb {
-        write_image(ex, ImageParts::ALL, 0, &mut sink)?;
+    let written = if rdb {
+        write_image(ex, ImageParts::ALL, 0, &mut sink)
     } else {
-        write_resp_image(ex, &mut sink)?;
+        write_resp_image(ex, &mut sink)
     }
-    f.sync_all()?;
+    .and_then(|()| f.sync_all());
+    if let Err(e) = written {
+        drop(f);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
     Ok(size)
 }
 

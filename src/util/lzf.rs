@@ -74,10 +74,22 @@ pub fn compress_with<R>(
         if t.scratch.len() < n {
             t.scratch.resize(n, 0);
         }
-        let len = encode(input, &mut t.slots, base, &mut t.scratch[..n])?;
-        (len <= max_out).then(|| use_output(&t.scratch[..len]))
+        let len = encode(input, &mut t.slots, base, &mut t.scratch[..n]);
+        let out = len
+            .filter(|&len| len <= max_out)
+            .map(|len| use_output(&t.scratch[..len]));
+        // A big value's buffer is not kept for the thread's lifetime (a DUMP or
+        // snapshot of one 512 MB string would otherwise hold 512 MB for good).
+        if t.scratch.len() > SCRATCH_KEPT {
+            t.scratch = Vec::new();
+        }
+        out
     })
 }
+
+/// The largest output buffer a thread keeps between calls (list nodes and typical
+/// values fit).
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 /// Appends one literal byte at `o` to the open run of `lit` bytes; a full run gets its
 /// control byte and the next one's is reserved (so `o` may end one past the buffer).
@@ -310,6 +322,21 @@ mod tests {
                 (x >> 32) as u8
             })
             .collect()
+    }
+
+    /// The per-thread output buffer serves small values from call to call, but
+    /// is not kept after a big one.
+    #[test]
+    fn a_big_value_does_not_leave_its_buffer_behind() {
+        let scratch = || TABLE.with(|t| t.borrow().scratch.capacity());
+        let small = b"abcabcabcabcabcabcabcabcabcabc".repeat(10);
+        assert!(compress(&small, small.len()).is_some());
+        assert!(scratch() >= small.len() && scratch() <= SCRATCH_KEPT);
+        let big = b"0123456789".repeat(100_000);
+        let c = compress(&big, big.len()).expect("compressible");
+        assert_eq!(lzf::decompress(&c, big.len()).unwrap(), big);
+        assert_eq!(scratch(), 0);
+        roundtrip(&small);
     }
 
     #[test]
