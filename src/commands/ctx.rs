@@ -3,7 +3,7 @@
 //! same expiry, access-clock, hit/miss and modification bookkeeping.
 
 use crate::exec::{Client, Executor};
-use crate::keyspace::{EntryMut, EntryRef, Keyspace, Value, ValueRef};
+use crate::keyspace::{EntryMut, EntryRef, IntoEntry, Keyspace, Value, ValueRef};
 use crate::protocol::Reply;
 
 use super::{errors, Command};
@@ -109,7 +109,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Stores a value, replacing any previous one; counts as a modification.
-    pub fn set(&mut self, key: &[u8], value: Value, expire: Option<i64>, keep_ttl: bool) {
+    pub fn set(&mut self, key: &[u8], value: impl IntoEntry, expire: Option<i64>, keep_ttl: bool) {
         // The `new` event (class n) precedes the command's own event, as Redis's dbAdd.
         if self.ex.notify_classes & notify::NEW != 0 && !self.exists(key) {
             self.notify(notify::NEW, "new", key);

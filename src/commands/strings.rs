@@ -9,7 +9,7 @@ use crate::command;
 use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
-use crate::keyspace::{Value, ValueRef};
+use crate::keyspace::{StrBytes, Value, ValueRef};
 use crate::protocol::Reply;
 use crate::util::numeric::{self, IncrFloatError};
 
@@ -201,8 +201,8 @@ fn set_generic(
     key: &[u8],
     value: &[u8],
     o: &SetOptions,
-    ok: Reply,
-    abort: Reply,
+    ok: fn() -> Reply,
+    abort: fn() -> Reply,
 ) -> Reply {
     let old: Option<Reply> = if o.get {
         match ctx.read_string(key) {
@@ -217,14 +217,14 @@ fn set_generic(
         None => (o.nx || o.xx) && ctx.exists(key),
     };
     if (o.nx && exists) || (o.xx && !exists) {
-        return old.unwrap_or(abort);
+        return old.unwrap_or_else(abort);
     }
     let (expire, keep) = match o.expire {
         ExpireOpt::At(t) => (Some(t), false),
         ExpireOpt::KeepTtl => (None, true),
         _ => (None, false),
     };
-    ctx.set(key, Value::from_slice(value), expire, keep);
+    ctx.set(key, StrBytes(value), expire, keep);
     ctx.notify(notify::STRING, "set", key);
     if expire.is_some() {
         // A time already past is stored as given, as Redis does: the key is gone to
@@ -232,12 +232,12 @@ fn set_generic(
         // active cycle finds it.
         ctx.notify(notify::GENERIC, "expire", key);
     }
-    old.unwrap_or(ok)
+    old.unwrap_or_else(ok)
 }
 
 fn set(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     match parse_set_options(ctx, args, 3, true) {
-        Ok(o) => set_generic(ctx, args[1], args[2], &o, Reply::ok(), Reply::Null),
+        Ok(o) => set_generic(ctx, args[1], args[2], &o, Reply::ok, || Reply::Null),
         Err(e) => e,
     }
 }
@@ -249,7 +249,14 @@ fn setnx(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         get: false,
         expire: ExpireOpt::None,
     };
-    set_generic(ctx, args[1], args[2], &o, Reply::Int(1), Reply::Int(0))
+    set_generic(
+        ctx,
+        args[1],
+        args[2],
+        &o,
+        || Reply::Int(1),
+        || Reply::Int(0),
+    )
 }
 
 fn setex_generic(ctx: &mut Ctx, args: &[&[u8]], secs: bool) -> Reply {
@@ -263,7 +270,7 @@ fn setex_generic(ctx: &mut Ctx, args: &[&[u8]], secs: bool) -> Reply {
         get: false,
         expire: ExpireOpt::At(t),
     };
-    set_generic(ctx, args[1], args[3], &o, Reply::ok(), Reply::Null)
+    set_generic(ctx, args[1], args[3], &o, Reply::ok, || Reply::Null)
 }
 
 fn setex(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -281,7 +288,7 @@ fn getset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         get: true,
         expire: ExpireOpt::None,
     };
-    set_generic(ctx, args[1], args[2], &o, Reply::ok(), Reply::Null)
+    set_generic(ctx, args[1], args[2], &o, Reply::ok, || Reply::Null)
 }
 
 fn getex(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
@@ -353,7 +360,7 @@ fn mset(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
         return crate::commands::wrong_arity(ctx.cmd.name);
     }
     for kv in args[1..].chunks(2) {
-        ctx.set(kv[0], Value::from_slice(kv[1]), None, false);
+        ctx.set(kv[0], StrBytes(kv[1]), None, false);
         ctx.notify(notify::STRING, "set", kv[0]);
     }
     Reply::ok()
@@ -459,7 +466,7 @@ fn append(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     if current.is_none() {
         // A new key is stored as SET stores it (int, embstr or raw), as Redis's
         // APPEND does; appending to an existing one makes it raw.
-        ctx.set(key, Value::from_slice(tail), None, true);
+        ctx.set(key, StrBytes(tail), None, true);
         ctx.notify(notify::STRING, "append", key);
         return Reply::Int(tail.len() as i64);
     }

@@ -131,39 +131,57 @@ fn key_header_len(key_len: usize) -> usize {
     }
 }
 
-fn payload_len(value: &Value) -> usize {
-    match value {
-        Value::Int(_) => 8,
-        Value::Str(b) if b.len() <= EMBSTR_MAX => 1 + b.len(),
-        Value::Str(_) | Value::RawStr(_) | Value::Obj(_) => 8,
-    }
-}
-
 impl EntryPtr {
     /// Allocates an entry holding `key`, `expire` and `value`.
     pub fn new(key: &[u8], expire: Option<i64>, value: Value, lru: u32) -> EntryPtr {
+        match value {
+            Value::Int(n) => Self::build(key, expire, Payload::Int(n), lru),
+            Value::Str(b) if b.len() <= EMBSTR_MAX => {
+                Self::build(key, expire, Payload::Emb(&b), lru)
+            }
+            Value::Str(b) | Value::RawStr(b) => {
+                let q = Box::into_raw(Box::new(b)) as *mut u8;
+                Self::build(key, expire, Payload::Ptr(KIND_RAW, q), lru)
+            }
+            Value::Obj(o) => {
+                let (kind, q) = object_into_raw(o);
+                Self::build(key, expire, Payload::Ptr(kind, q), lru)
+            }
+        }
+    }
+
+    /// Allocates an entry holding the string `bytes`, encoded as the `Value` that
+    /// `Value::from_slice` would make (an integer, embedded or raw) without making it:
+    /// a short value is copied once, straight from the request into the entry.
+    pub fn new_str(key: &[u8], expire: Option<i64>, bytes: &[u8], lru: u32) -> EntryPtr {
+        if bytes.len() <= 20 {
+            if let Some(n) = crate::util::numeric::parse_i64(bytes) {
+                return Self::build(key, expire, Payload::Int(n), lru);
+            }
+        }
+        if bytes.len() <= EMBSTR_MAX {
+            return Self::build(key, expire, Payload::Emb(bytes), lru);
+        }
+        let q = Box::into_raw(Box::new(bytes.to_vec())) as *mut u8;
+        Self::build(key, expire, Payload::Ptr(KIND_RAW, q), lru)
+    }
+
+    fn build(key: &[u8], expire: Option<i64>, payload: Payload<'_>, lru: u32) -> EntryPtr {
         assert!(key.len() <= u32::MAX as usize, "key longer than 4 GiB");
         let key_off = KEYLEN + key_header_len(key.len());
         let exp_off = key_off + key.len();
         let val_off = exp_off + if expire.is_some() { 8 } else { 0 };
-        let size = val_off + payload_len(&value);
+        let (kind, payload_len) = match payload {
+            Payload::Int(_) => (KIND_INT, 8),
+            Payload::Emb(b) => (KIND_EMB, 1 + b.len()),
+            Payload::Ptr(kind, _) => (kind, 8),
+        };
+        let size = val_off + payload_len;
         let layout = Layout::from_size_align(size, ALIGN).expect("entry layout");
         // SAFETY: `size` is at least 5 bytes, so the layout is non-zero-sized.
         let p = unsafe { alloc(layout) };
         let Some(nn) = NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
-        };
-        let (kind, payload): (u32, Payload) = match value {
-            Value::Int(n) => (KIND_INT, Payload::Int(n)),
-            Value::Str(b) if b.len() <= EMBSTR_MAX => (KIND_EMB, Payload::Emb(b)),
-            Value::Str(b) | Value::RawStr(b) => (
-                KIND_RAW,
-                Payload::Ptr(Box::into_raw(Box::new(b)) as *mut u8),
-            ),
-            Value::Obj(o) => {
-                let (kind, q) = object_into_raw(o);
-                (kind, Payload::Ptr(q))
-            }
         };
         let meta =
             (lru & LRU_MASK) | (kind << KIND_SHIFT) | if expire.is_some() { HAS_EXPIRE } else { 0 };
@@ -188,7 +206,7 @@ impl EntryPtr {
                     *p.add(val_off) = b.len() as u8;
                     ptr::copy_nonoverlapping(b.as_ptr(), p.add(val_off + 1), b.len());
                 }
-                Payload::Ptr(q) => ptr::write_unaligned(p.add(val_off) as *mut *mut u8, q),
+                Payload::Ptr(_, q) => ptr::write_unaligned(p.add(val_off) as *mut *mut u8, q),
             }
         }
         EntryPtr(nn)
@@ -428,10 +446,66 @@ impl EntryPtr {
     }
 }
 
-enum Payload {
+impl EntryPtr {
+    /// Frees the entry as `into_value` does, but hands back its value only if it owns
+    /// memory elsewhere (a raw string or a collection, which the caller frees as it
+    /// frees values): an integer or an embedded string dies with the entry, so an
+    /// overwritten short string is not copied out only to be dropped.
+    ///
+    /// # Safety
+    /// As `into_value`.
+    pub unsafe fn into_old(self) -> (Option<Value>, Option<i64>) {
+        match self.kind() {
+            KIND_INT | KIND_EMB => {
+                let expire = self.expire();
+                let size = self.alloc_size();
+                // SAFETY: the caller's guarantee; the block is freed with the layout it
+                // was allocated with, and the inline payload owns nothing.
+                unsafe {
+                    dealloc(
+                        self.0.as_ptr(),
+                        Layout::from_size_align_unchecked(size, ALIGN),
+                    )
+                };
+                (None, expire)
+            }
+            // SAFETY: the caller's guarantee.
+            _ => {
+                let (value, expire) = unsafe { self.into_value() };
+                (Some(value), expire)
+            }
+        }
+    }
+}
+
+/// What a new entry's value is made from: a `Value`, or a string's bytes as the
+/// request brought them (`StrBytes`).
+pub trait IntoEntry {
+    fn into_entry(self, key: &[u8], expire: Option<i64>, lru: u32) -> EntryPtr;
+}
+
+impl IntoEntry for Value {
+    fn into_entry(self, key: &[u8], expire: Option<i64>, lru: u32) -> EntryPtr {
+        EntryPtr::new(key, expire, self, lru)
+    }
+}
+
+/// A string value given as bytes: stored as `Value::from_slice` of them would be
+/// (`EntryPtr::new_str`).
+pub struct StrBytes<'a>(pub &'a [u8]);
+
+impl IntoEntry for StrBytes<'_> {
+    fn into_entry(self, key: &[u8], expire: Option<i64>, lru: u32) -> EntryPtr {
+        EntryPtr::new_str(key, expire, self.0, lru)
+    }
+}
+
+/// A new entry's payload: an integer, embedded bytes (`EMBSTR_MAX` at most), or the
+/// boxed string or collection of the kind given.
+enum Payload<'a> {
     Int(i64),
-    Emb(Vec<u8>),
-    Ptr(*mut u8),
+    Emb(&'a [u8]),
+    Ptr(u32, *mut u8),
 }
 
 #[cfg(test)]
@@ -459,6 +533,60 @@ mod tests {
                 roundtrip(key, expire, Value::Str(vec![b'x'; 45]));
                 roundtrip(key, expire, Value::RawStr(b"r".to_vec()));
             }
+        }
+    }
+
+    /// A string stored from its bytes has the encoding, size and value that the
+    /// `Value` of `Value::from_slice` gives; an overwritten entry hands back only a
+    /// value that owns memory of its own, with the expiry either way.
+    #[test]
+    fn strings_from_bytes_match_values_and_old_entries_free_inline_payloads() {
+        let long_key = vec![b'k'; 300];
+        let cases: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"12".to_vec(),
+            b"-9223372036854775808".to_vec(),
+            b"9223372036854775808".to_vec(),
+            b"007".to_vec(),
+            b"value:1".to_vec(),
+            vec![b'x'; EMBSTR_MAX],
+            vec![b'y'; EMBSTR_MAX + 1],
+            vec![b'z'; 5000],
+        ];
+        for key in [&b"key"[..], &long_key] {
+            for expire in [None, Some(1_700_000_000_000)] {
+                for bytes in &cases {
+                    let a = EntryPtr::new_str(key, expire, bytes, 77);
+                    let b = EntryPtr::new(key, expire, Value::from_slice(bytes), 77);
+                    assert_eq!(a.kind(), b.kind(), "{bytes:?}");
+                    assert_eq!(a.alloc_size(), b.alloc_size(), "{bytes:?}");
+                    assert_eq!((a.key(), a.expire(), a.lru()), (key, expire, 77));
+                    let same = match (a.value(), b.value()) {
+                        (ValueRef::Int(x), ValueRef::Int(y)) => x == y,
+                        (ValueRef::Emb(x), ValueRef::Emb(y))
+                        | (ValueRef::Raw(x), ValueRef::Raw(y)) => x == y && x == &bytes[..],
+                        _ => false,
+                    };
+                    assert!(same, "{bytes:?}");
+                    let owns = bytes.len() > EMBSTR_MAX;
+                    // SAFETY: unlinked test entries, each freed once.
+                    let (old, exp) = unsafe { a.into_old() };
+                    assert_eq!(exp, expire);
+                    assert_eq!(old.is_some(), owns, "{bytes:?}");
+                    if let Some(Value::Str(v) | Value::RawStr(v)) = old {
+                        assert_eq!(&v, bytes);
+                    }
+                    // SAFETY: as above.
+                    unsafe { b.into_value() };
+                }
+            }
+        }
+        for v in collections(3) {
+            let e = EntryPtr::new(b"c", Some(5), v, 0);
+            // SAFETY: unlinked test entry.
+            let (old, exp) = unsafe { e.into_old() };
+            assert!(matches!(old, Some(Value::Obj(_))));
+            assert_eq!(exp, Some(5));
         }
     }
 

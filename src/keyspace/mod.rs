@@ -16,6 +16,7 @@ pub mod value;
 
 use std::time::{Duration, Instant};
 
+pub use entry::{IntoEntry, StrBytes};
 pub use table::{CowSink, EntryMut, EntryRef, KeyTable};
 pub use value::{ObjMut, ObjRef, Object, Value, ValueRef};
 
@@ -428,7 +429,7 @@ impl Keyspace {
         &mut self,
         db: usize,
         key: &[u8],
-        value: Value,
+        value: impl IntoEntry,
         expire: Option<i64>,
         keep_ttl: bool,
         now_ms: i64,
@@ -448,7 +449,7 @@ impl Keyspace {
         &mut self,
         db: usize,
         key: &[u8],
-        value: Value,
+        value: impl IntoEntry,
         expire: Option<i64>,
         keep_ttl: bool,
         now_ms: i64,
@@ -480,7 +481,7 @@ impl Keyspace {
             (true, false) => d.volatile -= 1,
             _ => {}
         }
-        if let Some((v, _)) = old {
+        if let Some((Some(v), _)) = old {
             self.free_server_del(v);
         }
     }

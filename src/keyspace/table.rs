@@ -34,7 +34,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::buckets::{self, Bucket, Pos, SLOTS};
-use super::entry::{EntryPtr, SNAP_MARK};
+use super::entry::{EntryPtr, IntoEntry, SNAP_MARK};
 use super::slot_index::SlotIndex;
 use super::value::{Value, ValueRef};
 
@@ -577,16 +577,17 @@ impl KeyTable {
     }
 
     /// Inserts or replaces `key`. With `keep_ttl` a replaced key keeps its own expiry
-    /// when it has one (found by this same lookup). Returns the previous value and
-    /// expiry if there was one.
+    /// when it has one (found by this same lookup). Returns, if there was a previous
+    /// entry, its expiry and its value when that owns memory of its own
+    /// (`EntryPtr::into_old`: a short string or an integer is freed with its entry).
     pub fn insert(
         &mut self,
         key: &[u8],
         expire: Option<i64>,
         keep_ttl: bool,
-        value: Value,
+        value: impl IntoEntry,
         access: impl FnOnce(Option<u32>) -> u32,
-    ) -> Option<(Value, Option<i64>)> {
+    ) -> Option<(Option<Value>, Option<i64>)> {
         self.rehash_step();
         let h = self.hash(key);
         if let Some((old, loc)) = self.locate(key, h) {
@@ -595,13 +596,13 @@ impl KeyTable {
                 Some(t) if keep_ttl => Some(t),
                 _ => expire,
             };
-            let entry = EntryPtr::new(key, expire, value, access(Some(old.lru())));
+            let entry = value.into_entry(key, expire, access(Some(old.lru())));
             entry.set_snap_mark(self.mark);
             self.replace_at(loc, entry, h);
             // SAFETY: the old entry is out of its bucket; it is freed exactly once.
-            return Some(unsafe { old.into_value() });
+            return Some(unsafe { old.into_old() });
         }
-        self.push_new(key, h, EntryPtr::new(key, expire, value, access(None)));
+        self.push_new(key, h, value.into_entry(key, expire, access(None)));
         None
     }
 
@@ -1046,12 +1047,12 @@ mod tests {
             );
         }
         let old = t.insert(b"k5", Some(99), false, val(-5), |_| 0).unwrap();
-        assert!(matches!(old, (Value::Int(5), None)));
+        assert!(matches!(old, (None, None)));
         assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
         // keep_ttl: the replaced key's own expiry wins over the one given; a key
         // without one (or a new key) takes the one given.
         let old = t.insert(b"k5", Some(7), true, val(5), |_| 0).unwrap();
-        assert!(matches!(old, (Value::Int(-5), Some(99))));
+        assert!(matches!(old, (None, Some(99))));
         assert_eq!(t.get(b"k5").unwrap().expire(), Some(99));
         t.insert(b"k6", Some(7), true, val(6), |_| 0).unwrap();
         assert_eq!(t.get(b"k6").unwrap().expire(), Some(7));
@@ -1634,7 +1635,7 @@ mod tests {
                 make((kind + 1) % 5, 7),
                 |_| 0,
             );
-            assert!(matches!(old, Some((Value::Obj(ref o), None)) if o.element_count() > 0));
+            assert!(matches!(old, Some((Some(Value::Obj(ref o)), None)) if o.element_count() > 0));
             assert!(t.set_expire(format!("{kind}:2").as_bytes(), Some(5)));
             let (v, _) = t.remove(format!("{kind}:3").as_bytes()).unwrap();
             assert_eq!(
@@ -1673,8 +1674,9 @@ mod tests {
                 match op {
                     0 => {
                         let exp = if v % 3 == 0 { Some(v) } else { None };
-                        let old = t.insert(&key, exp, false, Value::Int(v), |_| 0).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
-                        prop_assert_eq!(old, model.insert(key, (v, exp)));
+                        // An integer dies with its entry: only the old expiry comes back.
+                        let old = t.insert(&key, exp, false, Value::Int(v), |_| 0).map(|(v, e)| (v.is_some(), e));
+                        prop_assert_eq!(old, model.insert(key, (v, exp)).map(|(_, e)| (false, e)));
                     }
                     1 => {
                         let old = t.remove(&key).map(|(v, e)| (match v { Value::Int(n) => n, _ => unreachable!() }, e));
