@@ -329,3 +329,60 @@ fn append_to_a_missing_key_encodes_like_set() {
         ],
     );
 }
+
+/// Values at every boundary of the stored encodings (integer, embedded string up to 44
+/// bytes, raw string) and of the reply kept inline (44 bytes), each read back by GET,
+/// GETDEL, SET ... GET, GETEX and a script, then overwritten by each other kind.
+#[test]
+fn values_of_every_encoding_read_back_and_overwrite_exactly() {
+    let s = TestServer::start();
+    let values: Vec<String> = vec![
+        "".into(),
+        "0".into(),
+        "-9223372036854775808".into(),
+        "9223372036854775807".into(),
+        "9223372036854775808".into(),
+        "007".into(),
+        "x".repeat(44),
+        "y".repeat(45),
+        "z".repeat(5000),
+    ];
+    let bulk = |v: &str| format!("${}\r\n{v}\r\n", v.len());
+    for proto in [2u8, 3] {
+        let mut c = s.raw(proto);
+        for v in &values {
+            assert_eq!(c.cmd(&["SET", "k", v]), "+OK\r\n");
+            assert_eq!(c.cmd(&["GET", "k"]), bulk(v), "GET {v:?}");
+            assert_eq!(
+                c.cmd(&["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]),
+                bulk(v)
+            );
+            assert_eq!(c.cmd(&["GETEX", "k", "PERSIST"]), bulk(v));
+            for next in &values {
+                assert_eq!(
+                    c.cmd(&["SET", "k", next, "GET"]),
+                    bulk(v),
+                    "{v:?} then {next:?}"
+                );
+                assert_eq!(c.cmd(&["SET", "k", v]), "+OK\r\n");
+            }
+            assert_eq!(c.cmd(&["STRLEN", "k"]), format!(":{}\r\n", v.len()));
+            assert_eq!(c.cmd(&["GETDEL", "k"]), bulk(v));
+            assert_eq!(c.cmd(&["EXISTS", "k"]), ":0\r\n");
+        }
+        // MSET and APPEND store as SET does; inside MULTI the replies are the same.
+        assert_eq!(c.cmd(&["MSET", "a", "12", "b", &"w".repeat(44)]), "+OK\r\n");
+        assert_eq!(c.cmd(&["APPEND", "c", "-5"]), ":2\r\n");
+        assert_eq!(c.cmd(&["MULTI"]), "+OK\r\n");
+        for k in ["a", "b", "c"] {
+            assert_eq!(c.cmd(&["GET", k]), "+QUEUED\r\n");
+        }
+        assert_eq!(
+            c.cmd(&["EXEC"]),
+            format!("*3\r\n$2\r\n12\r\n{}$2\r\n-5\r\n", bulk(&"w".repeat(44)))
+        );
+        assert_eq!(c.cmd(&["OBJECT", "ENCODING", "a"]), bulk("int"));
+        assert_eq!(c.cmd(&["OBJECT", "ENCODING", "b"]), bulk("embstr"));
+        assert_eq!(c.cmd(&["FLUSHALL"]), "+OK\r\n");
+    }
+}

@@ -10,6 +10,7 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::keyspace::{StrBytes, Value, ValueRef};
+use crate::protocol::reply::ShortBytes;
 use crate::protocol::Reply;
 use crate::util::numeric::{self, IncrFloatError};
 
@@ -46,14 +47,10 @@ pub static COMMANDS: &[Command] = &[
 fn string_reply(v: Option<ValueRef<'_>>) -> Reply {
     match v {
         None => Reply::Null,
-        Some(v) => {
-            let mut out = Vec::new();
-            if v.append_string(&mut out) {
-                Reply::Bulk(out)
-            } else {
-                errors::WRONGTYPE
-            }
-        }
+        // A short string or an integer travels inside the reply (no allocation).
+        Some(ValueRef::Int(n)) => Reply::ShortBulk(ShortBytes::int(n)),
+        Some(ValueRef::Emb(b) | ValueRef::Raw(b)) => Reply::bulk_of(b),
+        Some(ValueRef::Obj(_)) => errors::WRONGTYPE,
     }
 }
 
@@ -63,7 +60,7 @@ fn get(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
 
 fn getdel(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
     let reply = string_reply(ctx.lookup_read(args[1]).map(|e| e.value()));
-    if let Reply::Bulk(_) = reply {
+    if reply.bulk_bytes().is_some() {
         ctx.delete(args[1]);
         ctx.notify(notify::GENERIC, "del", args[1]);
     }

@@ -17,6 +17,10 @@ pub enum Reply {
     Error(Cow<'static, str>),
     Int(i64),
     Bulk(Vec<u8>),
+    /// A bulk string of at most `SHORT_BULK_MAX` bytes carried inside the reply (GET of
+    /// a short string or an integer): nothing is allocated to make it or freed after.
+    /// Compares unequal to a `Bulk` of the same bytes (`bulk_bytes` sees both).
+    ShortBulk(ShortBytes),
     /// The null bulk string (`$-1` in RESP2, `_` in RESP3).
     Null,
     /// The null array (`*-1` in RESP2, `_` in RESP3).
@@ -57,7 +61,81 @@ pub enum Reply {
     Picks(Box<super::picks::PickStream>),
 }
 
+/// The longest bulk string a `Reply::ShortBulk` holds: an embedded string value
+/// (`keyspace::value::EMBSTR_MAX`) or any integer's digits.
+pub const SHORT_BULK_MAX: usize = 44;
+
+/// Up to `SHORT_BULK_MAX` bytes, inline.
+#[derive(Clone, Copy)]
+pub struct ShortBytes {
+    len: u8,
+    bytes: [u8; SHORT_BULK_MAX],
+}
+
+impl ShortBytes {
+    /// `b`, if it is short enough.
+    #[inline]
+    pub fn new(b: &[u8]) -> Option<ShortBytes> {
+        if b.len() > SHORT_BULK_MAX {
+            return None;
+        }
+        let mut s = ShortBytes {
+            len: b.len() as u8,
+            bytes: [0; SHORT_BULK_MAX],
+        };
+        s.bytes[..b.len()].copy_from_slice(b);
+        Some(s)
+    }
+
+    /// The decimal digits of `n` (at most 20 bytes).
+    pub fn int(n: i64) -> ShortBytes {
+        let mut s = ShortBytes {
+            len: 0,
+            bytes: [0; SHORT_BULK_MAX],
+        };
+        let mut digits = [0u8; 24];
+        let d = crate::util::numeric::i64_digits(n, &mut digits);
+        s.bytes[..d.len()].copy_from_slice(d);
+        s.len = d.len() as u8;
+        s
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for ShortBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl PartialEq for ShortBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
 impl Reply {
+    /// A bulk string reply of `b`: inline when short.
+    #[inline]
+    pub fn bulk_of(b: &[u8]) -> Reply {
+        match ShortBytes::new(b) {
+            Some(s) => Reply::ShortBulk(s),
+            None => Reply::Bulk(b.to_vec()),
+        }
+    }
+
+    /// The bytes of a bulk string reply, inline or not.
+    pub fn bulk_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Reply::Bulk(b) => Some(b),
+            Reply::ShortBulk(s) => Some(s.as_slice()),
+            _ => None,
+        }
+    }
+
     /// Whether dropping the reply frees anything (false: integers, nulls, booleans,
     /// doubles, borrowed statuses and errors).
     #[inline(always)]
@@ -65,6 +143,7 @@ impl Reply {
         !matches!(
             self,
             Reply::Int(_)
+                | Reply::ShortBulk(_)
                 | Reply::Null
                 | Reply::NullArray
                 | Reply::NoReply
@@ -118,6 +197,7 @@ impl Reply {
             }
             Reply::Int(n) => format_i64_line(b':', *n, out),
             Reply::Bulk(b) => encode_bulk(b, out),
+            Reply::ShortBulk(b) => encode_bulk(b.as_slice(), out),
             Reply::Null => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
             Reply::NullArray => {
                 out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"*-1\r\n" })
@@ -306,6 +386,29 @@ mod tests {
         let mut out = Vec::new();
         r.encode(proto, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    /// A short bulk encodes as the `Bulk` of the same bytes in both protocols, owns
+    /// nothing, and is used only up to its limit.
+    #[test]
+    fn short_bulks_encode_as_bulks() {
+        for len in [0, 1, 20, SHORT_BULK_MAX, SHORT_BULK_MAX + 1, 300] {
+            let b: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let r = Reply::bulk_of(&b);
+            assert_eq!(matches!(r, Reply::ShortBulk(_)), len <= SHORT_BULK_MAX);
+            assert_eq!(r.bulk_bytes(), Some(&b[..]));
+            assert_eq!(r.owns_heap(), len > SHORT_BULK_MAX);
+            for proto in [2, 3] {
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                r.encode(proto, &mut got);
+                Reply::Bulk(b.clone()).encode(proto, &mut want);
+                assert_eq!(got, want);
+            }
+        }
+        for n in [0, -1, 7, i64::MIN, i64::MAX] {
+            assert_eq!(ShortBytes::int(n).as_slice(), n.to_string().as_bytes());
+        }
+        assert_eq!(Reply::Int(3).bulk_bytes(), None);
     }
 
     #[test]

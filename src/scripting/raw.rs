@@ -425,6 +425,7 @@ unsafe fn push_reply(l: *mut lua_State, r: &Reply, resp: u8) {
         Reply::Error(e) => push_error_table(l, e.as_bytes()),
         Reply::Int(n) => ffi::lua_pushnumber(l, *n as f64),
         Reply::Bulk(b) => push_bytes(l, b),
+        Reply::ShortBulk(b) => push_bytes(l, b.as_slice()),
         Reply::BigNumber(b) => {
             if resp == 3 {
                 ffi::lua_createtable(l, 0, 1);

@@ -72,12 +72,17 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 /// and touches the `Vec` once.
 pub fn format_i64(v: i64, out: &mut Vec<u8>) {
     let mut buf = [0u8; 24];
-    let mut pos = write_digits(v.unsigned_abs(), &mut buf, 24);
+    out.extend_from_slice(i64_digits(v, &mut buf));
+}
+
+/// The decimal form of `v`, written at the end of `buf`.
+pub fn i64_digits(v: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut pos = write_digits(v.unsigned_abs(), buf, 24);
     if v < 0 {
         pos -= 1;
         buf[pos] = b'-';
     }
-    out.extend_from_slice(&buf[pos..]);
+    &buf[pos..]
 }
 
 /// Appends a RESP line holding a number: `prefix`, the decimal form of `v`, then
