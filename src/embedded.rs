@@ -26,10 +26,10 @@ impl Database {
         Database { ex, client }
     }
 
-    /// Runs one command and returns its reply.
+    /// Runs one command and returns its reply (bulk strings as `Reply::Bulk`).
     pub fn execute<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Reply {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
-        let reply = self.ex.execute(self.client, &args);
+        let reply = self.ex.execute(self.client, &args).with_heap_bulks();
         self.ex.cron();
         self.ex.expire_slice();
         self.ex.eviction_slice();

@@ -522,13 +522,13 @@ impl Executor {
                 Some(None) => self.stream.append(db, &[b"PERSIST", key]),
                 None => self.stream.append(db, &[b"DEL", key]),
             },
-            "incrbyfloat" => match reply {
-                Reply::Bulk(v) => self.stream.append(db, &[b"SET", key, v, b"KEEPTTL"]),
-                _ => self.stream.append(db, args),
+            "incrbyfloat" => match reply.bulk_bytes() {
+                Some(v) => self.stream.append(db, &[b"SET", key, v, b"KEEPTTL"]),
+                None => self.stream.append(db, args),
             },
             "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => {
                 if let Reply::Array(items) = reply {
-                    if let Some(Reply::Bulk(k)) = items.first() {
+                    if let Some(k) = items.first().and_then(Reply::bulk_bytes) {
                         let name: &[u8] = match cmd.name {
                             "blpop" => b"LPOP",
                             "brpop" => b"RPOP",
@@ -551,8 +551,8 @@ impl Executor {
             // the reply is [key, [elements]], the direction the argument after the keys.
             "zmpop" | "bzmpop" => {
                 if let Reply::Array(items) = reply {
-                    if let (Some(Reply::Bulk(k)), Some(Reply::Array(elems))) =
-                        (items.first(), items.get(1))
+                    if let (Some(k), Some(Reply::Array(elems))) =
+                        (items.first().and_then(Reply::bulk_bytes), items.get(1))
                     {
                         let numkeys_at = if cmd.name.starts_with('b') { 2 } else { 1 };
                         let nk = args

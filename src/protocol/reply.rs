@@ -127,6 +127,27 @@ impl Reply {
         }
     }
 
+    /// The reply with every `ShortBulk` in it made a `Bulk` (the embedded API's
+    /// callers match on `Bulk` alone).
+    pub fn with_heap_bulks(self) -> Reply {
+        let all = |v: Vec<Reply>| v.into_iter().map(Reply::with_heap_bulks).collect();
+        let pairs = |v: Vec<(Reply, Reply)>| {
+            v.into_iter()
+                .map(|(k, v)| (k.with_heap_bulks(), v.with_heap_bulks()))
+                .collect()
+        };
+        match self {
+            Reply::ShortBulk(b) => Reply::Bulk(b.as_slice().to_vec()),
+            Reply::Array(v) => Reply::Array(all(v)),
+            Reply::Set(v) => Reply::Set(all(v)),
+            Reply::Push(v) => Reply::Push(all(v)),
+            Reply::Multi(v) => Reply::Multi(all(v)),
+            Reply::Map(v) => Reply::Map(pairs(v)),
+            Reply::Attribute(v) => Reply::Attribute(pairs(v)),
+            other => other,
+        }
+    }
+
     /// The bytes of a bulk string reply, inline or not.
     pub fn bulk_bytes(&self) -> Option<&[u8]> {
         match self {
@@ -171,8 +192,9 @@ impl Reply {
         Reply::Error(Cow::Owned(s))
     }
 
+    /// A bulk string reply of `b` (inline when short: `bulk_of`).
     pub fn bulk(b: &[u8]) -> Reply {
-        Reply::Bulk(b.to_vec())
+        Reply::bulk_of(b)
     }
 
     pub fn is_error(&self) -> bool {
@@ -342,9 +364,9 @@ fn decode_item(b: &[u8], pos: &mut usize) -> Reply {
     match kind {
         b'*' => Reply::Array((0..n).map(|_| decode_item(b, pos)).collect()),
         _ => {
-            let v = b[*pos..*pos + n].to_vec();
+            let v = Reply::bulk_of(&b[*pos..*pos + n]);
             *pos += n + 2;
-            Reply::Bulk(v)
+            v
         }
     }
 }
@@ -419,7 +441,7 @@ mod tests {
         assert!(!Reply::Null.owns_heap());
         assert!(Reply::Status(Cow::Owned("x".into())).owns_heap());
         assert!(Reply::error(String::from("ERR y")).owns_heap());
-        assert!(Reply::bulk(b"v").owns_heap());
+        assert!(Reply::Bulk(b"v".to_vec()).owns_heap());
         assert!(Reply::Array(vec![]).owns_heap());
     }
 
