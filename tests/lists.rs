@@ -413,3 +413,41 @@ fn same_as_redis() {
         ],
     );
 }
+
+/// Popped elements of every listpack encoding (small and large integers, strings up to
+/// and past the inline reply's 44 bytes) come back as the bytes pushed.
+#[test]
+fn popped_elements_of_every_encoding_come_back_exactly() {
+    let s = TestServer::start();
+    let elems: Vec<String> = vec![
+        "0".into(),
+        "-1".into(),
+        "127".into(),
+        "-9223372036854775808".into(),
+        "9223372036854775807".into(),
+        "12345678901234567890".into(),
+        "".into(),
+        "a".repeat(44),
+        "b".repeat(45),
+        "c".repeat(3000),
+    ];
+    let bulk = |v: &str| format!("${}\r\n{v}\r\n", v.len());
+    for proto in [2u8, 3] {
+        let mut c = s.raw(proto);
+        let mut args = vec!["RPUSH", "l"];
+        args.extend(elems.iter().map(String::as_str));
+        assert_eq!(c.cmd(&args), format!(":{}\r\n", elems.len()));
+        // LPOP and RPOP in turn: the front from the head, the back from the tail.
+        let (mut front, mut back) = (0, elems.len());
+        for turn in 0..elems.len() {
+            if turn % 2 == 0 {
+                assert_eq!(c.cmd(&["LPOP", "l"]), bulk(&elems[front]), "LPOP {front}");
+                front += 1;
+            } else {
+                back -= 1;
+                assert_eq!(c.cmd(&["RPOP", "l"]), bulk(&elems[back]), "RPOP {back}");
+            }
+        }
+        assert_eq!(c.cmd(&["EXISTS", "l"]), ":0\r\n");
+    }
+}

@@ -14,8 +14,9 @@ use crate::commands::flags::*;
 use crate::commands::{arg_i64, arg_in_range, arg_positive, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
+use crate::protocol::reply::ShortBytes;
 use crate::protocol::Reply;
-use crate::types::list::{End, List, Packing};
+use crate::types::list::{Elem, End, List, Packing};
 
 const W: &[&str] = &["write", "list", "slow"];
 const WF: &[&str] = &["write", "list", "fast"];
@@ -237,10 +238,14 @@ fn pop_many(
 
 /// Pops one element from `end` (LPOP/RPOP without a count): as `pop_many` with a
 /// count of one, without the vector around the element.
-fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Vec<u8>>, Reply> {
+/// Pops one element as its bulk reply (made straight from the list's bytes).
+fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Reply>, Reply> {
     let fill = packing(ctx);
     let r = with_list(ctx, key, |l| {
-        let v = l.pop(end, fill);
+        let v = l.pop_with(end, fill, |e| match e {
+            Elem::Str(b) => Reply::bulk(b),
+            Elem::Int(n) => Reply::ShortBulk(ShortBytes::int(n)),
+        });
         let emptied = l.is_empty();
         (v, emptied)
     })?;
@@ -275,7 +280,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[&[u8]], end: End) -> Reply {
         return match pop_one(ctx, args[1], end) {
             Err(e) => e,
             Ok(None) => Reply::Null,
-            Ok(Some(v)) => Reply::Bulk(v),
+            Ok(Some(v)) => v,
         };
     };
     match pop_many(ctx, args[1], end, count) {

@@ -467,6 +467,17 @@ impl List {
 
     /// Removes and returns the element at `end`.
     pub fn pop(&mut self, end: End, pk: Packing) -> Option<Vec<u8>> {
+        self.pop_with(end, pk, |e| e.to_vec())
+    }
+
+    /// Removes the element at `end`, handing it to `take` before its bytes go (a
+    /// reply made from them needs no copy of its own in between).
+    pub fn pop_with<R>(
+        &mut self,
+        end: End,
+        pk: Packing,
+        take: impl FnOnce(Elem<'_>) -> R,
+    ) -> Option<R> {
         if self.is_empty() {
             return None;
         }
@@ -480,11 +491,11 @@ impl List {
         let (from, v) = match end {
             End::Head => {
                 let (e, sz) = decode(buf, 0);
-                (0..sz, e.to_vec())
+                (0..sz, take(e))
             }
             End::Tail => {
                 let s = prev_start(buf, buf.len());
-                (s..buf.len(), decode(buf, s).0.to_vec())
+                (s..buf.len(), take(decode(buf, s).0))
             }
         };
         n.remove_bytes(from.start, from.end, 1);
