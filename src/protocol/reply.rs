@@ -8,8 +8,9 @@ use std::borrow::Cow;
 
 use crate::util::numeric::{format_f64, format_human_f64, format_i64_line};
 
-/// A reply to one command.
-#[derive(Debug, Clone, PartialEq)]
+/// A reply to one command. Equality compares what a client would read: a `Bulk` and a
+/// `ShortBulk` of the same bytes are equal.
+#[derive(Debug, Clone)]
 pub enum Reply {
     /// A simple string (`+OK`).
     Status(Cow<'static, str>),
@@ -19,7 +20,7 @@ pub enum Reply {
     Bulk(Vec<u8>),
     /// A bulk string of at most `SHORT_BULK_MAX` bytes carried inside the reply (GET of
     /// a short string or an integer): nothing is allocated to make it or freed after.
-    /// Compares unequal to a `Bulk` of the same bytes (`bulk_bytes` sees both).
+    /// Code that reads a reply's bytes uses `bulk_bytes`, which sees both forms.
     ShortBulk(ShortBytes),
     /// The null bulk string (`$-1` in RESP2, `_` in RESP3).
     Null,
@@ -59,6 +60,36 @@ pub enum Reply {
     /// Independent random picks written a piece at a time as the client's socket
     /// drains (`picks.rs`); encoded whole where it cannot stream (inside EXEC).
     Picks(Box<super::picks::PickStream>),
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        use Reply::*;
+        match self {
+            Bulk(_) | ShortBulk(_) => {
+                other.bulk_bytes().is_some() && self.bulk_bytes() == other.bulk_bytes()
+            }
+            Status(a) => matches!(other, Status(b) if a == b),
+            Error(a) => matches!(other, Error(b) if a == b),
+            Int(a) => matches!(other, Int(b) if a == b),
+            Null => matches!(other, Null),
+            NullArray => matches!(other, NullArray),
+            NoReply => matches!(other, NoReply),
+            Array(a) => matches!(other, Array(b) if a == b),
+            Set(a) => matches!(other, Set(b) if a == b),
+            Push(a) => matches!(other, Push(b) if a == b),
+            Multi(a) => matches!(other, Multi(b) if a == b),
+            Map(a) => matches!(other, Map(b) if a == b),
+            Attribute(a) => matches!(other, Attribute(b) if a == b),
+            Double(a) => matches!(other, Double(b) if a == b),
+            HumanDouble(a) => matches!(other, HumanDouble(b) if a == b),
+            Bool(a) => matches!(other, Bool(b) if a == b),
+            BigNumber(a) => matches!(other, BigNumber(b) if a == b),
+            Verbatim(f, a) => matches!(other, Verbatim(g, b) if f == g && a == b),
+            EncodedArray(n, a) => matches!(other, EncodedArray(m, b) if n == m && a == b),
+            Picks(a) => matches!(other, Picks(b) if a == b),
+        }
+    }
 }
 
 /// The longest bulk string a `Reply::ShortBulk` holds: an embedded string value
@@ -431,6 +462,15 @@ mod tests {
             assert_eq!(ShortBytes::int(n).as_slice(), n.to_string().as_bytes());
         }
         assert_eq!(Reply::Int(3).bulk_bytes(), None);
+        // Equal to the `Bulk` of the same bytes, in either order and inside arrays.
+        let (short, heap) = (Reply::bulk(b"v"), Reply::Bulk(b"v".to_vec()));
+        assert!(matches!(short, Reply::ShortBulk(_)));
+        assert_eq!(short, heap);
+        assert_eq!(heap, short);
+        assert_eq!(Reply::Array(vec![short.clone()]), Reply::Array(vec![heap]));
+        assert_ne!(short, Reply::bulk(b"w"));
+        assert_ne!(short, Reply::BigNumber(b"v".to_vec()));
+        assert_ne!(Reply::Null, Reply::NullArray);
     }
 
     #[test]
