@@ -55,7 +55,7 @@
 # BENCH_INSTR=1 (or `only`): each server's user-space instructions per request, counted by
 # valgrind as above, for the mix set,get,incr,lpush,rpop,sadd,hset,zadd (20,000 requests
 # each, 10 clients, -r 100000, -d 16), unpipelined and at -P 16, and their mean over
-# redis-server's.
+# redis-server's; then GET and RPOP that find what they look for (`hit_preload`).
 #
 # The sorted-set section: ZADD and ZPOPMIN (redis-benchmark -t zadd,zpopmin), ZRANK and
 # ZRANGEBYSCORE ... LIMIT 0 10 on one 1M-member sorted set (loaded into both servers
@@ -223,6 +223,8 @@ instr_per_request() {
             "$@" --port "$p") >"$d/log" 2>&1 &
         pid=$!
         for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+        # PRELOAD (a function of the port) fills both runs alike: it is not counted.
+        [ -n "${PRELOAD:-}" ] && "$PRELOAD" "$p"
         [ "$mode" = load ] && "$load" "$p"
         kill -TERM "$pid"; wait "$pid" 2>/dev/null
         grep -m1 '^summary:' "$out" | awk '{print $2}'
@@ -252,6 +254,20 @@ MIX_TESTS=set,get,incr,lpush,rpop,sadd,hset,zadd
 # mix_instr_load PORT: the mix at the pipeline depth MIX_P.
 mix_instr_load() {
     redis-benchmark -p "$1" -t "$MIX_TESTS" -n 20000 -c 10 -r 100000 -d 16 -P "$MIX_P" -q >/dev/null 2>&1
+}
+
+# The hits of the instruction count (BENCH_INSTR): GET of 1,000 existing 16-byte values
+# and RPOP of an existing list's elements, 20,000 of each at -P 16 (the mix's GETs
+# mostly miss and its RPOPs often find no list).
+hit_preload() {
+    redis-benchmark -p "$1" -t set -n 20000 -c 10 -r 1000 -d 16 -P 16 -q >/dev/null 2>&1
+    redis-benchmark -p "$1" -t lpush -n 40000 -c 10 -d 16 -P 16 -q >/dev/null 2>&1
+}
+hit_get_load() {
+    redis-benchmark -p "$1" -t get -n 20000 -c 10 -r 1000 -d 16 -P 16 -q >/dev/null 2>&1
+}
+hit_rpop_load() {
+    redis-benchmark -p "$1" -t rpop -n 20000 -c 10 -d 16 -P 16 -q >/dev/null 2>&1
 }
 
 # ----- replication --------------------------------------------------------------------
@@ -397,6 +413,19 @@ if [ "${BENCH_INSTR:-0}" != 0 ]; then
             ratio=$(python3 -c "print(f'{$mean / ((${p1_of[redis]} + ${p16_of[redis]}) / 2):.2f}')")
         fi
         printf "%-10s %8s %8s %8s %10s\n" "$kind" "${p1_of[$kind]}" "${p16_of[$kind]}" "$mean" "$ratio"
+    done
+    echo "hits at -P 16: GET of existing 16-byte values, RPOP of an existing list's elements"
+    declare -A get_of rpop_of
+    printf "%-10s %8s %8s\n" server GET RPOP
+    for kind in "${kinds[@]}"; do
+        case $kind in
+            cinnabar) cmd=("$PWD/target/release/cinnabar") ;;
+            redis) cmd=("$(command -v redis-server)") ;;
+            valkey) cmd=("$VALKEY_SERVER") ;;
+        esac
+        get_of[$kind]=$(PRELOAD=hit_preload instr_per_request hit_get_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+        rpop_of[$kind]=$(PRELOAD=hit_preload instr_per_request hit_rpop_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+        printf "%-10s %8s %8s\n" "$kind" "${get_of[$kind]}" "${rpop_of[$kind]}"
     done
     [ "$BENCH_INSTR" = only ] && exit 0
     echo
