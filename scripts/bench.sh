@@ -256,6 +256,15 @@ mix_instr_load() {
     redis-benchmark -p "$1" -t "$MIX_TESTS" -n 20000 -c 10 -r 100000 -d 16 -P "$MIX_P" -q >/dev/null 2>&1
 }
 
+# server_binary KIND: the binary of a server kind (cinnabar, redis, valkey).
+server_binary() {
+    case $1 in
+        cinnabar) echo "$PWD/target/release/cinnabar" ;;
+        redis) command -v redis-server ;;
+        valkey) echo "$VALKEY_SERVER" ;;
+    esac
+}
+
 # The hits of the instruction count (BENCH_INSTR): GET of 1,000 existing 16-byte values
 # and RPOP of an existing list's elements, 20,000 of each at -P 16 (the mix's GETs
 # mostly miss and its RPOPs often find no list).
@@ -397,11 +406,7 @@ if [ "${BENCH_INSTR:-0}" != 0 ]; then
     echo "instructions per request (server side, valgrind): $MIX_TESTS, 20,000 each, 10 clients, -r 100000 -d 16"
     declare -A p1_of p16_of
     for kind in "${kinds[@]}"; do
-        case $kind in
-            cinnabar) cmd=("$PWD/target/release/cinnabar") ;;
-            redis) cmd=("$(command -v redis-server)") ;;
-            valkey) cmd=("$VALKEY_SERVER") ;;
-        esac
+        cmd=("$(server_binary "$kind")")
         p1_of[$kind]=$(MIX_P=1 instr_per_request mix_instr_load 160000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
         p16_of[$kind]=$(MIX_P=16 instr_per_request mix_instr_load 160000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
     done
@@ -415,17 +420,12 @@ if [ "${BENCH_INSTR:-0}" != 0 ]; then
         printf "%-10s %8s %8s %8s %10s\n" "$kind" "${p1_of[$kind]}" "${p16_of[$kind]}" "$mean" "$ratio"
     done
     echo "hits at -P 16: GET of existing 16-byte values, RPOP of an existing list's elements"
-    declare -A get_of rpop_of
     printf "%-10s %8s %8s\n" server GET RPOP
     for kind in "${kinds[@]}"; do
-        case $kind in
-            cinnabar) cmd=("$PWD/target/release/cinnabar") ;;
-            redis) cmd=("$(command -v redis-server)") ;;
-            valkey) cmd=("$VALKEY_SERVER") ;;
-        esac
-        get_of[$kind]=$(PRELOAD=hit_preload instr_per_request hit_get_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
-        rpop_of[$kind]=$(PRELOAD=hit_preload instr_per_request hit_rpop_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
-        printf "%-10s %8s %8s\n" "$kind" "${get_of[$kind]}" "${rpop_of[$kind]}"
+        cmd=("$(server_binary "$kind")")
+        get=$(PRELOAD=hit_preload instr_per_request hit_get_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+        rpop=$(PRELOAD=hit_preload instr_per_request hit_rpop_load 20000 "${cmd[@]}" --appendonly no --save '' --loglevel warning)
+        printf "%-10s %8s %8s\n" "$kind" "$get" "$rpop"
     done
     [ "$BENCH_INSTR" = only ] && exit 0
     echo

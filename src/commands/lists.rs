@@ -14,7 +14,6 @@ use crate::commands::flags::*;
 use crate::commands::{arg_i64, arg_in_range, arg_positive, errors, is, Command, Ctx, KeySpec};
 use crate::exec::blocking::{self, parse_timeout};
 use crate::keyspace::{ObjMut, ObjRef, Object, Value, ValueRef};
-use crate::protocol::reply::ShortBytes;
 use crate::protocol::Reply;
 use crate::types::list::{Elem, End, List, Packing};
 
@@ -237,14 +236,14 @@ fn pop_many(
 }
 
 /// Pops one element from `end` (LPOP/RPOP without a count): as `pop_many` with a
-/// count of one, without the vector around the element.
-/// Pops one element as its bulk reply (made straight from the list's bytes).
+/// count of one, without the vector around the element, its bulk reply made straight
+/// from the list's bytes.
 fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Reply>, Reply> {
     let fill = packing(ctx);
     let r = with_list(ctx, key, |l| {
         let v = l.pop_with(end, fill, |e| match e {
             Elem::Str(b) => Reply::bulk(b),
-            Elem::Int(n) => Reply::ShortBulk(ShortBytes::int(n)),
+            Elem::Int(n) => Reply::bulk_int(n),
         });
         let emptied = l.is_empty();
         (v, emptied)

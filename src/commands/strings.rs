@@ -10,7 +10,6 @@ use crate::commands::ctx::notify;
 use crate::commands::flags::*;
 use crate::commands::{arg_i64, errors, is, Command, Ctx};
 use crate::keyspace::{StrBytes, Value, ValueRef};
-use crate::protocol::reply::ShortBytes;
 use crate::protocol::Reply;
 use crate::util::numeric::{self, IncrFloatError};
 
@@ -48,8 +47,8 @@ fn string_reply(v: Option<ValueRef<'_>>) -> Reply {
     match v {
         None => Reply::Null,
         // A short string or an integer travels inside the reply (no allocation).
-        Some(ValueRef::Int(n)) => Reply::ShortBulk(ShortBytes::int(n)),
-        Some(ValueRef::Emb(b) | ValueRef::Raw(b)) => Reply::bulk_of(b),
+        Some(ValueRef::Int(n)) => Reply::bulk_int(n),
+        Some(ValueRef::Emb(b) | ValueRef::Raw(b)) => Reply::bulk(b),
         Some(ValueRef::Obj(_)) => errors::WRONGTYPE,
     }
 }

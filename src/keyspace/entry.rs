@@ -154,10 +154,8 @@ impl EntryPtr {
     /// `Value::from_slice` would make (an integer, embedded or raw) without making it:
     /// a short value is copied once, straight from the request into the entry.
     pub fn new_str(key: &[u8], expire: Option<i64>, bytes: &[u8], lru: u32) -> EntryPtr {
-        if bytes.len() <= 20 {
-            if let Some(n) = crate::util::numeric::parse_i64(bytes) {
-                return Self::build(key, expire, Payload::Int(n), lru);
-            }
+        if let Some(n) = super::value::int_encoding(bytes) {
+            return Self::build(key, expire, Payload::Int(n), lru);
         }
         if bytes.len() <= EMBSTR_MAX {
             return Self::build(key, expire, Payload::Emb(bytes), lru);

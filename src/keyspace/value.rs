@@ -258,12 +258,20 @@ impl Value {
     }
 
     pub fn from_slice(bytes: &[u8]) -> Value {
-        if bytes.len() <= 20 {
-            if let Some(n) = crate::util::numeric::parse_i64(bytes) {
-                return Value::Int(n);
-            }
+        match int_encoding(bytes) {
+            Some(n) => Value::Int(n),
+            None => Value::Str(bytes.to_vec()),
         }
-        Value::Str(bytes.to_vec())
+    }
+}
+
+/// The integer a string value is stored as, if it is one (Redis's tryObjectEncoding:
+/// at most 20 bytes, in canonical form).
+pub fn int_encoding(bytes: &[u8]) -> Option<i64> {
+    if bytes.len() <= 20 {
+        crate::util::numeric::parse_i64(bytes)
+    } else {
+        None
     }
 }
 

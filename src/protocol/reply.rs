@@ -66,9 +66,8 @@ impl PartialEq for Reply {
     fn eq(&self, other: &Reply) -> bool {
         use Reply::*;
         match self {
-            Bulk(_) | ShortBulk(_) => {
-                other.bulk_bytes().is_some() && self.bulk_bytes() == other.bulk_bytes()
-            }
+            // `self` has bytes, so equal options mean `other` has the same bytes.
+            Bulk(_) | ShortBulk(_) => self.bulk_bytes() == other.bulk_bytes(),
             Status(a) => matches!(other, Status(b) if a == b),
             Error(a) => matches!(other, Error(b) if a == b),
             Int(a) => matches!(other, Int(b) if a == b),
@@ -149,13 +148,18 @@ impl PartialEq for ShortBytes {
 }
 
 impl Reply {
-    /// A bulk string reply of `b`: inline when short.
+    /// A bulk string reply of `b`: inline (`ShortBulk`) up to `SHORT_BULK_MAX` bytes.
     #[inline]
-    pub fn bulk_of(b: &[u8]) -> Reply {
+    pub fn bulk(b: &[u8]) -> Reply {
         match ShortBytes::new(b) {
             Some(s) => Reply::ShortBulk(s),
             None => Reply::Bulk(b.to_vec()),
         }
+    }
+
+    /// A bulk string reply of `n`'s decimal digits (an integer-encoded string value).
+    pub fn bulk_int(n: i64) -> Reply {
+        Reply::ShortBulk(ShortBytes::int(n))
     }
 
     /// The reply with every `ShortBulk` in it made a `Bulk` (the embedded API's
@@ -221,11 +225,6 @@ impl Reply {
 
     pub fn error(s: String) -> Reply {
         Reply::Error(Cow::Owned(s))
-    }
-
-    /// A bulk string reply of `b` (inline when short: `bulk_of`).
-    pub fn bulk(b: &[u8]) -> Reply {
-        Reply::bulk_of(b)
     }
 
     pub fn is_error(&self) -> bool {
@@ -395,7 +394,7 @@ fn decode_item(b: &[u8], pos: &mut usize) -> Reply {
     match kind {
         b'*' => Reply::Array((0..n).map(|_| decode_item(b, pos)).collect()),
         _ => {
-            let v = Reply::bulk_of(&b[*pos..*pos + n]);
+            let v = Reply::bulk(&b[*pos..*pos + n]);
             *pos += n + 2;
             v
         }
@@ -447,7 +446,7 @@ mod tests {
     fn short_bulks_encode_as_bulks() {
         for len in [0, 1, 20, SHORT_BULK_MAX, SHORT_BULK_MAX + 1, 300] {
             let b: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
-            let r = Reply::bulk_of(&b);
+            let r = Reply::bulk(&b);
             assert_eq!(matches!(r, Reply::ShortBulk(_)), len <= SHORT_BULK_MAX);
             assert_eq!(r.bulk_bytes(), Some(&b[..]));
             assert_eq!(r.owns_heap(), len > SHORT_BULK_MAX);
