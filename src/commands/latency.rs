@@ -204,7 +204,7 @@ fn command_cdf(ctx: &Ctx, cmd: &'static Command, out: &mut Vec<(Reply, Reply)>) 
     let Some(h) = ctx
         .ex
         .cmd_stats
-        .get(&crate::exec::CmdName(cmd.name))
+        .get(cmd.name)
         .and_then(|st| st.latency.as_deref())
     else {
         return;
@@ -269,7 +269,7 @@ pub fn info_latencystats(ex: &crate::exec::Executor, s: &mut String) {
     let mut names: Vec<(&str, &latency::Histogram)> = ex
         .cmd_stats
         .iter()
-        .filter_map(|(n, st)| st.latency.as_deref().map(|h| (n.0, h)))
+        .filter_map(|(n, st)| st.latency.as_deref().map(|h| (n, h)))
         .collect();
     names.sort_by_key(|(n, _)| *n);
     for (name, h) in names {

@@ -526,7 +526,7 @@ pub fn info_section(ctx: &mut Ctx, section: &str) -> String {
         }
         "commandstats" => {
             s.push_str("# Commandstats\r\n");
-            let mut stats: Vec<_> = ex.cmd_stats.iter().map(|(n, st)| (n.0, st)).collect();
+            let mut stats: Vec<_> = ex.cmd_stats.iter().collect();
             stats.sort_by_key(|(name, _)| *name);
             for (name, st) in stats {
                 let per_call = if st.calls > 0 {

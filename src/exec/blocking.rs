@@ -365,7 +365,7 @@ fn deliver(ex: &mut Executor, slot: usize, reply: &Reply) {
 /// updateStatsOnUnblock, since the call that blocked was not counted.
 fn count_unblocked(ex: &mut Executor, cmd: &'static Command, reply: &Reply) {
     ex.stats.total_commands_processed += 1;
-    let st = ex.cmd_stats.entry(super::CmdName(cmd.name)).or_default();
+    let st = ex.cmd_stats.entry(cmd.name);
     st.calls += 1;
     if let Reply::Error(e) = reply {
         st.failed_calls += 1;

@@ -13,6 +13,7 @@ pub mod busy;
 pub const LOADING_ERR: &str = "LOADING Redis is loading the dataset in memory";
 pub mod client;
 pub mod client_mem;
+pub mod cmd_stats;
 mod evict;
 pub mod latency;
 pub mod monitor;
@@ -37,37 +38,7 @@ use crate::config::Config;
 use crate::keyspace::{unix_ms, Keyspace};
 use crate::protocol::Reply;
 
-/// A command's name as the key of its counters (`Executor::cmd_stats`): every name
-/// comes from its command's entry in the static table, so the address identifies it,
-/// and hashing it costs a few instructions where the text took a string hash and a
-/// comparison on every command.
-#[derive(Debug, Clone, Copy)]
-pub struct CmdName(pub &'static str);
-
-impl PartialEq for CmdName {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.0, other.0)
-    }
-}
-
-impl Eq for CmdName {}
-
-impl std::hash::Hash for CmdName {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.0.as_ptr() as usize);
-    }
-}
-
-/// Per-command counters (INFO commandstats).
-#[derive(Default, Debug, Clone)]
-pub struct CmdStat {
-    pub calls: u64,
-    pub usec: u64,
-    pub rejected_calls: u64,
-    pub failed_calls: u64,
-    /// LATENCY HISTOGRAM / INFO latencystats (latency.rs), allocated on first call.
-    pub latency: Option<Box<latency::Histogram>>,
-}
+pub use cmd_stats::CmdStat;
 
 /// A wait in whole milliseconds, rounded up: a wait cut short by truncation would
 /// wake the event loop twice per cron tick (INFO instantaneous_eventloop_cycles_per_sec
@@ -179,7 +150,7 @@ pub struct Executor {
     client_count: usize,
     next_client_id: u64,
     pub stats: Stats,
-    pub cmd_stats: FastMap<CmdName, CmdStat>,
+    pub cmd_stats: cmd_stats::CommandStats,
     pub error_stats: FastMap<String, u64>,
     /// Clients with new output since the network layer last flushed.
     pub pending_writes: Vec<usize>,
@@ -307,7 +278,7 @@ impl Executor {
             client_count: 0,
             next_client_id: 1,
             stats: Stats::default(),
-            cmd_stats: FastMap::default(),
+            cmd_stats: Default::default(),
             error_stats: FastMap::default(),
             pending_writes: Vec::new(),
             shutdown: None,
@@ -782,7 +753,7 @@ impl Executor {
         let counted = std::mem::take(&mut self.error_reply_counted);
         if !blocked {
             self.stats.total_commands_processed += 1;
-            let st = self.cmd_stats.entry(CmdName(cmd.name)).or_default();
+            let st = self.cmd_stats.entry(cmd.name);
             st.calls += 1;
             st.usec += usec;
             if self.config.latency_tracking {
@@ -917,10 +888,7 @@ impl Executor {
     /// statistics (also for commands refused inside scripts).
     pub fn reject(&mut self, cmd: Option<&'static Command>, reply: Reply) -> Reply {
         if let Some(c) = cmd {
-            self.cmd_stats
-                .entry(CmdName(c.name))
-                .or_default()
-                .rejected_calls += 1;
+            self.cmd_stats.entry(c.name).rejected_calls += 1;
         }
         if let Reply::Error(e) = &reply {
             self.count_error(e);
