@@ -172,14 +172,14 @@ impl Blocking {
 
     /// Milliseconds until the nearest deadline (`u64::MAX` when none). A client
     /// waiting for the lazy-free thread is checked every millisecond.
-    pub fn ms_until_deadline(&self) -> u64 {
+    pub fn ms_until_deadline(&self, now: Instant) -> u64 {
         if !self.lazyfree_tickets.is_empty() {
             return 1;
         }
         match self.deadlines.first() {
             None => u64::MAX,
             Some((t, _)) => {
-                let d = t.saturating_duration_since(Instant::now());
+                let d = t.saturating_duration_since(now);
                 // Round up so the loop does not wake just before the deadline.
                 (d.as_micros() as u64).div_ceil(1000)
             }

@@ -40,6 +40,11 @@ use crate::protocol::Reply;
 
 pub use cmd_stats::CmdStat;
 
+/// The time between cron ticks (`hz`, as CONFIG SET leaves it at the last tick).
+fn cron_period(config: &Config) -> Duration {
+    Duration::from_millis(1000 / config.effective_hz() as u64)
+}
+
 /// A wait in whole milliseconds, rounded up: a wait cut short by truncation would
 /// wake the event loop twice per cron tick (INFO instantaneous_eventloop_cycles_per_sec
 /// of an idle server is `hz`, as Redis's).
@@ -193,7 +198,10 @@ pub struct Executor {
     pub close_pending: bool,
     /// Active-expiry time left in the current tick.
     expire_budget: Duration,
-    last_cron: Instant,
+    /// When the next cron tick is due (`1 / hz` after the last one began).
+    next_cron: Instant,
+    /// When the last tick's work began (INFO eventloop_cron time).
+    cron_began: Instant,
     /// When the event loop's current turn began (after its poll): the time of every
     /// read in the turn, as Redis stamps a client's last interaction with its cached
     /// clock rather than reading the clock per read.
@@ -265,6 +273,7 @@ impl Executor {
     pub fn new(config: Config) -> Executor {
         let ks = Keyspace::new(config.databases);
         let now = Instant::now();
+        let next_cron = now + cron_period(&config);
         let notify_classes = config.notify_keyspace_events;
         let mut acl = crate::acl::Acl::default();
         acl.sync_requirepass(&config.requirepass);
@@ -303,7 +312,8 @@ impl Executor {
             slowlog_next_id: 0,
             notify_classes,
             pending_notifications: Vec::new(),
-            last_cron: now,
+            next_cron,
+            cron_began: now,
             turn_started: now,
             blocking: blocking::Blocking::default(),
             watch: Default::default(),
@@ -1110,29 +1120,36 @@ impl Executor {
 
     // ----- timers ------------------------------------------------------------------
 
-    /// Milliseconds until the next cron tick is due.
-    pub fn ms_until_cron(&self) -> u64 {
-        let period = Duration::from_millis(1000 / self.config.effective_hz() as u64);
+    /// Milliseconds from `now` (the end of the loop's last turn) until the next cron
+    /// tick, or a blocked client's, a replication timer's or the snapshot walk's turn, is due.
+    pub fn ms_until_cron(&self, now: Instant) -> u64 {
         let walk = if self.persist.walking() { 1 } else { u64::MAX };
-        ceil_ms(period.saturating_sub(self.last_cron.elapsed()))
-            .min(self.blocking.ms_until_deadline())
-            .min(crate::replication::ms_until_due(self))
+        ceil_ms(self.next_cron.saturating_duration_since(now))
+            .min(self.blocking.ms_until_deadline(now))
+            .min(crate::replication::ms_until_due(self, now))
             .min(walk)
     }
 
-    /// When the last cron tick began.
+    /// When the last cron tick began its work.
     pub fn cron_started(&self) -> Instant {
-        self.last_cron
+        self.cron_began
     }
 
     /// Periodic work: rehashing, idle-client timeouts, ops sampling, and the active
     /// expiry budget for the tick. Returns whether a tick ran.
     pub fn cron(&mut self) -> bool {
-        let period = Duration::from_millis(1000 / self.config.effective_hz() as u64);
-        if self.last_cron.elapsed() < period {
+        self.cron_at(Instant::now())
+    }
+
+    /// `cron` at `now`: the event loop passes its turn's start, read once per turn,
+    /// so a turn without a tick costs no clock read here; ticks stay `1 / hz` apart.
+    pub fn cron_at(&mut self, now: Instant) -> bool {
+        if now < self.next_cron {
             return false;
         }
-        self.last_cron = Instant::now();
+        let period = cron_period(&self.config);
+        self.next_cron = now + period;
+        self.cron_began = Instant::now();
         // An elapsed CLIENT PAUSE ends here too, so expiry resumes with no client asking.
         self.current_pause();
         crate::crash::arm_watchdog(self.config.stored_i64("watchdog-period"));
@@ -1210,16 +1227,18 @@ impl Executor {
     }
 
     /// Ends one event-loop turn that began at `start` with `commands_before` commands
-    /// processed.
-    pub fn record_eventloop_cycle(&mut self, start: Instant, commands_before: u64) {
+    /// processed; returns the time it ended (the loop's next sleep is measured from it).
+    pub fn record_eventloop_cycle(&mut self, start: Instant, commands_before: u64) -> Instant {
+        let end = Instant::now();
         let st = &mut self.stats;
-        let usec = start.elapsed().as_micros() as u64;
+        let usec = end.saturating_duration_since(start).as_micros() as u64;
         st.eventloop_cycles += 1;
         st.eventloop_usec += usec;
         st.eventloop_max_usec = st.eventloop_max_usec.max(usec);
         st.eventloop_cmd_per_cycle_max = st
             .eventloop_cmd_per_cycle_max
             .max(st.total_commands_processed.saturating_sub(commands_before));
+        end
     }
 
     fn sample_ops(&mut self) {

@@ -346,6 +346,9 @@ impl Server {
             }
         }
         crate::process::notify_ready(&self.ex.config, self.ex.repl.is_replica());
+        // The clock is read twice a turn: at its start (the turn's time, and the cron's)
+        // and at its end (its duration, and the next sleep's length).
+        let mut turn_end = std::time::Instant::now();
         loop {
             // Pipelines that yielded last turn go on after this turn's events, so the
             // clients those events are for are served first.
@@ -367,7 +370,7 @@ impl Server {
                     && !crate::replication::replica::held(&self.ex)
                     && !crate::persistence::aof::write_postponed(&self.ex)
                 {
-                    Duration::from_millis(self.ex.ms_until_cron().max(1))
+                    Duration::from_millis(self.ex.ms_until_cron(turn_end).max(1))
                 } else if net.pending_reads.is_empty() {
                     Duration::from_millis(1)
                 } else {
@@ -509,7 +512,7 @@ impl Server {
             // Redis's beforeSleep follows them: what they queue (invalidations and DELs
             // of expired or evicted keys) is written now, not left to count against
             // maxmemory when the next command's eviction pass begins.
-            if self.ex.cron() {
+            if self.ex.cron_at(turn_start) {
                 self.ex.close_pending = true;
                 self.net.borrow_mut().clients_cron(&mut self.ex);
                 self.ex.evict_if_over();
@@ -562,7 +565,7 @@ impl Server {
             if std::mem::take(&mut self.ex.close_pending) {
                 self.net.borrow_mut().close_marked(&mut self.ex);
             }
-            self.ex.record_eventloop_cycle(turn_start, commands_before);
+            turn_end = self.ex.record_eventloop_cycle(turn_start, commands_before);
             // The shutdown sequence finished (exec/shutdown.rs): last output, then exit.
             if self.ex.shutdown.is_some() {
                 crate::persistence::aof::flush(&mut self.ex);

@@ -455,6 +455,10 @@ const IMAGE_SLICE: usize = 1024 * 1024;
 /// next slice; after the last one the stream held for them follows and they are
 /// online.
 pub fn pump_images(ex: &mut Executor) {
+    // Once per turn: nothing to do without replicas (and their image stream).
+    if ex.repl.peers.is_empty() && ex.repl.image_stream.is_none() {
+        return;
+    }
     let written: smallvec::SmallVec<[usize; 4]> = ex
         .repl
         .peers

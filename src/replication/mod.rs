@@ -168,7 +168,8 @@ pub struct Repl {
     /// A WAIT asked for ACKs: GETACK goes out at the end of the turn.
     pub getack_pending: bool,
     last_ping: Instant,
-    last_keepalive: Instant,
+    /// When the once-a-second work is next due.
+    next_keepalive: Instant,
     /// The link to our master when we are a replica.
     pub link: Option<replica::Link>,
     pub sync_full: u64,
@@ -204,7 +205,7 @@ impl Default for Repl {
             waiters: Vec::new(),
             getack_pending: false,
             last_ping: Instant::now(),
-            last_keepalive: Instant::now(),
+            next_keepalive: Instant::now() + Duration::from_secs(1),
             link: None,
             sync_full: 0,
             sync_partial_ok: 0,
@@ -240,8 +241,7 @@ impl Repl {
     }
 
     /// Milliseconds until the nearest WAIT deadline (`u64::MAX` when none).
-    pub fn ms_until_deadline(&self) -> u64 {
-        let now = Instant::now();
+    pub fn ms_until_deadline(&self, now: Instant) -> u64 {
         self.waiters
             .iter()
             .filter_map(|w| w.deadline)
@@ -379,7 +379,7 @@ pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
 /// Milliseconds until replication work is due: WAIT deadlines, or at once when a
 /// replica receiving its image has drained its output buffer (the next slice is
 /// read at the start of the next loop turn).
-pub fn ms_until_due(ex: &Executor) -> u64 {
+pub fn ms_until_due(ex: &Executor, now: Instant) -> u64 {
     let streamed = ex
         .repl
         .image_stream
@@ -394,7 +394,7 @@ pub fn ms_until_due(ex: &Executor) -> u64 {
     if starved || replica::decode_lagging(ex) {
         0
     } else {
-        ex.repl.ms_until_deadline()
+        ex.repl.ms_until_deadline(now)
     }
 }
 
@@ -660,15 +660,17 @@ pub fn tick(ex: &mut Executor) {
     }
     master::start_pending(ex);
     master::pump_images(ex);
-    if ex.repl.last_keepalive.elapsed() >= Duration::from_secs(1) {
-        ex.repl.last_keepalive = Instant::now();
+    // Second-long timers: the turn's start is time enough (no clock read per turn).
+    let now = ex.turn_started;
+    if now >= ex.repl.next_keepalive {
+        ex.repl.next_keepalive = now + Duration::from_secs(1);
         master::keepalive_waiting(ex);
         // Once a second, as Redis's replicationCron: not a config lookup per turn.
         expire_backlog(ex);
     }
     let period = Duration::from_secs(ex.config.repl_ping_replica_period.max(1));
-    if ex.repl.last_ping.elapsed() >= period {
-        ex.repl.last_ping = Instant::now();
+    if now >= ex.repl.last_ping + period {
+        ex.repl.last_ping = now;
         // Not while a failover with a deadline (or a cluster manual failover) holds
         // writes: the PING would move the offset the replica must reach, as Redis.
         // Nor while a shutdown waits for its replicas.
