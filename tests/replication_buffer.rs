@@ -222,9 +222,22 @@ fn a_stalled_replicas_share_of_the_buffer_does_not_cause_eviction() {
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
     wait_synced(master.port, replica.port);
-    let used = info_num(&mut m, "memory", "used_memory");
-    let not_counted = info_num(&mut m, "memory", "mem_not_counted_for_evict");
-    let limit = used - not_counted + 32 * 1024;
+    // Both figures from one INFO, so that no block or reply allocated between two
+    // readings skews the limit; the slack covers what a turn allocates and frees
+    // (the replica's acknowledgements, a new block of the shared buffer), far below
+    // the 20 MB the stalled replica holds.
+    let memory = m.cmd(&["INFO", "memory"]);
+    let field = |name: &str| -> u64 {
+        memory
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("{name} in INFO memory"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (used, not_counted) = (field("used_memory"), field("mem_not_counted_for_evict"));
+    let limit = used - not_counted + 128 * 1024;
     m.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
     stop(&replica);
     // 20 MB of writes that leave the dataset's size as it is, all held for the

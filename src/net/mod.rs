@@ -756,6 +756,17 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
     stop
 }
 
+/// What `Net::flush_whole` did.
+enum Whole {
+    /// The output went out in one write and the connection is settled.
+    Written,
+    /// A write was made and did not take everything (or failed): its result, for
+    /// `after_write`.
+    Short(io::Result<usize>),
+    /// Not the usual case: nothing was written.
+    NotThisCase,
+}
+
 /// Why `run_commands` stopped short of the end of the buffer, if it did.
 enum Stop {
     /// Every complete command ran (or the client is blocked, or closing).
@@ -1403,6 +1414,16 @@ impl Net {
                 conn.write_again = true;
                 return;
             }
+            match Self::flush_whole(ex, slot, conn) {
+                Whole::Written => return,
+                Whole::Short(written) => {
+                    if self.after_write(ex, slot, written) {
+                        self.finish_flush(ex, slot);
+                    }
+                    return;
+                }
+                Whole::NotThisCase => {}
+            }
         }
         if !self.may_write(ex, slot) {
             return;
@@ -1449,6 +1470,43 @@ impl Net {
             }
         }
         self.finish_flush(ex, slot);
+    }
+
+    /// `flush` of the usual case, the replies of a turn in one buffer that one write
+    /// takes whole: nothing closing, streamed, sealed, held for the AOF or owed to
+    /// TLS, no writability interest to drop, no buffer to shrink. What `after_write`
+    /// and `finish_flush` would then do is done here, without their lookups.
+    #[inline]
+    fn flush_whole(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Whole {
+        if conn.wants_write
+            || conn.stream.wants_write()
+            || crate::persistence::aof::reply_waits_for_write(ex, slot)
+        {
+            return Whole::NotThisCase;
+        }
+        let c = ex.client_mut(slot);
+        if c.close_asap
+            || c.close_after_reply
+            || c.stream.is_some()
+            || !c.sealed.is_empty()
+            || c.out.capacity() > c.reply_buf_size
+            || c.out.capacity() >= crate::exec::client::BIG_BLOCK
+            || c.out_pos >= c.out.len()
+        {
+            return Whole::NotThisCase;
+        }
+        let out = &c.out[c.out_pos..];
+        match conn.stream.write(out) {
+            Ok(n) if n == out.len() => {
+                c.out.clear();
+                c.out_pos = 0;
+                ex.stats.total_net_output_bytes += n as u64;
+                ex.stats.total_writes_processed += 1;
+                ex.update_client_mem_if_limited(slot);
+                Whole::Written
+            }
+            written => Whole::Short(written),
+        }
     }
 
     /// Takes in what a write of the connection's output returned (on this thread or
