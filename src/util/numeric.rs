@@ -36,10 +36,10 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
         _ => (false, s),
     };
     match digits {
-        [] => return None,
         [b'0'] => return if neg { None } else { Some(0) },
-        [b'0', ..] => return None,
-        _ => {}
+        // Most strings that are no number fail here, at their first byte.
+        [b'1'..=b'9', ..] => {}
+        _ => return None,
     }
     // Accumulate the magnitude unsigned so that i64::MIN's magnitude fits; up to 19
     // digits it cannot overflow a u64, so only a 20th needs checked arithmetic.
