@@ -412,3 +412,52 @@ fn a_resize_in_progress_shows_in_memory_reports() {
     assert_eq!(get("overhead.db.hashtable.rehashing"), 4 * 8);
     assert_eq!(get("db.dict.rehashing.count"), 1);
 }
+
+/// Every reply written counts once in total_writes_processed and byte for byte in
+/// total_net_output_bytes, whether one write took it whole (the usual case) or it went
+/// out in pieces as a slow reader made room: INFO's own reply is counted before the
+/// next INFO is answered.
+#[test]
+fn output_counters_count_every_write_and_byte() {
+    let s = TestServer::start_with(&["--appendonly", "no"]);
+    let mut c = s.raw(2);
+    let stat = |info: &str, name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("{name}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let first = c.cmd(&["INFO", "stats"]);
+    for _ in 0..10 {
+        assert_eq!(c.cmd(&["PING"]), "+PONG\r\n");
+    }
+    let second = c.cmd(&["INFO", "stats"]);
+    assert_eq!(
+        stat(&second, "total_writes_processed") - stat(&first, "total_writes_processed"),
+        11
+    );
+    assert_eq!(
+        stat(&second, "total_net_output_bytes") - stat(&first, "total_net_output_bytes"),
+        first.len() as u64 + 10 * 7
+    );
+
+    // A reply bigger than a socket usually takes at once, read only after a pause
+    // (written in pieces as the reader makes room): every byte counted once, and the
+    // small reply behind it follows it in order.
+    let big = "x".repeat(8 << 20);
+    assert_eq!(c.cmd(&["SET", "big", &big]), "+OK\r\n");
+    let before = c.cmd(&["INFO", "stats"]);
+    c.send(&["GET", "big"]);
+    c.send(&["PING"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(c.read_reply(), format!("${}\r\n{big}\r\n", big.len()));
+    assert_eq!(c.read_reply(), "+PONG\r\n");
+    let after = c.cmd(&["INFO", "stats"]);
+    assert_eq!(
+        stat(&after, "total_net_output_bytes") - stat(&before, "total_net_output_bytes"),
+        before.len() as u64 + (big.len() + 12) as u64 + 7
+    );
+    assert!(stat(&after, "total_writes_processed") > stat(&before, "total_writes_processed"));
+}
