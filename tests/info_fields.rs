@@ -413,10 +413,11 @@ fn a_resize_in_progress_shows_in_memory_reports() {
     assert_eq!(get("db.dict.rehashing.count"), 1);
 }
 
-/// Every reply written counts once in total_writes_processed and byte for byte in
-/// total_net_output_bytes, whether one write took it whole (the usual case) or it went
-/// out in pieces as a slow reader made room: INFO's own reply is counted before the
-/// next INFO is answered.
+/// Every read and every reply written counts once (total_reads_processed,
+/// total_writes_processed) and byte for byte (total_net_input_bytes,
+/// total_net_output_bytes), on the usual one-read and one-write paths and when a
+/// reply goes out in pieces as a slow reader makes room: INFO's own reply is counted
+/// before the next INFO is answered.
 #[test]
 fn output_counters_count_every_write_and_byte() {
     let s = TestServer::start_with(&["--appendonly", "no"]);
@@ -441,6 +442,17 @@ fn output_counters_count_every_write_and_byte() {
     assert_eq!(
         stat(&second, "total_net_output_bytes") - stat(&first, "total_net_output_bytes"),
         first.len() as u64 + 10 * 7
+    );
+    // And each request was one read, counted with its bytes (the second INFO's too).
+    let ping = "*1\r\n$4\r\nPING\r\n".len() as u64;
+    let info = "*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n".len() as u64;
+    assert_eq!(
+        stat(&second, "total_reads_processed") - stat(&first, "total_reads_processed"),
+        11
+    );
+    assert_eq!(
+        stat(&second, "total_net_input_bytes") - stat(&first, "total_net_input_bytes"),
+        10 * ping + info
     );
 
     // A reply bigger than a socket usually takes at once, read only after a pause

@@ -1185,6 +1185,30 @@ impl Net {
             if matches!(&got, Err(e) if e.kind() == io::ErrorKind::Interrupted) {
                 continue;
             }
+            // The usual read: bytes on a plain socket of a client past its handshake,
+            // within the query-buffer limit. Taken in as `after_read` would, without
+            // its lookups; anything else goes there.
+            if let Ok(n) = got {
+                let qbuf_limit = ex.config.client_query_buffer_limit as usize;
+                if n > 0
+                    && conn.refusal.is_none()
+                    && !conn.cn_auth
+                    && conn.stream.drains_on_short_read()
+                {
+                    let now = ex.turn_started;
+                    let c = ex.client_mut(slot);
+                    // (Counted before the bytes join, so never more lenient than
+                    // `after_read`'s check, which an over-limit read goes to.)
+                    if conn.query_len() + n + c.multi_mem() <= qbuf_limit {
+                        c.last_interaction = now;
+                        conn.end += n;
+                        conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
+                        ex.stats.total_net_input_bytes += n as u64;
+                        ex.stats.total_reads_processed += 1;
+                        return Some((n, n < limit - from && !conn.peer_closed));
+                    }
+                }
+            }
             return self.after_read(ex, slot, got, limit - from);
         }
     }
