@@ -799,6 +799,15 @@ fn evicted_before_command(ex: &mut Executor, slot: usize) -> bool {
 impl Conn {
     /// Whether a read is queued on an I/O thread: this one then waits, and is made
     /// once the queued one's result is in (the event it answers is not repeated).
+    /// Adds `n` bytes just read to the unprocessed ones, and counts the read.
+    #[inline]
+    fn take_in_read(&mut self, n: usize, stats: &mut crate::exec::Stats) {
+        self.end += n;
+        self.qbuf_peak = self.qbuf_peak.max(self.end - self.start);
+        stats.total_net_input_bytes += n as u64;
+        stats.total_reads_processed += 1;
+    }
+
     fn read_waits(&mut self) -> bool {
         if self.read_queued {
             self.read_again = true;
@@ -1201,10 +1210,7 @@ impl Net {
                     // `after_read`'s check, which an over-limit read goes to.)
                     if conn.query_len() + n + c.multi_mem() <= qbuf_limit {
                         c.last_interaction = now;
-                        conn.end += n;
-                        conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
-                        ex.stats.total_net_input_bytes += n as u64;
-                        ex.stats.total_reads_processed += 1;
+                        conn.take_in_read(n, &mut ex.stats);
                         return Some((n, n < limit - from && !conn.peer_closed));
                     }
                 }
@@ -1307,10 +1313,7 @@ impl Net {
                 if conn.cn_auth {
                     Self::authenticate_by_cert(ex, slot, conn);
                 }
-                conn.end += n;
-                conn.qbuf_peak = conn.qbuf_peak.max(conn.end - conn.start);
-                ex.stats.total_net_input_bytes += n as u64;
-                ex.stats.total_reads_processed += 1;
+                conn.take_in_read(n, &mut ex.stats);
                 // Idle time counts from the last read, as in Redis.
                 ex.client_mut(slot).last_interaction = ex.turn_started;
                 // Queued MULTI commands count too, as in Redis.
