@@ -3,9 +3,9 @@
 
     scripts/snapshot_load.py SERVER_BINARY PORT [bgsave|bgrewriteaof|fullsync] [KEYS]
 
-Starts SERVER_BINARY (cinnabar, redis-server or valkey-server) with DEBUG POPULATE KEYS
-keys of 100 bytes (default 1,800,000), runs redis-benchmark SET -P 16 with 20 clients over
-the same keyspace, then starts the snapshot. Samples the PSS of the server and its
+Starts SERVER_BINARY (cinnabar, redis-server or valkey-server) with KEYS keys of 100
+bytes (default 1,800,000) named as redis-benchmark names them, runs redis-benchmark SET
+-P 16 with 20 clients over that same keyspace (so the dataset does not grow), then starts the snapshot. Samples the PSS of the server and its
 children every 50 ms and a PING from another client every 10 ms. Prints the snapshot's
 duration, the peak PSS growth over the PSS just before it (as a share of that PSS), and
 the PING p99/max during the snapshot next to the same before it. `fullsync` starts a
@@ -15,8 +15,11 @@ repl-diskless-sync-delay is set to 0 first, since its default 5 s wait for more
 replicas is no part of the sync's own duration.
 
 SERVER_ARGS adds directives to the server's command line (e.g. "--server-cpulist 0
---bgsave-cpulist 1"); LOAD_CPUS pins redis-benchmark and the PING client (taskset), so
-that on a small machine the event loop can have a CPU of its own.
+--bgsave-cpulist 1"), REPLICA_ARGS to the replica's (e.g. both
+"--dual-channel-replication-enabled yes" for a dual-channel full sync); LOAD_CPUS pins redis-benchmark and the PING client (taskset), so
+that on a small machine the event loop can have a CPU of its own. LOAD replaces the
+load's clients and pipeline ("-c 20 -P 16"): a lighter one (e.g. "-c 2 -P 4") lets a
+replica on a 2-core machine keep up with its master once synced.
 """
 import os, socket, subprocess, sys, tempfile, threading, time
 
@@ -46,7 +49,7 @@ replica = None
 if kind == "fullsync":
     rd = tempfile.mkdtemp()
     replica = subprocess.Popen([binary, "--port", str(port + 1), "--save", "", "--appendonly",
-                                "no", "--dir", rd],
+                                "no", "--dir", rd, *os.environ.get("REPLICA_ARGS", "").split()],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 def in_progress():
@@ -77,14 +80,26 @@ while cli("ping") != "PONG":
     time.sleep(0.1)
 while kind != "fullsync" and in_progress():
     time.sleep(0.1)
-cli("debug", "populate", str(keys), "key", "100")
+# The keys redis-benchmark -r writes (`key:%012d`), so the load overwrites them and
+# the dataset does not grow during the run (DEBUG POPULATE's `key:N` names would be
+# other keys: the growth measured would be the load's new keys, not the snapshot's).
+value = b"v" * 100
+fill = subprocess.Popen(["redis-cli", "-p", str(port), "--pipe"], stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL)
+for start in range(0, keys, 100_000):
+    fill.stdin.write(b"".join(
+        b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$100\r\n%s\r\n" % (i, value)
+        for i in range(start, min(keys, start + 100_000))))
+fill.stdin.close()
+fill.wait()
 if kind == "fullsync":
     cli("config", "set", "repl-diskless-sync-delay", "0")
 load_cpus = os.environ.get("LOAD_CPUS")
 if load_cpus:
     os.sched_setaffinity(0, {int(c) for c in load_cpus.split(",")})
+load = os.environ.get("LOAD", "-c 20 -P 16").split()
 bench = subprocess.Popen(["redis-benchmark", "-p", str(port), "-t", "set", "-n", "1000000000",
-                          "-c", "20", "-P", "16", "-r", str(keys), "-d", "100", "-q"],
+                          *load, "-r", str(keys), "-d", "100", "-q"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 lat = []  # (time, seconds)
 stop = False
@@ -107,13 +122,26 @@ if kind == "fullsync":
 else:
     cli(kind)
 peak = base
+sampling = True
+
+def sampler():
+    # A thread of its own: a replica busy loading answers `in_progress` late, and the
+    # master's memory may peak meanwhile.
+    global peak
+    while sampling:
+        peak = max(peak, pss(srv.pid))
+        time.sleep(0.05)
+
+pss_thread = threading.Thread(target=sampler, daemon=True)
+pss_thread.start()
 time.sleep(0.05)
 LIMIT = 90  # seconds: a full sync the load keeps breaking never ends
 while in_progress() and time.time() - t0 < LIMIT:
-    peak = max(peak, pss(srv.pid))
     time.sleep(0.05)
 t1 = time.time()
 finished = not in_progress()
+sampling = False
+pss_thread.join()
 stop = True
 bench.kill()
 time.sleep(0.1)

@@ -278,6 +278,9 @@ pub static STORED: &[Directive] = &[
     // Read by replication/master.rs: with the delay and max-replicas, when a full
     // sync's snapshot starts (the image always comes from the copy-on-write snapshot).
     stored!("repl-diskless-sync", &[], 0, Kind::Bool, "yes"),
+    // Valkey 8's dual-channel full sync (replication/master.rs and replica.rs): a
+    // master honours `capa dual-channel`, a replica announces it.
+    stored!("dual-channel-replication-enabled", &[], 0, Kind::Bool, "no"),
     // No effect here: files are fsynced once, when complete.
     stored!("aof-rewrite-incremental-fsync", &[], 0, Kind::Bool, "yes"),
     // No effect here: appendfsync applies during rewrites too.

@@ -131,7 +131,7 @@ impl Net {
                 match ev.token() {
                     SIGNAL_TOKEN => self.on_signal(ex),
                     Token(t)
-                        if t == crate::replication::replica::LINK_TOKEN
+                        if crate::replication::replica::owns_token(t)
                             || crate::cluster::owns_token(t) =>
                     {
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();

@@ -391,8 +391,8 @@ impl Server {
             let commands_before = self.ex.stats.total_commands_processed;
             let deferred = std::mem::take(&mut self.net.borrow_mut().deferred);
             for (token, readable, writable) in deferred {
-                if token == crate::replication::replica::LINK_TOKEN {
-                    crate::replication::replica::on_event(&mut self.ex);
+                if crate::replication::replica::owns_token(token) {
+                    crate::replication::replica::on_token(&mut self.ex, token);
                 } else {
                     crate::cluster::on_event(&mut self.ex, token, readable, writable);
                 }
@@ -403,8 +403,8 @@ impl Server {
                     // Results are taken in below (`io_turn`).
                     IO_WAKE_TOKEN => {}
                     Token(crate::commands::migrate_conn::WAKE_TOKEN) => {}
-                    Token(crate::replication::replica::LINK_TOKEN) => {
-                        crate::replication::replica::on_event(&mut self.ex)
+                    Token(t) if crate::replication::replica::owns_token(t) => {
+                        crate::replication::replica::on_token(&mut self.ex, t)
                     }
                     Token(t) if crate::cluster::owns_token(t) => crate::cluster::on_event(
                         &mut self.ex,

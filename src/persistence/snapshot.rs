@@ -878,6 +878,21 @@ pub fn install_image(
     loaded: Vec<rdb::LoadedKey>,
     merge: bool,
 ) -> Result<rdb::FileInfo, rdb::Error> {
+    install_image_with(ex, info, loaded, merge, &mut |_| {})
+}
+
+/// Keys installed between two calls of `install_image_with`'s hook.
+const INSTALL_HOOK_KEYS: u64 = 16 * 1024;
+
+/// `install_image`, calling `hook` every `INSTALL_HOOK_KEYS` keys (a replica's
+/// dual-channel sync reads its master's stream meanwhile).
+pub fn install_image_with(
+    ex: &mut Executor,
+    info: rdb::FileInfo,
+    loaded: Vec<rdb::LoadedKey>,
+    merge: bool,
+    hook: &mut dyn FnMut(&mut Executor),
+) -> Result<rdb::FileInfo, rdb::Error> {
     let now = unix_ms();
     let ndbs = ex.ks.dbs.len();
     if info.checksum_disabled {
@@ -952,6 +967,9 @@ pub fn install_image(
             }
         }
         keys += 1;
+        if keys.is_multiple_of(INSTALL_HOOK_KEYS) {
+            hook(ex);
+        }
     }
     ex.persist.last_load_keys = keys;
     ex.persist.last_load_expired = expired;

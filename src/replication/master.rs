@@ -108,6 +108,11 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
             return Reply::err("ERR value is not an integer or out of range");
         }
     }
+    if let (Some((replid, off)), Some(rdb_id)) = (psync, conf.rdb_client_id) {
+        if continue_after_rdb_channel(ex, slot, id, &ip, &conf, replid, off, rdb_id) {
+            return Reply::NoReply;
+        }
+    }
     if let Some((replid, off)) = psync {
         if let Some(pieces) = try_partial(ex, replid, off) {
             let line = if conf.capa_psync2 {
@@ -133,6 +138,22 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
         }
         if replid != b"?" {
             ex.repl.sync_partial_err += 1;
+        }
+        if conf.capa_dual_channel {
+            // Valkey's dual-channel replication: the replica opens an RDB channel for
+            // the image, and this connection PSYNCs from the image's offset, so the
+            // stream meanwhile is buffered by the replica, not held here.
+            crate::log::notice(&format!(
+                "Replica {ip}:{} is capable of dual channel synchronization, and partial sync isn't possible. Full sync will continue with dedicated RDB channel.",
+                conf.port
+            ));
+            ex.client_mut(slot)
+                .out
+                .extend_from_slice(b"+DUALCHANNELSYNC\r\n");
+            ex.mark_pending_write(slot);
+            // Its settings stay for that PSYNC.
+            ex.repl.confs.insert(id, conf);
+            return Reply::NoReply;
         }
     }
     crate::log::notice(&format!(
@@ -304,15 +325,7 @@ fn start_full(
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
     let offset = ex.repl.offset;
-    start_full_sync(
-        ex,
-        slot,
-        id,
-        ip,
-        conf,
-        psync.then_some(offset),
-        PeerState::SendBulk,
-    );
+    start_full_sync(ex, slot, id, ip, conf, psync, offset, PeerState::SendBulk);
     let head = format!("${}\r\n", image.len());
     ex.client_mut(slot).out.extend_from_slice(head.as_bytes());
     if let Some(p) = ex.repl.peers.last_mut() {
@@ -345,15 +358,7 @@ fn send_filtered_image(
     };
     crate::log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
     let offset = ex.repl.offset;
-    start_full_sync(
-        ex,
-        slot,
-        id,
-        ip,
-        conf,
-        psync.then_some(offset),
-        PeerState::SendBulk,
-    );
+    start_full_sync(ex, slot, id, ip, conf, psync, offset, PeerState::SendBulk);
     let mark = new_mark();
     let c = ex.client_mut(slot);
     c.out.extend_from_slice(b"$EOF:");
@@ -385,24 +390,113 @@ fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<super::Pi
     b.read_from(off as u64, r.offset)
 }
 
-/// Registers a replica starting a full sync: `+FULLRESYNC <replid> <offset>` for PSYNC
-/// (`fullresync_at`; plain SYNC gets none and never ACKs), and the next streamed
-/// command says its database, since the replica starts from the image.
+/// Registers a replica starting a full sync of the image at `offset`: `+FULLRESYNC
+/// <replid> <offset>` for PSYNC (plain SYNC gets none and never ACKs), `$ENDOFF:<offset>
+/// <replid> <db> <client id>` for the RDB channel of a dual-channel sync (which then
+/// holds the stream from `offset` until its main channel's PSYNC takes it), and the
+/// next streamed command says its database, since the replica starts from the image.
+#[allow(clippy::too_many_arguments)]
 fn start_full_sync(
     ex: &mut Executor,
     slot: usize,
     id: u64,
     ip: String,
     conf: &PeerConf,
-    fullresync_at: Option<u64>,
+    psync: bool,
+    offset: u64,
     state: PeerState,
 ) {
-    if let Some(offset) = fullresync_at {
+    if psync {
         let line = format!("+FULLRESYNC {} {offset}\r\n", ex.repl.replid);
         ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
+    } else if conf.rdb_channel {
+        // The stream after `offset` starts with a SELECT (`reset_db` below), so the
+        // database named here only stands until then.
+        let line = format!("$ENDOFF:{offset} {} 0 {id}\r\n", ex.repl.replid);
+        ex.client_mut(slot).out.extend_from_slice(line.as_bytes());
+        crate::log::notice(&format!(
+            "Sending to replica {ip}:{} RDB end offset {offset} and client-id {id}",
+            conf.port
+        ));
     }
     ex.stream.reset_db();
-    add_peer(ex, slot, id, ip, conf, fullresync_at.is_none(), state);
+    add_peer(ex, slot, id, ip, conf, !psync, state);
+    if conf.rdb_channel && !psync {
+        if let Some(p) = ex.repl.peers.last_mut() {
+            p.psync_wait = Some(offset);
+        }
+    }
+}
+
+/// The main channel of a dual-channel full sync (`REPLCONF set-rdb-client-id`)
+/// PSYNCs from its RDB channel's snapshot offset: `+CONTINUE`, then the stream that
+/// channel held since, then the live one; online once its first ACK says the image
+/// is loaded. False (a full sync follows) when that RDB channel is gone or the
+/// history asked for is not its image's.
+#[allow(clippy::too_many_arguments)]
+fn continue_after_rdb_channel(
+    ex: &mut Executor,
+    slot: usize,
+    id: u64,
+    ip: &str,
+    conf: &PeerConf,
+    replid: &[u8],
+    off: &[u8],
+    rdb_id: u64,
+) -> bool {
+    let Some(off) = crate::util::numeric::parse_i64(off) else {
+        return false;
+    };
+    let Some(r) = ex
+        .repl
+        .peers
+        .iter()
+        .position(|p| p.id == rdb_id && p.rdb_channel && p.psync_wait.is_some())
+    else {
+        return false;
+    };
+    if replid != ex.repl.replid.as_bytes()
+        || Some(off) != ex.repl.peers[r].psync_wait.map(|o| o as i64 + 1)
+    {
+        return false;
+    }
+    let rdb = &mut ex.repl.peers[r];
+    rdb.psync_wait = None;
+    let held = std::mem::take(&mut rdb.held);
+    let (rdb_slot, rdb_done) = (rdb.slot, rdb.image_done);
+    if rdb_done {
+        // Its image is out and nothing is held for it any more.
+        ex.client_mut(rdb_slot).close_after_reply = true;
+        ex.close_pending = true;
+    }
+    let line = if conf.capa_psync2 {
+        format!("+CONTINUE {}\r\n", ex.repl.replid)
+    } else {
+        "+CONTINUE\r\n".to_string()
+    };
+    let c = ex.client_mut(slot);
+    c.out.extend_from_slice(line.as_bytes());
+    let mut sent = 0;
+    for piece in held.into_pieces() {
+        c.append_piece(&piece);
+        sent += piece.len();
+    }
+    let addr = c.addr.clone();
+    ex.repl.sync_partial_ok += 1;
+    add_peer(
+        ex,
+        slot,
+        id,
+        ip.to_string(),
+        conf,
+        false,
+        PeerState::BgRdbLoad,
+    );
+    crate::log::notice(&format!(
+        "Partial resynchronization request from {addr} accepted. Sending {sent} bytes of backlog starting from offset {off}."
+    ));
+    ex.check_output_limits(slot);
+    true
 }
 
 fn add_peer(
@@ -433,6 +527,9 @@ fn add_peer(
         stuck: None,
         await_ack: false,
         image_queued: None,
+        rdb_channel: conf.rdb_channel,
+        psync_wait: None,
+        image_done: false,
     });
 }
 
@@ -530,6 +627,13 @@ fn image_sent(ex: &mut Executor, i: usize, streamed: bool) {
     let p = &mut ex.repl.peers[i];
     let slot = p.slot;
     if p.rdb_only {
+        if p.psync_wait.is_some() {
+            // An RDB channel still holding the stream for its main channel's PSYNC:
+            // closed when that comes (`continue_after_rdb_channel`).
+            p.image_done = true;
+            p.state = PeerState::SendBulk;
+            return;
+        }
         // It asked for the image only: no stream, and closed once it has it.
         let c = ex.client_mut(slot);
         c.close_after_reply = true;
@@ -768,15 +872,7 @@ fn sync_with_snapshot(
         (Default::default(), state)
     };
     let offset = ex.repl.snapshot_offset;
-    start_full_sync(
-        ex,
-        slot,
-        id,
-        ip.to_string(),
-        conf,
-        psync.then_some(offset),
-        state,
-    );
+    start_full_sync(ex, slot, id, ip.to_string(), conf, psync, offset, state);
     if let Some(p) = ex.repl.peers.last_mut() {
         p.held = held;
     }
@@ -912,6 +1008,12 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 c.capa_psync2 = true;
             } else if is(val, "eof") {
                 c.capa_eof = true;
+            } else if is(val, "dual-channel")
+                && ex.config.stored_bool("dual-channel-replication-enabled")
+                && ex.config.stored_bool("repl-diskless-sync")
+            {
+                // Disabled here, it is a capability not understood (ignored).
+                c.capa_dual_channel = true;
             }
         } else if is(opt, "ack") {
             // From an online replica: `ACK <offset> [FACK <aof offset>]` (7.2+),
@@ -935,6 +1037,27 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 return Reply::err("ERR value is out of range, value must between 0 and 1");
             }
             ex.repl.confs.entry(id).or_default().rdb_only = v == 1;
+        } else if is(opt, "rdb-channel") {
+            let Some(v) = crate::util::numeric::parse_i64(val) else {
+                return crate::commands::errors::NOT_INTEGER;
+            };
+            if !(0..=1).contains(&v) {
+                return Reply::err("ERR value is out of range, value must between 0 and 1");
+            }
+            ex.repl.confs.entry(id).or_default().rdb_channel = v == 1;
+        } else if is(opt, "set-rdb-client-id") {
+            let Some(rdb_id) = crate::util::numeric::parse_i64(val) else {
+                return crate::commands::errors::NOT_INTEGER;
+            };
+            let waiting = ex
+                .repl
+                .peers
+                .iter()
+                .any(|p| p.id as i64 == rdb_id && p.rdb_channel && p.psync_wait.is_some());
+            if !waiting {
+                return Reply::error(format!("ERR Unrecognized RDB client id {rdb_id}"));
+            }
+            ex.repl.confs.entry(id).or_default().rdb_client_id = Some(rdb_id as u64);
         } else if is(opt, "rdb-filter-only") {
             // "Include" filters: nothing but what is named (only "functions" exists).
             let Some(filters) = crate::protocol::parser::split_args(val) else {
@@ -986,6 +1109,14 @@ fn record_ack(ex: &mut Executor, slot: usize, off: &[u8], fack: Option<&[&[u8]]>
         p.aof_off = p.aof_off.max(f);
     }
     p.ack_time = Instant::now();
+    if p.state == PeerState::BgRdbLoad {
+        // The replica loaded its image and applied the stream it buffered meanwhile.
+        p.state = PeerState::Online;
+        crate::log::notice(&format!(
+            "Synchronization with replica {}:{} succeeded",
+            p.ip, p.port
+        ));
+    }
     if p.await_ack {
         if let Some(i) = ex.repl.peers.iter().position(|p| p.slot == slot) {
             start_stream(ex, i);

@@ -72,6 +72,15 @@ pub struct Peer {
     /// with an EOF marker): it goes online once that is written, so neither the
     /// stream nor the output limit ever mixes with image bytes.
     pub image_queued: Option<bool>,
+    /// The RDB channel of a dual-channel full sync (`REPLCONF rdb-channel 1`): it
+    /// gets the image only; its replica's main channel gets the stream.
+    pub rdb_channel: bool,
+    /// An RDB channel's snapshot offset (`$ENDOFF`) while it holds the stream from
+    /// there for its main channel's PSYNC; None once that has taken it.
+    pub psync_wait: Option<u64>,
+    /// An RDB channel's whole image is written while its main channel has not
+    /// attached yet: it is closed once that attaches.
+    pub image_done: bool,
 }
 
 /// A diskless full resynchronization in progress: the snapshot's pipe, and the
@@ -105,6 +114,10 @@ pub enum PeerState {
     SendStream,
     /// Receiving the image.
     SendBulk,
+    /// The main channel of a dual-channel full sync: receiving the stream, which
+    /// the replica buffers while it loads the image from the RDB channel; online at
+    /// its first ACK.
+    BgRdbLoad,
     /// Receiving the stream.
     Online,
 }
@@ -114,6 +127,7 @@ impl PeerState {
         match self {
             PeerState::WaitStart | PeerState::WaitBgsave | PeerState::SendStream => "wait_bgsave",
             PeerState::SendBulk => "send_bulk",
+            PeerState::BgRdbLoad => "bg_transfer",
             PeerState::Online => "online",
         }
     }
@@ -140,6 +154,14 @@ pub struct PeerConf {
     pub rdb_only: bool,
     /// `REPLCONF rdb-filter-only <filters>`: the parts the image holds (None: all).
     pub rdb_filter: Option<crate::persistence::snapshot::ImageParts>,
+    /// `REPLCONF capa dual-channel`, honoured with `dual-channel-replication-enabled`
+    /// and `repl-diskless-sync`: a full sync is answered `+DUALCHANNELSYNC`.
+    pub capa_dual_channel: bool,
+    /// `REPLCONF rdb-channel 1`: the RDB channel of a dual-channel full sync.
+    pub rdb_channel: bool,
+    /// `REPLCONF set-rdb-client-id <id>`: the main channel of a dual-channel full
+    /// sync, whose PSYNC continues from that RDB channel's snapshot offset.
+    pub rdb_client_id: Option<u64>,
 }
 
 /// A client blocked in WAIT.
@@ -333,9 +355,11 @@ fn send_to_peers(ex: &mut Executor, pieces: &[Piece]) {
     let mut syncing = smallvec::SmallVec::<[usize; 8]>::new();
     for p in ex.repl.peers.iter_mut() {
         match p.state {
-            PeerState::Online if !p.await_ack => online.push(p.slot),
+            PeerState::Online | PeerState::BgRdbLoad if !p.await_ack => online.push(p.slot),
             // Its image, when it starts, will be of a later instant.
             PeerState::WaitStart => {}
+            // An RDB channel whose main channel took the stream.
+            _ if p.rdb_channel && p.psync_wait.is_none() => {}
             _ => {
                 for piece in pieces {
                     p.held.push(piece.clone());
@@ -370,7 +394,7 @@ pub fn output_usage(ex: &Executor, slot: usize) -> Option<u64> {
     }
     let p = ex.repl.peers.iter().find(|p| p.slot == slot)?;
     let out = match p.state {
-        PeerState::Online => ex.client(slot).pending_output(),
+        PeerState::Online | PeerState::BgRdbLoad => ex.client(slot).pending_output(),
         _ => 0,
     };
     Some((p.held.len() + out) as u64)

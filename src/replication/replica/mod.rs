@@ -40,6 +40,9 @@ use crate::persistence::rdb::incremental::Incremental;
 use crate::persistence::rdb::{FileInfo, LoadedKey};
 use crate::protocol::{Limits, Request, RequestParser};
 
+mod dual;
+pub use dual::{on_token, owns_token, MAIN_TOKEN};
+
 /// The event-loop token of the master link's socket.
 pub const LINK_TOKEN: usize = usize::MAX - 65;
 
@@ -52,6 +55,13 @@ enum Step {
         auth: bool,
     },
     Psync,
+    /// The RDB channel of a dual-channel sync (`dual.rs`): replies to AUTH /
+    /// REPLCONF still expected, then `SYNC`'s `$ENDOFF`.
+    RdbConf {
+        left: usize,
+        auth: bool,
+    },
+    EndOff,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +70,9 @@ enum State {
     Connecting,
     Handshake(Step),
     Transfer,
+    /// Dual-channel sync: the image is loaded, the main channel's `+CONTINUE` not
+    /// in yet.
+    DualWait,
     Connected,
 }
 
@@ -117,6 +130,12 @@ pub struct Link {
     pub stream_db: usize,
     /// What of the applied stream is fsynced in our AOF (the ACK's FACK).
     pub fack: super::fack::Tracker,
+    /// A dual-channel sync: the socket above is its RDB channel, and this the main
+    /// channel, parked until the image is loaded (`dual.rs`).
+    main: Option<dual::MainChannel>,
+    /// Counts the sockets the link has had: a read that ends in an error or EOF
+    /// fails the link only if it is still on that socket.
+    sock_gen: u64,
 }
 
 impl Link {
@@ -144,6 +163,8 @@ impl Link {
             forward: Vec::new(),
             stream_db,
             fack: Default::default(),
+            main: None,
+            sock_gen: 0,
         }
     }
 
@@ -158,7 +179,7 @@ impl Link {
     }
 
     pub fn sync_in_progress(&self) -> bool {
-        self.state == State::Transfer
+        matches!(self.state, State::Transfer | State::DualWait)
     }
 
     /// (total, read) bytes of an RDB transfer with a known size.
@@ -173,7 +194,7 @@ impl Link {
             State::Connect => "connect",
             State::Connecting => "connecting",
             State::Handshake(_) => "handshake",
-            State::Transfer => "sync",
+            State::Transfer | State::DualWait => "sync",
             State::Connected => "connected",
         }
     }
@@ -299,6 +320,7 @@ fn drop_link(ex: &mut Executor, mut link: Link) {
     if link.transfer.take().is_some_and(|t| t.shown_loading) {
         end_loading(ex);
     }
+    dual::close_main(ex, &mut link);
     if let Some(mut s) = link.sock.take() {
         if let Some(reg) = ex.repl.registry.as_ref() {
             let _ = reg.deregister(&mut s);
@@ -354,6 +376,7 @@ fn fail(ex: &mut Executor, why: &str) {
         link.stream_db = ex.client(slot).db;
         ex.disconnect(slot);
     }
+    dual::close_main(ex, &mut link);
     link.state = State::Connect;
     link.retry_at = Instant::now() + Duration::from_secs(1);
     link.rbuf.clear();
@@ -417,7 +440,7 @@ pub fn tick(ex: &mut Executor) {
                 fail(ex, "MASTER timeout: no data nor PING received...");
             }
         }
-        State::Connecting | State::Handshake(_) | State::Transfer
+        State::Connecting | State::Handshake(_) | State::Transfer | State::DualWait
             if link.last_io.elapsed() > timeout =>
         {
             fail(ex, "Timeout connecting to the MASTER...");
@@ -479,8 +502,11 @@ fn connect(ex: &mut Executor) {
         return;
     }
     let link = ex.repl.link.as_mut().expect("link");
-    crate::log::notice("MASTER <-> REPLICA sync started");
+    if link.main.is_none() {
+        crate::log::notice("MASTER <-> REPLICA sync started");
+    }
     link.sock = Some(sock);
+    link.sock_gen += 1;
     link.state = State::Connecting;
     link.last_io = Instant::now();
 }
@@ -502,15 +528,20 @@ pub fn on_event(ex: &mut Executor) {
             }
         }
         let _ = sock.set_nodelay(true);
-        crate::log::notice("Non blocking connect for SYNC fired the event.");
-        link.state = State::Handshake(Step::Pong);
-        link.send(&[b"PING"]);
+        if link.main.is_some() {
+            dual::send_rdb_handshake(ex);
+        } else {
+            crate::log::notice("Non blocking connect for SYNC fired the event.");
+            link.state = State::Handshake(Step::Pong);
+            link.send(&[b"PING"]);
+        }
     }
     // Read everything available (edge-triggered), unless an image's decoding lags:
     // then the bytes wait in the socket (`tick` comes back for them). A decode that
     // catches up here, after a read was skipped, reads at once: the readiness event
     // that announced those bytes is spent and no other would come.
     let mut closed = None;
+    let gen = ex.repl.link.as_ref().map_or(0, |l| l.sock_gen);
     loop {
         let skipped_read = decode_lagging(ex);
         if !skipped_read {
@@ -555,7 +586,10 @@ pub fn on_event(ex: &mut Executor) {
         }
     }
     flush(ex);
-    if let Some(why) = closed {
+    // A dual-channel sync's RDB channel, closed by the master once its image is out,
+    // is no longer the link's socket when that image completed the sync.
+    let same_socket = ex.repl.link.as_ref().is_some_and(|l| l.sock_gen == gen);
+    if let Some(why) = closed.filter(|_| same_socket) {
         fail(ex, &why);
     }
 }
@@ -618,18 +652,22 @@ fn process(ex: &mut Executor) {
     }
 }
 
-/// One handshake reply; false when the link failed.
-fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(line).into_owned();
-    // `replica-announce-port` / `replica-announce-ip` replace what the master sees
-    // (behind NAT or port forwarding), as Redis sends them.
+/// The port the master is told we listen on: `replica-announce-port` replaces what
+/// the master sees (behind NAT or port forwarding), as Redis sends it.
+fn announced_port(ex: &Executor) -> String {
     let tls_port = crate::tls::port(&ex.config);
-    let port = match ex.config.stored_i64("replica-announce-port") {
+    match ex.config.stored_i64("replica-announce-port") {
         // Over TLS, the TLS port is the one to reach this replica at, as Redis sends.
         0 if ex.config.stored_bool("tls-replication") && tls_port != 0 => tls_port.to_string(),
         0 => ex.config.port.to_string(),
         p => p.to_string(),
-    };
+    }
+}
+
+/// One handshake reply; false when the link failed.
+fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(line).into_owned();
+    let port = announced_port(ex);
     let announce_ip = ex.config.stored_str("replica-announce-ip");
     let auth = ex.config.masterauth.clone();
     let user = ex.config.masteruser.clone();
@@ -638,6 +676,7 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
     let failover = super::failover::in_progress(ex);
     let link = ex.repl.link.as_mut().expect("link");
     match step {
+        Step::RdbConf { .. } | Step::EndOff => return dual::rdb_handshake(ex, step, line, &text),
         Step::Pong => {
             // NOAUTH/NOPERM mean the AUTH that follows is needed.
             if line.first() == Some(&b'-')
@@ -662,7 +701,19 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                 link.send(&[b"REPLCONF", b"ip-address", announce_ip.as_bytes()]);
                 left += 1;
             }
-            link.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]);
+            if ex.config.stored_bool("dual-channel-replication-enabled") {
+                link.send(&[
+                    b"REPLCONF",
+                    b"capa",
+                    b"eof",
+                    b"capa",
+                    b"psync2",
+                    b"capa",
+                    b"dual-channel",
+                ]);
+            } else {
+                link.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]);
+            }
             link.state = State::Handshake(Step::Conf {
                 left,
                 auth: auth.is_some(),
@@ -731,6 +782,10 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                     if failover {
                         super::failover::clear(ex);
                     }
+                }
+                Some("+DUALCHANNELSYNC") if !failover => {
+                    crate::log::notice("PSYNC is not possible, initialize RDB channel.");
+                    dual::open_rdb_channel(ex);
                 }
                 Some("+CONTINUE") => {
                     if failover {
@@ -982,7 +1037,15 @@ fn load(ex: &mut Executor, t: Transfer, image: (FileInfo, Vec<LoadedKey>)) -> bo
     ex.ks.replica_local_expires.clear();
     ex.ks.expire_mode = ExpireMode::Keep;
     let (info, keys) = image;
-    let r = crate::persistence::snapshot::install_image(ex, info, keys, false);
+    // A dual-channel sync's main channel is read meanwhile (the master's stream
+    // waits here rather than there).
+    let r = crate::persistence::snapshot::install_image_with(
+        ex,
+        info,
+        keys,
+        false,
+        &mut dual::read_main,
+    );
     ex.ks.expire_mode = ExpireMode::Hide;
     ex.persist.loading = false;
     if let Err(e) = r {
@@ -1019,7 +1082,11 @@ fn load(ex: &mut Executor, t: Transfer, image: (FileInfo, Vec<LoadedKey>)) -> bo
             a.rewrite_scheduled = true;
         }
     }
-    connected(ex);
+    if ex.repl.link.as_ref().is_some_and(|l| l.main.is_some()) {
+        dual::image_loaded(ex);
+    } else {
+        connected(ex);
+    }
     true
 }
 
