@@ -5,8 +5,9 @@
 
 Starts SERVER_BINARY (cinnabar, redis-server or valkey-server) with KEYS keys of 100
 bytes (default 1,800,000) named as redis-benchmark names them, runs redis-benchmark SET
--P 16 with 20 clients over that same keyspace (so the dataset does not grow), then starts the snapshot. Samples the PSS of the server and its
-children every 50 ms and a PING from another client every 10 ms. Prints the snapshot's
+-P 16 with 20 clients over that same keyspace (so the dataset does not grow), then
+starts the snapshot. Samples the PSS of the server and its children every 50 ms (on a
+thread of its own) and a PING from another client every 10 ms. Prints the snapshot's
 duration, the peak PSS growth over the PSS just before it (as a share of that PSS), and
 the PING p99/max during the snapshot next to the same before it. `fullsync` starts a
 replica of the same binary on PORT+1 and times its REPLICAOF until the link is up and

@@ -278,7 +278,7 @@ pub static STORED: &[Directive] = &[
     // Read by replication/master.rs: with the delay and max-replicas, when a full
     // sync's snapshot starts (the image always comes from the copy-on-write snapshot).
     stored!("repl-diskless-sync", &[], 0, Kind::Bool, "yes"),
-    // Valkey 8's dual-channel full sync (replication/master.rs and replica.rs): a
+    // Valkey 8's dual-channel full sync (replication/master.rs and replica/dual.rs): a
     // master honours `capa dual-channel`, a replica announces it.
     stored!("dual-channel-replication-enabled", &[], 0, Kind::Bool, "no"),
     // No effect here: files are fsynced once, when complete.
@@ -674,7 +674,7 @@ pub static STORED: &[Directive] = &[
     ),
     // The cluster bus over TLS (crate::tls, cluster/bus.rs).
     stored!("tls-cluster", &[], 0, Kind::Bool, "no"),
-    // The replica's link to its master over TLS (crate::tls, replication/replica.rs).
+    // The replica's link to its master over TLS (crate::tls, replication/replica/).
     stored!("tls-replication", &[], 0, Kind::Bool, "no"),
     // Client certificates on accepted TLS connections (crate::tls).
     stored!(

@@ -5,9 +5,11 @@
 //! - `master.rs` — the master side: SYNC/PSYNC (full image or `+CONTINUE` from the
 //!   backlog), the replicas' REPLCONF, feeding the write stream to online replicas,
 //!   pings, WAIT.
-//! - `replica.rs` — the replica side: the outgoing link to a master (a non-blocking
+//! - `replica/` — the replica side: the outgoing link to a master (a non-blocking
 //!   socket in the mio loop), the handshake, loading the master's RDB, applying its
-//!   command stream, ACKs and reconnection with PSYNC continuation.
+//!   command stream, ACKs and reconnection with PSYNC continuation; `replica/dual.rs`
+//!   the dual-channel full sync (Valkey 8's protocol), whose master side is in
+//!   `master.rs`.
 //!
 //! The bytes sent to replicas are the executor's write stream (`exec/propagate.rs`,
 //! the same commands the AOF gets): `feed` takes what the stream holds beyond what it
