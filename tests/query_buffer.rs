@@ -37,6 +37,13 @@ fn an_active_clients_buffer_is_freed_once_idle() {
     assert_eq!(c.cmd(&["CLIENT", "SETNAME", "tc"]), "+OK\r\n");
     assert_eq!(qbuf_of(&mut admin, "tc").0, 0);
     assert_eq!(qbuf_of(&mut admin, "tc").1, 16 * 1024);
+    // Later reads go into that buffer and leave it as it was (the usual read's and
+    // settle's own path).
+    for _ in 0..3 {
+        assert_eq!(c.cmd(&["SET", "k", "v"]), "+OK\r\n");
+    }
+    let (qbuf, free, _) = qbuf_of(&mut admin, "tc");
+    assert_eq!((qbuf, free), (0, 16 * 1024));
     wait_until(|| {
         let (qbuf, free, idle) = qbuf_of(&mut admin, "tc");
         idle >= 3 && qbuf + free == 0

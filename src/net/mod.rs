@@ -844,6 +844,12 @@ impl Conn {
         if pending == 0 {
             self.start = 0;
             self.end = 0;
+            // The usual case: every command ran, in a buffer of the client's own.
+            if !self.rbuf_borrowed {
+                c.qbuf = 0;
+                c.qbuf_free = self.rbuf.len();
+                return;
+            }
         }
         // A big argument announced: room for all of it (as far as one turn's reads
         // would reserve anyway), as Redis sizes its buffer for a big bulk.
@@ -1232,6 +1238,12 @@ impl Net {
     /// (`rbuf[from..limit]`); None when the connection is gone.
     fn read_room(&mut self, slot: usize) -> Option<(usize, usize)> {
         let conn = self.conns.get_mut(slot).and_then(|c| c.as_mut())?;
+        // The usual case: between commands, in a buffer of the client's own at least
+        // the private size: the whole buffer is the room (what the general rules
+        // below come to then).
+        if conn.end == 0 && !conn.rbuf_borrowed && conn.rbuf.len() >= QBUF_PRIVATE {
+            return Some((0, conn.rbuf.len()));
+        }
         if conn.rbuf.is_empty() {
             if self.spare_lent {
                 // Lent to another connection of this turn's threaded reads: this one
