@@ -235,3 +235,22 @@ fn a_killed_rdb_channel_is_retried() {
     wait_synced(master.port, replica.port);
     assert_eq!(replica.raw(2).cmd(&["GET", "during"]), "$5\r\nretry\r\n");
 }
+
+/// The master closes the RDB channel once its image is out, possibly before the
+/// replica has decoded all of it (here slowed by `key-load-delay`): that close is no
+/// failure. One full sync, no retry.
+#[test]
+fn the_rdb_channel_closed_behind_its_image_is_no_failure() {
+    let master = TestServer::start_with(DUAL);
+    let mut m = master.raw(2);
+    // Enough that the image, and the close behind it, wait in the socket while the
+    // replica decodes slowly.
+    m.cmd(&["DEBUG", "POPULATE", "20000", "k", "100"]);
+    let mut args = replica_args(&master, true);
+    args.extend(["--key-load-delay".to_string(), "20".to_string()]);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let replica = TestServer::start_with(&args);
+    wait_synced(master.port, replica.port);
+    assert_eq!(info(&mut m, "stats", "sync_full"), "1");
+    assert_eq!(replica.raw(2).cmd(&["DBSIZE"]), ":20000\r\n");
+}

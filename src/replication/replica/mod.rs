@@ -589,7 +589,11 @@ pub fn on_event(ex: &mut Executor) {
     // A dual-channel sync's RDB channel, closed by the master once its image is out,
     // is no longer the link's socket when that image completed the sync.
     let same_socket = ex.repl.link.as_ref().is_some_and(|l| l.sock_gen == gen);
-    if let Some(why) = closed.filter(|_| same_socket) {
+    // Nor while an image's decoding lags behind what was read: the master may have
+    // sent all of it before closing (a dual-channel sync's RDB channel does). `tick`
+    // reads again once the decoding has caught up, finds the close again if the image
+    // did not complete the sync, and fails the link then.
+    if let Some(why) = closed.filter(|_| same_socket && !decode_lagging(ex)) {
         fail(ex, &why);
     }
 }
