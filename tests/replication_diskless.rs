@@ -9,25 +9,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn same_data(master: u16, replica: u16) -> bool {
-    let open = |p: u16| {
-        redis::Client::open(format!("redis://127.0.0.1:{p}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    image(&mut open(master)) == image(&mut open(replica))
-}
-
-fn wait_synced(master: u16, replica: u16) {
-    let field = |p: u16, f: &str| RawConn::connect(p, 2).info_field("replication", f);
-    wait_until(|| {
-        field(replica, "master_link_status") == "up"
-            && field(master, "master_repl_offset") == field(replica, "master_repl_offset")
-    });
-    wait_until(|| same_data(master, replica));
-}
-
 /// A master logging at `notice` into its directory's `master.log`.
 fn logging_master(tag: &str) -> (TestServer, PathBuf) {
     let dir = temp_dir(tag);
@@ -88,7 +69,7 @@ fn streamed_image_holds_the_instant_and_writes_made_meanwhile_follow() {
         };
     }
     m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["DBSIZE"]), ":3000\r\n");
     assert_eq!(r.cmd(&["EXISTS", "key:0"]), ":0\r\n");
@@ -133,7 +114,7 @@ fn replica_loads_while_the_image_streams_and_keeps_its_data_when_cut() {
     ));
     m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     m.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(r.cmd(&["DBSIZE"]), ":1000\r\n");
     assert_eq!(r.cmd(&["GET", "mykey"]), "$-1\r\n");
 }
@@ -160,7 +141,7 @@ fn replica_arriving_mid_stream_waits_for_the_next_image() {
     m.cmd(&["SET", "after", "first"]);
     drop(first);
     m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
-    wait_synced(master.port, second.port);
+    wait_replica_synced(master.port, second.port);
     let mut r = second.raw(2);
     assert_eq!(r.cmd(&["DBSIZE"]), ":201\r\n");
     assert_eq!(r.cmd(&["GET", "after"]), "$5\r\nfirst\r\n");
@@ -207,7 +188,7 @@ fn streamed_image_version_follows_hash_field_ttls() {
     drop(s);
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut r = replica.raw(2);
     let ttls = r.cmd(&["HTTL", "h", "FIELDS", "2", "f", "g"]);
     let lines: Vec<&str> = ttls.lines().collect();
@@ -233,7 +214,7 @@ fn flushall_cancels_the_streamed_image_and_the_replica_resyncs() {
     assert_eq!(m.cmd(&["FLUSHALL"]), "+OK\r\n");
     m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     m.cmd(&["SET", "after", "flush"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["DBSIZE"]), ":1\r\n");
     assert!(log_has(&log, "Diskless rdb transfer failed"));
@@ -253,8 +234,8 @@ fn redis_server_replica_gets_a_streamed_image() {
     let r = RedisServer::start();
     let mut c = r.raw(2);
     c.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
-    wait_synced(master.port, r.port);
+    wait_replica_synced(master.port, r.port);
     m.cmd(&["SET", "after", "sync"]);
-    wait_synced(master.port, r.port);
+    wait_replica_synced(master.port, r.port);
     assert!(log_has(&log, "target: replicas sockets"));
 }

@@ -17,35 +17,6 @@ fn info(c: &mut RawConn, section: &str, field: &str) -> String {
         .unwrap_or_default()
 }
 
-fn same_data(master: u16, replica: u16) -> bool {
-    let open = |p: u16| {
-        redis::Client::open(format!("redis://127.0.0.1:{p}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    image(&mut open(master)) == image(&mut open(replica))
-}
-
-fn wait_synced(master: u16, replica: u16) {
-    let offset = |p: u16| {
-        info(
-            &mut RawConn::connect(p, 2),
-            "replication",
-            "master_repl_offset",
-        )
-    };
-    wait_until(|| {
-        info(
-            &mut RawConn::connect(replica, 2),
-            "replication",
-            "master_link_status",
-        ) == "up"
-            && offset(master) == offset(replica)
-    });
-    wait_until(|| same_data(master, replica));
-}
-
 fn replica_args(master: &TestServer, dual: bool) -> Vec<String> {
     let mut a = vec![
         "--replicaof".to_string(),
@@ -98,7 +69,7 @@ fn writes_during_the_image_come_through_the_main_channel() {
     m.cmd(&["SET", "new", "key"]);
     wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
     m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     // The RDB channel is gone; the main channel is an ordinary online replica.
     wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
     assert!(info(&mut m, "replication", "slave0").contains("state=online"));
@@ -117,7 +88,7 @@ fn writes_during_the_image_come_through_the_main_channel() {
     assert_eq!(r.cmd(&["GET", "in5"]), "$3\r\nyes\r\n");
     // Later writes follow as usual.
     m.cmd(&["INCR", "after"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
 }
 
 /// A master with dual-channel replication disabled ignores the capability: the
@@ -128,12 +99,12 @@ fn a_master_without_it_syncs_a_dual_channel_replica_over_one_channel() {
     let mut m = master.raw(2);
     m.cmd(&["SET", "a", "1"]);
     let replica = start_replica(&master, true);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "replication", "connected_slaves"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "0");
     m.cmd(&["SET", "b", "2"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
 }
 
 /// Redis 7 masters do not know the capability: one channel too.
@@ -151,9 +122,9 @@ fn a_dual_channel_replica_of_redis_server_syncs_over_one_channel() {
     let mut args = vec!["--replicaof", "127.0.0.1", &port];
     args.extend_from_slice(DUAL);
     let replica = TestServer::start_with(&args);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     m.cmd(&["SET", "b", "2"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
 }
 
 /// The options' errors, and the PSYNC answer with the capability on and off.
@@ -161,22 +132,27 @@ fn a_dual_channel_replica_of_redis_server_syncs_over_one_channel() {
 fn replconf_options_and_the_dualchannelsync_answer() {
     let master = TestServer::start_with(DUAL);
     let mut c = master.raw(2);
-    assert_eq!(
-        c.cmd(&["REPLCONF", "rdb-channel", "2"]),
-        "-ERR value is out of range, value must between 0 and 1\r\n"
-    );
-    assert_eq!(
-        c.cmd(&["REPLCONF", "rdb-channel", "x"]),
-        "-ERR value is not an integer or out of range\r\n"
-    );
-    assert_eq!(
-        c.cmd(&["REPLCONF", "set-rdb-client-id", "99999"]),
-        "-ERR Unrecognized RDB client id 99999\r\n"
-    );
-    assert_eq!(
-        c.cmd(&["REPLCONF", "set-rdb-client-id", "x"]),
-        "-ERR value is not an integer or out of range\r\n"
-    );
+    let not_integer = "-ERR value is not an integer or out of range\r\n";
+    for (option, value, reply) in [
+        (
+            "rdb-channel",
+            "2",
+            "-ERR value is out of range, value must between 0 and 1\r\n",
+        ),
+        ("rdb-channel", "x", not_integer),
+        (
+            "set-rdb-client-id",
+            "99999",
+            "-ERR Unrecognized RDB client id 99999\r\n",
+        ),
+        ("set-rdb-client-id", "x", not_integer),
+    ] {
+        assert_eq!(
+            c.cmd(&["REPLCONF", option, value]),
+            reply,
+            "{option} {value}"
+        );
+    }
     assert_eq!(
         c.cmd(&[
             "REPLCONF",
@@ -232,7 +208,7 @@ fn a_killed_rdb_channel_is_retried() {
     assert_eq!(m.cmd(&["CLIENT", "KILL", "ID", &id]), ":1\r\n");
     m.cmd(&["SET", "during", "retry"]);
     m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(replica.raw(2).cmd(&["GET", "during"]), "$5\r\nretry\r\n");
 }
 
@@ -250,7 +226,7 @@ fn the_rdb_channel_closed_behind_its_image_is_no_failure() {
     args.extend(["--key-load-delay".to_string(), "20".to_string()]);
     let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let replica = TestServer::start_with(&args);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     assert_eq!(replica.raw(2).cmd(&["DBSIZE"]), ":20000\r\n");
 }

@@ -115,19 +115,7 @@ pub fn sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>, failover: bool) -> Rep
     }
     if let Some((replid, off)) = psync {
         if let Some(pieces) = try_partial(ex, replid, off) {
-            let line = if conf.capa_psync2 {
-                format!("+CONTINUE {}\r\n", ex.repl.replid)
-            } else {
-                "+CONTINUE\r\n".to_string()
-            };
-            // The backlog's bytes go out from the shared buffer, not copied.
-            let c = ex.client_mut(slot);
-            c.out.extend_from_slice(line.as_bytes());
-            let mut sent = 0;
-            for p in &pieces {
-                c.append_piece(p);
-                sent += p.len();
-            }
+            let sent = send_continue(ex, slot, &conf, pieces);
             ex.repl.sync_partial_ok += 1;
             add_peer(ex, slot, id, ip, &conf, false, PeerState::Online);
             crate::log::notice(&format!(
@@ -376,6 +364,29 @@ fn send_filtered_image(
     Reply::NoReply
 }
 
+/// `+CONTINUE [<replid>]` and the stream from the offset asked for, as pieces of the
+/// shared buffer (not copied); the bytes sent.
+fn send_continue(
+    ex: &mut Executor,
+    slot: usize,
+    conf: &PeerConf,
+    pieces: impl IntoIterator<Item = super::Piece>,
+) -> usize {
+    let line = if conf.capa_psync2 {
+        format!("+CONTINUE {}\r\n", ex.repl.replid)
+    } else {
+        "+CONTINUE\r\n".to_string()
+    };
+    let c = ex.client_mut(slot);
+    c.out.extend_from_slice(line.as_bytes());
+    let mut sent = 0;
+    for piece in pieces {
+        c.append_piece(&piece);
+        sent += piece.len();
+    }
+    sent
+}
+
 /// The backlog's bytes from `off` when `replid` is our history and the offset is in
 /// the backlog.
 fn try_partial(ex: &Executor, replid: &[u8], off: &[u8]) -> Option<Vec<super::Piece>> {
@@ -469,19 +480,8 @@ fn continue_after_rdb_channel(
         ex.client_mut(rdb_slot).close_after_reply = true;
         ex.close_pending = true;
     }
-    let line = if conf.capa_psync2 {
-        format!("+CONTINUE {}\r\n", ex.repl.replid)
-    } else {
-        "+CONTINUE\r\n".to_string()
-    };
-    let c = ex.client_mut(slot);
-    c.out.extend_from_slice(line.as_bytes());
-    let mut sent = 0;
-    for piece in held.into_pieces() {
-        c.append_piece(&piece);
-        sent += piece.len();
-    }
-    let addr = c.addr.clone();
+    let sent = send_continue(ex, slot, conf, held.into_pieces());
+    let addr = ex.client(slot).addr.clone();
     ex.repl.sync_partial_ok += 1;
     add_peer(
         ex,
@@ -1029,22 +1029,19 @@ pub fn replconf(ctx: &mut Ctx, args: &[&[u8]]) -> Reply {
                 }
             }
             return Reply::NoReply;
-        } else if is(opt, "rdb-only") {
+        } else if is(opt, "rdb-only") || is(opt, "rdb-channel") {
             let Some(v) = crate::util::numeric::parse_i64(val) else {
                 return crate::commands::errors::NOT_INTEGER;
             };
             if !(0..=1).contains(&v) {
                 return Reply::err("ERR value is out of range, value must between 0 and 1");
             }
-            ex.repl.confs.entry(id).or_default().rdb_only = v == 1;
-        } else if is(opt, "rdb-channel") {
-            let Some(v) = crate::util::numeric::parse_i64(val) else {
-                return crate::commands::errors::NOT_INTEGER;
-            };
-            if !(0..=1).contains(&v) {
-                return Reply::err("ERR value is out of range, value must between 0 and 1");
+            let c = ex.repl.confs.entry(id).or_default();
+            if is(opt, "rdb-only") {
+                c.rdb_only = v == 1;
+            } else {
+                c.rdb_channel = v == 1;
             }
-            ex.repl.confs.entry(id).or_default().rdb_channel = v == 1;
         } else if is(opt, "set-rdb-client-id") {
             let Some(rdb_id) = crate::util::numeric::parse_i64(val) else {
                 return crate::commands::errors::NOT_INTEGER;

@@ -653,6 +653,27 @@ pub fn info_field(c: &mut redis::Connection, field: &str) -> String {
         .unwrap_or_else(|| panic!("no {field} in {info}"))
 }
 
+/// Whether two servers hold the same data (`image`: every db, type, expiry and content).
+pub fn same_data(a: u16, b: u16) -> bool {
+    let open = |p: u16| {
+        redis::Client::open(format!("redis://127.0.0.1:{p}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    image(&mut open(a)) == image(&mut open(b))
+}
+
+/// Waits until `replica`'s link is up at its master's offset and their data agree.
+pub fn wait_replica_synced(master: u16, replica: u16) {
+    let field = |p: u16, f: &str| RawConn::connect(p, 2).info_field("replication", f);
+    wait_until(|| {
+        field(replica, "master_link_status") == "up"
+            && field(master, "master_repl_offset") == field(replica, "master_repl_offset")
+    });
+    wait_until(|| same_data(master, replica));
+}
+
 pub fn wait_until(mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !f() {

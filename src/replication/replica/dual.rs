@@ -22,12 +22,11 @@
 //!
 //! A failure on either channel fails the link, closing both; it retries as usual.
 
-use std::io::{Read, Write};
-use std::time::Instant;
+use std::io::Write;
 
 use mio::{Interest, Token};
 
-use super::{fail, Link, State, Step, Transfer, LINK_TOKEN};
+use super::{fail, read_link, Link, State, Step, Transfer, LINK_TOKEN};
 use crate::exec::Executor;
 use crate::tls::LinkStream;
 
@@ -187,17 +186,7 @@ pub(super) fn rdb_handshake(ex: &mut Executor, step: Step, line: &[u8], text: &s
                 return false;
             };
             let link = ex.repl.link.as_mut().expect("link");
-            link.transfer = Some(Transfer {
-                replid: replid.clone(),
-                offset,
-                size: None,
-                mark: Vec::new(),
-                header_done: false,
-                received: 0,
-                parser: None,
-                tail: Vec::new(),
-                shown_loading: false,
-            });
+            link.transfer = Some(Transfer::new(replid.clone(), offset));
             link.state = State::Transfer;
             let Some(main) = link.main.as_mut() else {
                 fail(ex, "Dual channel sync without its main channel");
@@ -306,28 +295,14 @@ fn read_main_buffer(ex: &mut Executor) -> Option<String> {
                 main.rbuf.drain(..main.rpos);
                 main.rpos = 0;
             }
-            let len = main.rbuf.len();
-            main.rbuf.resize(len + 64 * 1024, 0);
-            match main.sock.read(&mut main.rbuf[len..]) {
-                Ok(0) => {
-                    main.rbuf.truncate(len);
-                    closed = Some("Connection with master lost (main channel).".to_string());
+            let eof = "Connection with master lost (main channel).";
+            let (sock, buf) = (&mut main.sock, &mut main.rbuf);
+            match read_link(sock, buf, &mut link.last_io, &mut ex.stats, eof) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(why) => {
+                    closed = Some(why);
                     break;
-                }
-                Ok(n) => {
-                    main.rbuf.truncate(len + n);
-                    link.last_io = Instant::now();
-                    ex.stats.total_net_input_bytes += n as u64;
-                }
-                Err(e) => {
-                    main.rbuf.truncate(len);
-                    if e.kind() == std::io::ErrorKind::WouldBlock {
-                        break;
-                    }
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        closed = Some(format!("Error reading from MASTER: {e}"));
-                        break;
-                    }
                 }
             }
         }
@@ -485,22 +460,9 @@ fn finish(ex: &mut Executor) {
             return;
         };
         // A close or an error is found again by `on_event` below.
-        loop {
-            let len = pending.len();
-            pending.resize(len + 64 * 1024, 0);
-            match sock.read(&mut pending[len..]) {
-                Ok(n) if n > 0 => {
-                    pending.truncate(len + n);
-                    link.last_io = Instant::now();
-                    ex.stats.total_net_input_bytes += n as u64;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => pending.truncate(len),
-                _ => {
-                    pending.truncate(len);
-                    break;
-                }
-            }
-        }
+        while read_link(sock, &mut pending, &mut link.last_io, &mut ex.stats, "")
+            .is_ok_and(|n| n > 0)
+        {}
     }
     if let Some(link) = ex.repl.link.as_mut().filter(|l| l.is_up()) {
         link.rbuf.extend_from_slice(&pending[at..]);

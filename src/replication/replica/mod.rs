@@ -97,6 +97,23 @@ struct Transfer {
     shown_loading: bool,
 }
 
+impl Transfer {
+    /// The image of history `replid` at `offset`, its header not read yet.
+    fn new(replid: String, offset: u64) -> Transfer {
+        Transfer {
+            replid,
+            offset,
+            size: None,
+            mark: Vec::new(),
+            header_done: false,
+            received: 0,
+            parser: None,
+            tail: Vec::new(),
+            shown_loading: false,
+        }
+    }
+}
+
 pub struct Link {
     pub host: String,
     pub port: u16,
@@ -554,28 +571,13 @@ pub fn on_event(ex: &mut Executor) {
                     link.rbuf.drain(..link.rpos);
                     link.rpos = 0;
                 }
-                let len = link.rbuf.len();
-                link.rbuf.resize(len + 64 * 1024, 0);
-                match sock.read(&mut link.rbuf[len..]) {
-                    Ok(0) => {
-                        link.rbuf.truncate(len);
-                        closed = Some("Connection with master lost.".to_string());
+                let eof = "Connection with master lost.";
+                match read_link(sock, &mut link.rbuf, &mut link.last_io, &mut ex.stats, eof) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(why) => {
+                        closed = Some(why);
                         break;
-                    }
-                    Ok(n) => {
-                        link.rbuf.truncate(len + n);
-                        link.last_io = Instant::now();
-                        ex.stats.total_net_input_bytes += n as u64;
-                    }
-                    Err(e) => {
-                        link.rbuf.truncate(len);
-                        if e.kind() == std::io::ErrorKind::WouldBlock {
-                            break;
-                        }
-                        if e.kind() != std::io::ErrorKind::Interrupted {
-                            closed = Some(format!("Error reading from MASTER: {e}"));
-                            break;
-                        }
                     }
                 }
             }
@@ -595,6 +597,43 @@ pub fn on_event(ex: &mut Executor) {
     // did not complete the sync, and fails the link then.
     if let Some(why) = closed.filter(|_| same_socket && !decode_lagging(ex)) {
         fail(ex, &why);
+    }
+}
+
+/// One read of `sock` appended to `buf` (64 KB of room), counted and stamped:
+/// `Ok(n)` bytes, `Ok(0)` when nothing more waits, `Err(why)` when the master closed
+/// the connection (`eof` says it) or reading failed.
+fn read_link(
+    sock: &mut LinkStream,
+    buf: &mut Vec<u8>,
+    last_io: &mut Instant,
+    stats: &mut crate::exec::Stats,
+    eof: &str,
+) -> Result<usize, String> {
+    let len = buf.len();
+    buf.resize(len + 64 * 1024, 0);
+    loop {
+        match sock.read(&mut buf[len..]) {
+            Ok(0) => {
+                buf.truncate(len);
+                return Err(eof.to_string());
+            }
+            Ok(n) => {
+                buf.truncate(len + n);
+                *last_io = Instant::now();
+                stats.total_net_input_bytes += n as u64;
+                return Ok(n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(len);
+                return if e.kind() == std::io::ErrorKind::WouldBlock {
+                    Ok(0)
+                } else {
+                    Err(format!("Error reading from MASTER: {e}"))
+                };
+            }
+        }
     }
 }
 
@@ -771,17 +810,7 @@ fn handshake(ex: &mut Executor, step: Step, line: &[u8]) -> bool {
                     let id = words.next().unwrap_or_default().to_string();
                     let off = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
                     crate::log::notice(&format!("Full resync from master: {id}:{off}"));
-                    link.transfer = Some(Transfer {
-                        replid: id,
-                        offset: off,
-                        size: None,
-                        mark: Vec::new(),
-                        header_done: false,
-                        received: 0,
-                        parser: None,
-                        tail: Vec::new(),
-                        shown_loading: false,
-                    });
+                    link.transfer = Some(Transfer::new(id, off));
                     link.state = State::Transfer;
                     if failover {
                         super::failover::clear(ex);
