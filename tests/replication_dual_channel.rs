@@ -72,7 +72,8 @@ fn writes_during_the_image_come_through_the_main_channel() {
     wait_replica_synced(master.port, replica.port);
     // The RDB channel is gone; the main channel is an ordinary online replica.
     wait_until(|| info(&mut m, "replication", "connected_slaves") == "1");
-    assert!(info(&mut m, "replication", "slave0").contains("state=online"));
+    // Online once its ACK, sent as the sync completed, is read.
+    wait_until(|| info(&mut m, "replication", "slave0").contains("state=online"));
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     let mut r = replica.raw(2);
