@@ -1144,3 +1144,39 @@ fn refused_tls_clients_get_the_error_after_the_handshake() {
     let info = admin.cmd(&["INFO", "stats"]);
     assert!(info.contains("rejected_connections:1\r\n"), "{info}");
 }
+
+/// A dual-channel full sync over TLS: both channels are TLS connections, the main
+/// one parked while the image comes on the other.
+#[test]
+fn dual_channel_full_sync_over_tls() {
+    let Some(certs) = Certs::make() else { return };
+    let dual = [
+        "--tls-replication",
+        "yes",
+        "--dual-channel-replication-enabled",
+        "yes",
+    ];
+    let (master, master_tls) = start_tls(&certs, &dual);
+    let mut m = master.raw(2);
+    m.cmd(&["DEBUG", "POPULATE", "5000", "k", "64"]);
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "1"]);
+    let port = master_tls.to_string();
+    let mut args = dual.to_vec();
+    args.extend(["--replicaof", "127.0.0.1", &port]);
+    let (replica, _) = start_tls(&certs, &args);
+    wait_until(|| {
+        m.cmd(&["INFO", "replication"])
+            .contains("state=bg_transfer")
+    });
+    // Written while the image is taken: it comes through the main channel.
+    m.cmd(&["SET", "during", "image"]);
+    wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
+    m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
+    wait_replica_synced(master.port, replica.port);
+    let stats = m.cmd(&["INFO", "stats"]);
+    assert!(stats.contains("sync_full:1\r\n"), "{stats}");
+    assert!(stats.contains("sync_partial_ok:1\r\n"), "{stats}");
+    let mut r = replica.raw(2);
+    assert_eq!(r.cmd(&["GET", "during"]), "$5\r\nimage\r\n");
+    assert_eq!(r.cmd(&["DBSIZE"]), ":5001\r\n");
+}
