@@ -231,3 +231,51 @@ fn the_rdb_channel_closed_behind_its_image_is_no_failure() {
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     assert_eq!(replica.raw(2).cmd(&["DBSIZE"]), ":20000\r\n");
 }
+
+/// An RDB channel whose image is out but whose main channel never comes holds the
+/// stream for it (bounded by the replica output limit) and costs nothing meanwhile:
+/// the event loop sleeps as usual (it woke every millisecond when such a channel
+/// counted as starved for image bytes).
+#[test]
+fn an_rdb_channel_waiting_for_its_main_channel_leaves_the_loop_idle() {
+    use std::io::{Read, Write};
+    let master = TestServer::start_with(&["--hz", "10"]);
+    let mut m = master.raw(2);
+    m.cmd(&["SET", "a", "1"]);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", master.port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(b"REPLCONF capa eof rdb-only 1 rdb-channel 1 listening-port 1\r\n")
+        .unwrap();
+    let mut ok = [0u8; 5];
+    s.read_exact(&mut ok).unwrap();
+    assert_eq!(&ok, b"+OK\r\n");
+    s.write_all(b"SYNC\r\n").unwrap();
+    // $ENDOFF, then $EOF:<mark>, the image and the mark again.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&got)));
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some(at) = text.find("$EOF:") {
+            let mark = &got[at + 5..at + 45];
+            if got.len() >= at + 47 + 40 && got.ends_with(mark) {
+                break;
+            }
+        }
+    }
+    assert!(String::from_utf8_lossy(&got).starts_with("$ENDOFF:"));
+    let cycles = |m: &mut RawConn| -> u64 { info(m, "stats", "eventloop_cycles").parse().unwrap() };
+    let before = cycles(&mut m);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = cycles(&mut m);
+    // hz 10: a few turns in half a second; polling for image bytes made one a
+    // millisecond (about 500).
+    assert!(after - before < 100, "{before} -> {after}");
+    // It still holds the stream for its main channel.
+    assert!(m.cmd(&["INFO", "replication"]).contains("state=send_bulk"));
+}

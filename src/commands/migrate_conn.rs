@@ -276,16 +276,7 @@ fn connect(host: &str, port: &str, timeout: Duration) -> Option<TcpStream> {
 
 /// Appends one command in RESP.
 pub fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        push_bulk(out, a);
-    }
-}
-
-fn push_bulk(out: &mut Vec<u8>, a: &[u8]) {
-    out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-    out.extend_from_slice(a);
-    out.extend_from_slice(b"\r\n");
+    crate::protocol::reply::encode_command(args, out);
 }
 
 /// Commands in RESP, written out in order: small ones share a buffer, a big
@@ -324,14 +315,14 @@ impl Query {
         let out = self.tail();
         out.extend_from_slice(format!("*{}\r\n", args.len() + 1).as_bytes());
         for a in &args[..at] {
-            push_bulk(out, a);
+            crate::protocol::reply::encode_bulk(a, out);
         }
         out.extend_from_slice(format!("${len}\r\n").as_bytes());
         self.parts
             .extend(pieces.into_iter().filter(|p| !p.is_empty()));
         let mut rest = b"\r\n".to_vec();
         for a in &args[at..] {
-            push_bulk(&mut rest, a);
+            crate::protocol::reply::encode_bulk(a, &mut rest);
         }
         self.parts.push(rest);
     }

@@ -413,6 +413,14 @@ impl From<Vec<u8>> for Reply {
     }
 }
 
+/// Appends a command as a client sends it: an array of bulk strings.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    encode_header(b'*', args.len(), out);
+    for a in args {
+        encode_bulk(a, out);
+    }
+}
+
 /// Appends a bulk string frame.
 pub fn encode_bulk(b: &[u8], out: &mut Vec<u8>) {
     if b.len() > 4096 {

@@ -412,7 +412,9 @@ pub fn ms_until_due(ex: &Executor, now: Instant) -> u64 {
         .as_ref()
         .is_some_and(|s| s.pipe.queued() > 0);
     let starved = ex.repl.peers.iter().any(|p| {
-        (p.state == PeerState::SendBulk
+        // (A SendBulk RDB channel without an image has sent it and waits for its
+        // main channel: nothing to pump.)
+        ((p.state == PeerState::SendBulk && p.image.is_some())
             || p.image_queued.is_some()
             || (streamed && p.state == PeerState::SendStream))
             && ex.client(p.slot).pending_output() == 0

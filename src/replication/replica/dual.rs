@@ -28,6 +28,7 @@ use mio::{Interest, Token};
 
 use super::{fail, read_link, Link, State, Step, Transfer, LINK_TOKEN};
 use crate::exec::Executor;
+use crate::protocol::reply::encode_command;
 use crate::tls::LinkStream;
 
 /// Bytes of the buffered stream applied between two reads of the socket.
@@ -73,13 +74,6 @@ pub(super) struct MainChannel {
     step: MainStep,
     /// Reading stopped at the buffer limit (reported once).
     full: bool,
-}
-
-fn encode(wbuf: &mut Vec<u8>, args: &[&[u8]]) {
-    wbuf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        crate::protocol::reply::encode_bulk(a, wbuf);
-    }
 }
 
 /// `+DUALCHANNELSYNC`: the main channel is parked and the RDB channel connected.
@@ -193,9 +187,9 @@ pub(super) fn rdb_handshake(ex: &mut Executor, step: Step, line: &[u8], text: &s
                 return false;
             };
             let id = rdb_id.to_string();
-            encode(
-                &mut main.wbuf,
+            encode_command(
                 &[b"REPLCONF", b"set-rdb-client-id", id.as_bytes()],
+                &mut main.wbuf,
             );
             main.step = MainStep::SetId {
                 replid,
@@ -211,7 +205,8 @@ pub(super) fn rdb_handshake(ex: &mut Executor, step: Step, line: &[u8], text: &s
 /// `$ENDOFF:<offset> <replid> <db> <client id>`: (offset, replid, client id).
 fn parse_endoff(text: &str) -> Option<(u64, String, u64)> {
     let mut words = text.strip_prefix("$ENDOFF:")?.split(' ');
-    let offset = words.next()?.parse::<u64>().ok()?;
+    // Offsets are Redis's `long long`: one past the image's is asked for next.
+    let offset = words.next()?.parse::<i64>().ok().filter(|o| *o >= 0)? as u64;
     let replid = words.next().filter(|r| r.len() == 40)?.to_string();
     words.next()?.parse::<i64>().ok()?;
     let rdb_id = words.next()?.parse::<u64>().ok()?;
@@ -274,7 +269,7 @@ pub(super) fn read_main(ex: &mut Executor) {
     let _ = read_main_buffer(ex);
 }
 
-/// Reads the main channel into its buffer, up to the limit once buffering; Some
+/// Reads the main channel into its buffer, up to the limit; Some
 /// when the master closed it or reading failed.
 fn read_main_buffer(ex: &mut Executor) -> Option<String> {
     let limit = ex.config.client_output_buffer_limit[1].hard as usize;
@@ -284,7 +279,8 @@ fn read_main_buffer(ex: &mut Executor) -> Option<String> {
         let main = link.main.as_mut()?;
         loop {
             let buffered = main.rbuf.len() - main.rpos;
-            if main.step == MainStep::Buffering && limit > 0 && buffered >= limit {
+            // Before `+CONTINUE` too: a master sending more than replies is held back.
+            if limit > 0 && buffered >= limit {
                 if !main.full {
                     main.full = true;
                     crate::log::notice("Replication buffer limit reached, stopping buffering.");
@@ -343,14 +339,14 @@ fn process_main(ex: &mut Executor) {
                     &format!("Master does not understand REPLCONF set-rdb-client-id: {text}"),
                 );
             }
-            let off = offset.to_string();
+            let (replid, off) = (replid.clone(), offset.to_string());
             crate::log::notice(&format!(
                 "Dual channel replication: Trying a partial resynchronization using main channel (request {replid}:{off})."
             ));
-            let psync = [b"PSYNC".as_slice(), replid.as_bytes(), off.as_bytes()];
-            let mut wbuf = std::mem::take(&mut main.wbuf);
-            encode(&mut wbuf, &psync);
-            main.wbuf = wbuf;
+            encode_command(
+                &[b"PSYNC", replid.as_bytes(), off.as_bytes()],
+                &mut main.wbuf,
+            );
             main.step = MainStep::Psync;
             flush_main(ex);
             continue;
@@ -503,6 +499,7 @@ mod tests {
         );
         for bad in [
             format!("$ENDOFF:-1 {id} 0 17"),
+            format!("$ENDOFF:9223372036854775808 {id} 0 17"),
             format!("$ENDOFF:12 {} 0 17", "a".repeat(39)),
             format!("$ENDOFF:12 {id} x 17"),
             format!("$ENDOFF:12 {id} 0"),

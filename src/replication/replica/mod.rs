@@ -217,11 +217,7 @@ impl Link {
     }
 
     fn send(&mut self, args: &[&[u8]]) {
-        self.wbuf
-            .extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-        for a in args {
-            crate::protocol::reply::encode_bulk(a, &mut self.wbuf);
-        }
+        crate::protocol::reply::encode_command(args, &mut self.wbuf);
     }
 
     /// Queues `REPLCONF ACK <offset> [FACK <fsynced offset>]` (written at the end of
