@@ -372,8 +372,14 @@ fn commands_run_in_the_order_their_clients_sent_them() {
 /// as sent, in its client's database.
 #[test]
 fn first_commands_parsed_ahead_run_as_sent() {
-    let server =
-        TestServer::start_with(&["--io-threads", "4", "--io-threads-always-active", "yes"]);
+    let server = TestServer::start_with(&[
+        "--io-threads",
+        "4",
+        "--io-threads-always-active",
+        "yes",
+        "--prefetch-min-keys",
+        "0",
+    ]);
     for round in 0..3 {
         let mut sleeper = server.raw(2);
         let mut clients: Vec<RawConn> = (0..12).map(|_| server.raw(2)).collect();

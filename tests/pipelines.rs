@@ -1,6 +1,7 @@
 //! Pipelines: the commands a client sends in one go are parsed ahead in batches whose
 //! keys are prefetched together; each command must still run as if parsed alone, in
-//! order, under the limits and state its predecessors left.
+//! order, under the limits and state its predecessors left. The servers here prefetch
+//! into every table (`prefetch-min-keys 0`), however small, so that the prefetch runs.
 
 mod common;
 use common::*;
@@ -16,6 +17,13 @@ fn command(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// A server that prefetches into tables of any size, with `args` besides.
+fn server(args: &[&str]) -> TestServer {
+    let mut all = vec!["--prefetch-min-keys", "0"];
+    all.extend_from_slice(args);
+    TestServer::start_with(&all)
+}
+
 fn read_replies(c: &mut RawConn, n: usize) -> String {
     (0..n).map(|_| c.read_reply()).collect()
 }
@@ -25,7 +33,7 @@ fn read_replies(c: &mut RawConn, n: usize) -> String {
 /// or trickled a few bytes at a time.
 #[test]
 fn a_pipeline_runs_in_order_however_it_arrives() {
-    let s = TestServer::start();
+    let s = server(&[]);
     let mut pipeline = Vec::new();
     for i in 0..60 {
         let key = format!("k{}", i % 7);
@@ -83,7 +91,7 @@ fn a_pipeline_runs_in_order_however_it_arrives() {
 /// arguments is a protocol error), as if nothing had been parsed ahead.
 #[test]
 fn reset_mid_pipeline_brings_back_the_unauthenticated_limits() {
-    let s = TestServer::start_with(&["--requirepass", "pw"]);
+    let s = server(&["--requirepass", "pw"]);
     let eleven: Vec<&[u8]> = std::iter::once(b"MSET".as_slice())
         .chain([b"a".as_slice(), b"1"].into_iter().cycle().take(10))
         .collect();
@@ -108,7 +116,7 @@ fn reset_mid_pipeline_brings_back_the_unauthenticated_limits() {
 /// until it is served; QUIT in the middle of one ends it there.
 #[test]
 fn blocking_and_quit_stop_a_batch_where_they_are() {
-    let s = TestServer::start();
+    let s = server(&[]);
     let mut c = s.raw(2);
     let mut pipeline = command(&[b"SET", b"a", b"1"]);
     pipeline.extend(command(&[b"BLPOP", b"q", b"0"]));
@@ -139,7 +147,7 @@ fn blocking_and_quit_stop_a_batch_where_they_are() {
 /// MULTI/EXEC inside a pipeline, and a transaction spanning batches.
 #[test]
 fn transactions_inside_a_pipeline() {
-    let s = TestServer::start();
+    let s = server(&[]);
     let mut c = s.raw(2);
     let mut pipeline = command(&[b"MULTI"]);
     let mut want = String::from("+OK\r\n");
@@ -164,7 +172,14 @@ fn transactions_inside_a_pipeline() {
 /// still answers exactly.
 #[test]
 fn member_commands_in_a_batch_answer_exactly() {
-    let s = TestServer::start();
+    member_commands_answer_exactly_with(&[]);
+    // A key table too small to prefetch into: a member command's collection is found
+    // by a lookup, and prefetched into once it holds 100 members.
+    member_commands_answer_exactly_with(&["--prefetch-min-keys", "100"]);
+}
+
+fn member_commands_answer_exactly_with(args: &[&str]) {
+    let s = server(args);
     let mut c = s.raw(2);
     c.check(&[
         (&["SET", "str", "x"], "+OK\r\n"),
@@ -219,5 +234,28 @@ fn member_commands_in_a_batch_answer_exactly() {
         (&["HLEN", "hbig"], ":588\r\n"),
         (&["OBJECT", "ENCODING", "big"], "$9\r\nhashtable\r\n"),
         (&["OBJECT", "ENCODING", "hbig"], "$9\r\nhashtable\r\n"),
+    ]);
+}
+
+/// `prefetch-min-keys`: -1 (the default) sizes the threshold from the L2 cache; any
+/// count from 0 is taken as it is.
+#[test]
+fn prefetch_min_keys_is_a_directive() {
+    let s = TestServer::start();
+    let mut c = s.raw(2);
+    c.check(&[
+        (
+            &["CONFIG", "GET", "prefetch-min-keys"],
+            "*2\r\n$17\r\nprefetch-min-keys\r\n$2\r\n-1\r\n",
+        ),
+        (&["CONFIG", "SET", "prefetch-min-keys", "5000"], "+OK\r\n"),
+        (
+            &["CONFIG", "GET", "prefetch-min-keys"],
+            "*2\r\n$17\r\nprefetch-min-keys\r\n$4\r\n5000\r\n",
+        ),
+        (
+            &["CONFIG", "SET", "prefetch-min-keys", "-2"],
+            "-ERR CONFIG SET failed (possibly related to argument 'prefetch-min-keys') - argument must be between -1 and 9223372036854775807 inclusive\r\n",
+        ),
     ]);
 }

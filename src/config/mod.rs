@@ -94,6 +94,10 @@ pub struct Config {
     pub slowlog_max_len: i64,
     /// Keys the client-tracking table may hold (0: no limit).
     pub tracking_table_max_keys: u64,
+    /// Keys (or members) a key table (or set/hash table) needs before a pipeline's
+    /// batch prefetches into it (`prefetch-min-keys`; -1: those that fill a core's L2
+    /// cache, `util::cache_resident_keys`).
+    pub prefetch_min_keys: i64,
     /// Milliseconds a script runs before other clients get BUSY (`lua-time-limit`).
     pub busy_reply_threshold: i64,
     pub latency_monitor_threshold: i64,
@@ -229,6 +233,7 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             tracking_table_max_keys: 1_000_000,
+            prefetch_min_keys: -1,
             busy_reply_threshold: 5000,
             latency_monitor_threshold: 0,
             latency_tracking: true,
@@ -985,6 +990,15 @@ pub static DIRECTIVES: &[Directive] = &[
         tracking_table_max_keys,
         u64,
         0,
+        i64::MAX,
+        true
+    ),
+    int_directive!(
+        "prefetch-min-keys",
+        &[],
+        prefetch_min_keys,
+        i64,
+        -1,
         i64::MAX,
         true
     ),

@@ -20,7 +20,6 @@ pub mod monitor;
 pub mod multi;
 pub mod pause;
 mod prefetch;
-pub use prefetch::PrefetchCmd;
 pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;

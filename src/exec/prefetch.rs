@@ -4,6 +4,7 @@
 //! overlap instead of following one another (Valkey 8's interleaved prefetch).
 
 use super::Executor;
+use crate::keyspace::table::EntryRef;
 use crate::keyspace::value::{ObjRef, ValueRef};
 use crate::types::set::Set;
 
@@ -13,7 +14,9 @@ use crate::types::set::Set;
 /// in either case, so the test is exact for these all-letter names.
 fn looks_up_member(name: &[u8]) -> bool {
     const LONGEST: usize = 12;
-    if !(4..=LONGEST).contains(&name.len()) {
+    // Every such name starts with S or H: most commands are turned away by their
+    // length or first letter.
+    if !(4..=LONGEST).contains(&name.len()) || !matches!(name[0] | 0x20, b's' | b'h') {
         return false;
     }
     let mut lower = [0u8; LONGEST];
@@ -39,49 +42,86 @@ fn looks_up_member(name: &[u8]) -> bool {
     )
 }
 
-/// A command of a batch to prefetch for: its name, key and third argument (if any).
-pub type PrefetchCmd<'k> = (&'k [u8], &'k [u8], Option<&'k [u8]>);
-
 impl Executor {
+    /// Keys (or members) a table needs before prefetching into it pays: a smaller one
+    /// stays in cache under use, and its prefetch would only add instructions
+    /// (`prefetch-min-keys`; -1: `util::cache_resident_keys`).
+    fn prefetch_min_keys(&self) -> usize {
+        usize::try_from(self.config.prefetch_min_keys)
+            .unwrap_or_else(|_| crate::util::cache_resident_keys())
+    }
+
     /// Prefetches the key table entries that keys `keys` will look up
-    /// (`KeyTable::prefetch`), in database `db`.
+    /// (`KeyTable::prefetch`), in database `db`, when its table is big enough to miss.
     pub fn prefetch_in_db<'k>(&self, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
         if let Some(d) = self.ks.dbs.get(db) {
-            d.table.prefetch(keys);
+            if d.table.len() >= self.prefetch_min_keys() {
+                d.table.prefetch(keys);
+            }
         }
     }
 
-    /// Prefetches for the next commands of client `slot` (at most a batch of them), in
-    /// the database it has selected now: their keys' entries (`KeyTable::prefetch`),
-    /// then, for those that look a member up in a set or hash kept as a hash table,
-    /// that table's bucket and what the bucket points to. A pipeline of SADDs or HSETs
-    /// into one big collection misses there, not in the key table. The key table's
-    /// guesses are used as they are (a key not guessed gets no member prefetch).
-    pub fn prefetch_batch(&self, slot: usize, cmds: &[PrefetchCmd<'_>]) {
+    /// Prefetches for the next `n` commands of client `slot` (at most a batch of them),
+    /// in the database it has selected now; `arg(i, j)` is command `i`'s argument `j`.
+    /// First their keys' entries (`KeyTable::prefetch`), then, for those that look a
+    /// member up in a set or hash kept as a hash table, that table's bucket and what
+    /// the bucket points to: a pipeline of SADDs or HSETs into one big collection
+    /// misses there, not in the key table. Each level only where its table is big
+    /// enough to miss (`prefetch_min_keys`). A small key table is not prefetched, and a
+    /// member command's collection is then found by a plain lookup (which hits the
+    /// cache), once for a run of commands on the same key; a big key table's guesses
+    /// are used as they are (a key not guessed gets no member prefetch).
+    pub fn prefetch_batch<'k>(
+        &self,
+        slot: usize,
+        n: usize,
+        arg: impl Fn(usize, usize) -> Option<&'k [u8]>,
+    ) {
         let Some(d) = self.ks.dbs.get(self.client(slot).db) else {
             return;
         };
-        let likely = d.table.prefetch(cmds.iter().map(|c| c.1));
+        let n = n.min(crate::keyspace::table::PREFETCH_BATCH);
+        let min = self.prefetch_min_keys();
+        // A command without a key (PING) holds its place with an empty one.
+        let likely = (d.table.len() >= min).then(|| {
+            d.table
+                .prefetch((0..n).map(|i| arg(i, 1).unwrap_or_default()))
+        });
         let mut words: smallvec::SmallVec<[*const usize; crate::keyspace::table::PREFETCH_BATCH]> =
             smallvec::SmallVec::new();
-        for (i, &(name, key, member)) in cmds.iter().enumerate() {
-            let Some(member) = member else {
-                continue;
-            };
+        // The collection found for the last member command without a guess, by key.
+        let mut last: Option<(&[u8], Option<EntryRef<'_>>)> = None;
+        for i in 0..n {
             if words.len() == words.inline_size() {
                 break;
             }
-            if !looks_up_member(name) {
+            if !arg(i, 0).is_some_and(looks_up_member) {
                 continue;
             }
-            let Some(entry) = likely.entry(i, key) else {
+            let (Some(key), Some(member)) = (arg(i, 1), arg(i, 2)) else {
+                continue;
+            };
+            let entry = match &likely {
+                Some(likely) => likely.entry(i, key),
+                None => match last {
+                    Some((k, e)) if k == key => e,
+                    _ => {
+                        let e = d.table.get(key);
+                        last = Some((key, e));
+                        e
+                    }
+                },
+            };
+            let Some(entry) = entry else {
                 continue;
             };
             let word = match entry.value() {
-                ValueRef::Obj(ObjRef::Set(Set::Table(t))) => t.prefetch_bucket(member),
+                ValueRef::Obj(ObjRef::Set(Set::Table(t))) if t.len() >= min => {
+                    t.prefetch_bucket(member)
+                }
                 ValueRef::Obj(ObjRef::Hash(h)) => match h.table() {
-                    Some(t) => t.prefetch_bucket(member),
-                    None => continue,
+                    Some(t) if t.len() >= min => t.prefetch_bucket(member),
+                    _ => continue,
                 },
                 _ => continue,
             };

@@ -11,8 +11,8 @@
 //! loop only executes. Whatever the worker leaves (an inline or malformed command, a
 //! limit that changed since) is parsed on the loop as before.
 
-use super::{evicted_before_command, spent_output_budget, Conn, Stop};
-use crate::exec::{Executor, PrefetchCmd};
+use super::{args_at, evicted_before_command, spent_output_budget, Conn, Stop, ARGS_ON_STACK};
+use crate::exec::Executor;
 use crate::keyspace::table::PREFETCH_BATCH;
 use crate::protocol::{Limits, Request, RequestParser};
 
@@ -20,7 +20,33 @@ use crate::protocol::{Limits, Request, RequestParser};
 /// its argument ranges are in the parser's `all_ranges` (relative to its own start).
 pub(super) type BatchCmd = (usize, usize, usize, usize);
 
-type Pipeline = smallvec::SmallVec<[BatchCmd; PREFETCH_BATCH]>;
+/// The commands of a batch, on the stack.
+struct Pipeline {
+    cmds: [BatchCmd; PREFETCH_BATCH],
+    len: usize,
+}
+
+impl Pipeline {
+    fn new() -> Pipeline {
+        Pipeline {
+            cmds: [(0, 0, 0, 0); PREFETCH_BATCH],
+            len: 0,
+        }
+    }
+
+    /// Adds a command; one beyond `PREFETCH_BATCH` (which `parse_batch` never
+    /// makes) would be left out of the batch and parsed again after it.
+    fn push(&mut self, cmd: BatchCmd) {
+        if let Some(slot) = self.cmds.get_mut(self.len) {
+            *slot = cmd;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[BatchCmd] {
+        &self.cmds[..self.len]
+    }
+}
 
 /// The most arguments a batch parses ahead: a batch is for many small commands.
 const PIPELINE_MAX_ARGS: usize = 1024;
@@ -149,7 +175,9 @@ pub(super) fn run_pipeline(
     let parsed_ahead = conn.lent.as_mut().filter(|l| ahead && !l.batch.is_empty());
     if let Some(lent) = parsed_ahead {
         debug_assert_eq!(lent.batch[0].1, first);
-        batch.extend(lent.batch.drain(..));
+        for c in lent.batch.drain(..) {
+            batch.push(c);
+        }
     } else {
         parse_batch(
             &mut conn.parser,
@@ -159,21 +187,17 @@ pub(super) fn run_pipeline(
             |c| batch.push(c),
         );
     }
-    if batch.len() > 1 {
+    let cmds = batch.as_slice();
+    if cmds.len() > 1 {
         let ranges = conn.parser.all_ranges();
         let buf = &conn.rbuf[base..];
-        // Name, key and third argument of each command with a key.
-        let mut cmds = smallvec::SmallVec::<[PrefetchCmd; PREFETCH_BATCH]>::new();
-        for &(offset, _, from, to) in &batch {
-            let (cmd, r) = (&buf[offset..], &ranges[from..to]);
-            let arg = |&(s, e): &(usize, usize)| &cmd[s..e];
-            if let [name, key, rest @ ..] = r {
-                cmds.push((arg(name), arg(key), rest.first().map(arg)));
-            }
-        }
-        ex.prefetch_batch(slot, &cmds);
+        ex.prefetch_batch(slot, cmds.len(), |i, j| {
+            let (offset, _, from, to) = *cmds.get(i)?;
+            let (s, e) = *ranges[from..to].get(j)?;
+            buf.get(offset + s..offset + e)
+        });
     }
-    let stop = run_batch(ex, slot, conn, &batch, limits, output_at_start);
+    let stop = run_batch(ex, slot, conn, cmds, limits, output_at_start);
     conn.parser.release_args();
     stop
 }
@@ -183,7 +207,7 @@ fn run_batch(
     ex: &mut Executor,
     slot: usize,
     conn: &mut Conn,
-    batch: &Pipeline,
+    batch: &[BatchCmd],
     limits: &Limits,
     output_at_start: usize,
 ) -> Option<Stop> {
@@ -202,14 +226,14 @@ fn run_batch(
             }
         }
         let buf = &conn.rbuf[base + offset..];
-        // Filled in place: a collected SmallVec is built elsewhere and moved here.
-        let mut args = smallvec::SmallVec::<[&[u8]; 8]>::new();
-        args.extend(
-            conn.parser.all_ranges()[from..to]
-                .iter()
-                .map(|&(s, e)| &buf[s..e]),
+        let (mut stack, mut heap) = ([&[][..]; ARGS_ON_STACK], Vec::new());
+        let args = args_at(
+            &mut stack,
+            &mut heap,
+            buf,
+            &conn.parser.all_ranges()[from..to],
         );
-        if !ex.can_run(slot, &args) {
+        if !ex.can_run(slot, args) {
             // Blocked clients resume through `blocking.take_resumed`.
             return Some(if ex.blocking.is_blocked(slot) {
                 Stop::Done
@@ -221,7 +245,7 @@ fn run_batch(
         if evicted_before_command(ex, slot) {
             return Some(Stop::Done);
         }
-        ex.execute_and_reply(slot, &args);
+        ex.execute_and_reply(slot, args);
         conn.start += consumed;
         if spent_output_budget(ex, slot, output_at_start) {
             return Some(Stop::Yielded);

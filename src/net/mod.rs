@@ -695,10 +695,9 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
                         None => continue,
                     }
                 }
-                // Filled in place: a collected SmallVec is built elsewhere and moved.
-                let mut args = smallvec::SmallVec::<[&[u8]; 8]>::new();
-                args.extend(conn.parser.ranges().iter().map(|&(s, e)| &buf[s..e]));
-                if !ex.can_run(slot, &args) {
+                let (mut stack, mut heap) = ([&[][..]; ARGS_ON_STACK], Vec::new());
+                let args = args_at(&mut stack, &mut heap, buf, conn.parser.ranges());
+                if !ex.can_run(slot, args) {
                     // Blocked clients resume through `blocking.take_resumed`.
                     if !ex.blocking.is_blocked(slot) {
                         stop = Stop::Held;
@@ -709,7 +708,7 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
                 if evicted_before_command(ex, slot) {
                     break;
                 }
-                ex.execute_and_reply(slot, &args);
+                ex.execute_and_reply(slot, args);
                 conn.start += consumed;
                 conn.parser.release_args();
                 if spent_output_budget(ex, slot, output_at_start) {
@@ -754,6 +753,29 @@ fn run_commands(ex: &mut Executor, slot: usize, conn: &mut Conn) -> Stop {
         }
     }
     stop
+}
+
+/// Arguments kept on the stack by `args_at` (nearly every command has no more).
+const ARGS_ON_STACK: usize = 8;
+
+/// A command's arguments: slices of the read buffer at the parser's ranges, in `stack`
+/// when they fit, else in `heap` (both the caller's, so nothing is moved).
+#[inline(always)]
+fn args_at<'b, 'a>(
+    stack: &'b mut [&'a [u8]; ARGS_ON_STACK],
+    heap: &'b mut Vec<&'a [u8]>,
+    buf: &'a [u8],
+    ranges: &[(usize, usize)],
+) -> &'b [&'a [u8]] {
+    if ranges.len() <= ARGS_ON_STACK {
+        for (arg, &(s, e)) in stack.iter_mut().zip(ranges) {
+            *arg = &buf[s..e];
+        }
+        &stack[..ranges.len()]
+    } else {
+        heap.extend(ranges.iter().map(|&(s, e)| &buf[s..e]));
+        heap
+    }
 }
 
 /// What `Net::flush_whole` did.
