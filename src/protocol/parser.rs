@@ -138,6 +138,23 @@ impl RequestParser {
         // The position, the arguments left and a length already read live in locals
         // while the loop runs; the parser's fields keep them only when the command is
         // incomplete and parsing resumes with the next read.
+        if self.remaining.is_none() {
+            if append {
+                self.first = self.ranges.len();
+            } else {
+                self.ranges.clear();
+                self.first = 0;
+            }
+            self.ranges.reserve(USUAL_MAX_ARGS);
+            let start = self.ranges.len();
+            let spare = &mut self.ranges.spare_capacity_mut()[..USUAL_MAX_ARGS];
+            if let Some((consumed, n)) = parse_usual(buf, spare.try_into().expect("reserved")) {
+                // SAFETY: `parse_usual` initialised the first `n` of the spare slots
+                // (n <= USUAL_MAX_ARGS, all reserved above).
+                unsafe { self.ranges.set_len(start + n) };
+                return Ok(Some(Request::Multibulk { consumed }));
+            }
+        }
         let (mut pos, mut left, mut pending) = match self.remaining {
             Some(left) => (self.pos, left, self.pending_bulk.take()),
             None => {
@@ -227,6 +244,43 @@ impl RequestParser {
             left -= 1;
         }
     }
+}
+
+/// Most arguments `parse_usual` reads.
+const USUAL_MAX_ARGS: usize = 8;
+
+/// The usual request, read in one pass: a multibulk of 1 to `USUAL_MAX_ARGS` arguments,
+/// whole in `buf`, whose count and lengths have one or two digits. Its argument ranges
+/// are written to the first slots of `found`; returns the bytes it takes and the argument count. None: anything
+/// else, which the general parser reads (no limit can refuse such a request: an
+/// unauthenticated client may send 10 arguments of 16 KB). Nothing is kept between
+/// calls, so the general parser starts afresh where this one gave up.
+#[inline(always)]
+fn parse_usual(
+    buf: &[u8],
+    found: &mut [std::mem::MaybeUninit<(usize, usize)>; USUAL_MAX_ARGS],
+) -> Option<(usize, usize)> {
+    if *buf.first()? != b'*' {
+        return None;
+    }
+    let (n, mut pos) = short_number(buf, 1)?;
+    if n == 0 || n > USUAL_MAX_ARGS {
+        return None;
+    }
+    for range in &mut found[..n] {
+        if *buf.get(pos)? != b'$' {
+            return None;
+        }
+        let (len, start) = short_number(buf, pos + 1)?;
+        let end = start + len;
+        if buf.len() < end + 2 {
+            return None;
+        }
+        range.write((start, end));
+        // The two bytes after the payload are skipped unchecked, as Redis does.
+        pos = end + 2;
+    }
+    Some((pos, n))
 }
 
 fn proto(msg: &str) -> ProtocolError {
@@ -680,6 +734,61 @@ mod tests {
         fn random_bytes_never_panic(input in prop::collection::vec(any::<u8>(), 0..300), chunks in prop::collection::vec(1usize..9, 1..4)) {
             let _ = parse_all(&input, &chunks);
         }
+    }
+
+    /// Requests the one-pass reader takes (up to 8 arguments of up to 99 bytes) and
+    /// those it leaves to the general parser, one after another in one buffer,
+    /// appended or parsed alone, come out as sent.
+    #[test]
+    fn usual_and_other_requests_read_alike() {
+        let arg = |n: usize| vec![b'x'; n];
+        let cmds: Vec<Vec<Vec<u8>>> = vec![
+            vec![b"PING".to_vec()],
+            vec![arg(0), arg(1), arg(9), arg(10), arg(99)],
+            (0..8).map(arg).collect(),
+            (0..9).map(arg).collect(),
+            vec![b"SET".to_vec(), arg(100), arg(12345)],
+            vec![b"GET".to_vec(), b"k".to_vec()],
+            (0..12).map(|i| arg(i * 10)).collect(),
+        ];
+        let input = encode(&cmds);
+        for append in [false, true] {
+            let mut p = RequestParser::new();
+            let (mut at, mut got) = (0, Vec::new());
+            while at < input.len() {
+                let buf = &input[at..];
+                let r = if append && at > 0 {
+                    p.parse_next(buf, &Limits::default())
+                } else {
+                    p.parse(buf, &Limits::default())
+                };
+                let Ok(Some(Request::Multibulk { consumed })) = r else {
+                    panic!("{r:?}");
+                };
+                got.push(
+                    p.ranges()
+                        .iter()
+                        .map(|&(s, e)| buf[s..e].to_vec())
+                        .collect::<Vec<_>>(),
+                );
+                at += consumed;
+            }
+            assert_eq!(got, cmds);
+            let total: usize = cmds.iter().map(Vec::len).sum();
+            assert_eq!(p.all_ranges().len(), if append { total } else { 12 });
+        }
+        // Unauthenticated: 10 arguments pass, 11 are refused, however short.
+        let limits = Limits {
+            authenticated: false,
+            ..Limits::default()
+        };
+        let ten = encode(&[(0..10).map(arg).collect()]);
+        assert!(matches!(
+            RequestParser::new().parse(&ten, &limits),
+            Ok(Some(_))
+        ));
+        let eleven = encode(&[(0..11).map(arg).collect()]);
+        assert!(RequestParser::new().parse(&eleven, &limits).is_err());
     }
 
     /// `parse_next` keeps each command's ranges after the ones before it, `ranges()`
