@@ -28,9 +28,9 @@ fn read_replies(c: &mut RawConn, n: usize) -> String {
     (0..n).map(|_| c.read_reply()).collect()
 }
 
-/// A long pipeline of mixed commands (several batches, a SELECT, an inline command
-/// and an empty multibulk in the middle) gets the same replies whether sent at once
-/// or trickled a few bytes at a time.
+/// A long pipeline of mixed commands (several batches, a SELECT, an inline command, an
+/// empty multibulk and a command without a key in the middle) gets the same replies
+/// whether sent at once or trickled a few bytes at a time.
 #[test]
 fn a_pipeline_runs_in_order_however_it_arrives() {
     let s = server(&[]);
@@ -43,12 +43,17 @@ fn a_pipeline_runs_in_order_however_it_arrives() {
             pipeline.extend(b"PING\r\n");
             pipeline.extend(b"*0\r\n");
         }
+        if i == 30 {
+            // A command without a key inside a batch: the keys after it are
+            // prefetched in their places all the same.
+            pipeline.extend(command(&[b"PING"]));
+        }
         if i == 40 {
             pipeline.extend(command(&[b"SELECT", b"0"]));
         }
     }
     pipeline.extend(command(&[b"MGET", b"k0", b"k1"]));
-    let replies = 60 + 4;
+    let replies = 60 + 5;
     for chunk in [pipeline.len(), 7] {
         let mut c = s.raw(2);
         assert_eq!(c.cmd(&["FLUSHALL"]), "+OK\r\n");
@@ -71,6 +76,9 @@ fn a_pipeline_runs_in_order_however_it_arrives() {
             if i == 20 {
                 db = 1;
                 expect += "+OK\r\n+PONG\r\n";
+            }
+            if i == 30 {
+                expect += "+PONG\r\n";
             }
             if i == 40 {
                 db = 0;

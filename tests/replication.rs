@@ -71,21 +71,6 @@ fn write_workload(c: &mut RawConn) {
     }
 }
 
-fn same_data(master: u16, replica: u16) -> bool {
-    let open = |p: u16| {
-        redis::Client::open(format!("redis://127.0.0.1:{p}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    };
-    image(&mut open(master)) == image(&mut open(replica))
-}
-
-fn wait_synced(master: u16, replica: u16) {
-    wait_until(|| link_up(replica) && offset(master) == offset(replica));
-    wait_until(|| same_data(master, replica));
-}
-
 #[test]
 fn cinnabar_replica_of_cinnabar() {
     let master = TestServer::start();
@@ -95,10 +80,10 @@ fn cinnabar_replica_of_cinnabar() {
     m.cmd(&["RPUSH", "l3", "1", "2"]);
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut m = master.raw(2);
     write_workload(&mut m);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
 
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["GET", "sk"]), "$3\r\nval\r\n");
@@ -167,7 +152,7 @@ fn replica_keys_expire_only_by_the_master() {
     // The master does not expire the key by itself while its active expiry is off.
     m.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
     m.cmd(&["SET", "k", "v", "PX", "200"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     std::thread::sleep(Duration::from_millis(400));
     // Logically expired: reads miss, but the key stays until the master's DEL.
     assert_eq!(r.cmd(&["GET", "k"]), "$-1\r\n");
@@ -188,19 +173,19 @@ fn partial_resync_after_a_dropped_link() {
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
     let mut m = master.raw(2);
     m.cmd(&["SET", "a", "1"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     // Kill the replica's connection on the master: the replica comes back with PSYNC.
     assert_eq!(m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), ":1\r\n");
     m.cmd(&["SET", "b", "2"]);
     m.cmd(&["RPUSH", "l", "x"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     // Same from the replica's side.
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n");
     m.cmd(&["SET", "c", "3"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "2");
     assert_eq!(r.cmd(&["GET", "c"]), "$1\r\n3\r\n");
 }
@@ -230,11 +215,11 @@ fn replicaof_no_one_and_chained_replicas() {
         rc.cmd(&["SLAVEOF", "127.0.0.1", &b.port.to_string()]),
         "+OK\r\n"
     );
-    wait_synced(a.port, b.port);
-    wait_synced(b.port, c.port);
+    wait_replica_synced(a.port, b.port);
+    wait_replica_synced(b.port, c.port);
     write_workload(&mut ra);
-    wait_synced(a.port, b.port);
-    wait_synced(b.port, c.port);
+    wait_replica_synced(a.port, b.port);
+    wait_replica_synced(b.port, c.port);
     assert!(same_data(a.port, c.port));
     // Promote B: it keeps the data, its old history becomes replid2, C follows on.
     let old = info(&mut rb, "replication", "master_replid");
@@ -297,16 +282,16 @@ fn redis_server_replica_of_cinnabar() {
     let mut m = master.raw(2);
     m.cmd(&["SET", "before", "sync"]);
     let replica = redis_replica(master.port);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     write_workload(&mut m);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     m.cmd(&["SET", "w", "1"]);
     assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
     // A dropped link resumes with +CONTINUE.
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n");
     m.cmd(&["SET", "after", "drop"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     assert_eq!(
@@ -329,9 +314,9 @@ fn cinnabar_replica_of_redis_server() {
     m.cmd(&["HSET", "h", "a", "1"]);
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     write_workload(&mut m);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     m.cmd(&["SET", "w", "1"]);
     assert_eq!(m.cmd(&["WAIT", "1", "5000"]), ":1\r\n");
     // Then a sized transfer from disk: a new full sync.
@@ -341,7 +326,7 @@ fn cinnabar_replica_of_redis_server() {
     r.cmd(&["SET", "local", "x"]);
     m.cmd(&["SET", "more", "y"]);
     assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), "+OK\r\n");
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(r.cmd(&["GET", "local"]), "$-1\r\n");
     assert_eq!(r.cmd(&["GET", "more"]), "$1\r\ny\r\n");
 }
@@ -374,9 +359,9 @@ fn full_sync_image_is_a_copy_on_write_snapshot() {
     let replica2 = redis_server_available().then(|| redis_replica(master.port));
     wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
     m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     if let Some(r2) = &replica2 {
-        wait_synced(master.port, r2.port);
+        wait_replica_synced(master.port, r2.port);
     }
     assert_eq!(
         info(&mut m, "stats", "sync_full"),
@@ -395,7 +380,7 @@ fn replica_applies_the_stream_whatever_its_acl_users_allow() {
     let master = TestServer::start();
     let port = master.port.to_string();
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut r = replica.raw(2);
     assert_eq!(
         r.cmd(&["ACL", "SETUSER", "default", "-set", "-del"]),
@@ -406,7 +391,7 @@ fn replica_applies_the_stream_whatever_its_acl_users_allow() {
     m.cmd(&["DEL", "nothing"]);
     m.cmd(&["SET", "gone", "x"]);
     m.cmd(&["DEL", "gone"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(r.cmd(&["GET", "after"]), "$3\r\nacl\r\n");
     assert_eq!(r.cmd(&["EXISTS", "gone"]), ":0\r\n");
     assert_eq!(
@@ -598,7 +583,7 @@ fn restarted_replica_continues_with_psync() {
     let port = master.port.to_string();
     let args = ["--appendonly", "no", "--replicaof", "127.0.0.1", &port];
     let mut replica = TestServer::start_in(&dir, &args);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let id = info(&mut m, "replication", "master_replid");
     // SIGTERM saves (default save points): the RDB records the master's ID, the
     // processed offset and the stream's database.
@@ -606,7 +591,7 @@ fn restarted_replica_continues_with_psync() {
     // The master's stream goes on in db 2 without a new SELECT.
     m.cmd(&["SET", "b", "2"]);
     let replica = TestServer::start_in(&dir, &args);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "1");
     let mut r = replica.raw(2);
@@ -624,7 +609,7 @@ fn restarted_master_keeps_its_history_as_replid2() {
     let mut m = master.raw(2);
     m.cmd(&["SET", "a", "1"]);
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let id = info(&mut m, "replication", "master_replid");
     let off: u64 = offset(master.port).parse().unwrap();
     master.terminate();
@@ -644,7 +629,7 @@ fn restarted_master_keeps_its_history_as_replid2() {
         "+OK\r\n"
     );
     m.cmd(&["SET", "b", "2"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "0");
     drop(master);
@@ -701,8 +686,8 @@ fn restarted_master_sends_dels_of_keys_expired_while_down() {
         r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
         "+OK\r\n"
     );
-    wait_synced(master.port, replica.port);
-    wait_synced(replica.port, sub.port);
+    wait_replica_synced(master.port, replica.port);
+    wait_replica_synced(replica.port, sub.port);
     assert_eq!(info(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info(&mut m, "stats", "sync_full"), "0");
     // The sub-replica reconnected under the new ID and continued.
@@ -724,7 +709,7 @@ fn backlog_freed_after_ttl_without_replicas() {
     let mut m = master.raw(2);
     m.cmd(&["SET", "a", "1"]);
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let id = info(&mut m, "replication", "master_replid");
     let mut r = replica.raw(2);
     assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
@@ -738,7 +723,7 @@ fn backlog_freed_after_ttl_without_replicas() {
         r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
         "+OK\r\n"
     );
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(info(&mut m, "stats", "sync_full"), "2");
     assert_eq!(info(&mut m, "stats", "sync_partial_err"), "1");
     assert_eq!(info(&mut m, "replication", "repl_backlog_active"), "1");
@@ -753,7 +738,7 @@ fn replica_applies_writes_despite_its_min_replicas_and_maxmemory() {
     let mut m = master.raw(2);
     let mut r = replica.raw(2);
     m.cmd(&["SET", "foo", "1"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     for c in [
         &["CONFIG", "SET", "min-replicas-to-write", "1"][..],
         &["CONFIG", "SET", "min-replicas-max-lag", "10"],
@@ -766,7 +751,7 @@ fn replica_applies_writes_despite_its_min_replicas_and_maxmemory() {
     for i in 0..50 {
         m.cmd(&["SET", &format!("k{i}"), "v"]);
     }
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     assert_eq!(r.cmd(&["GET", "foo"]), "$1\r\n2\r\n");
     assert_eq!(r.cmd(&["DBSIZE"]), ":51\r\n");
     assert_eq!(info(&mut r, "stats", "evicted_keys"), "0");
@@ -783,7 +768,7 @@ fn expired_hash_fields_reach_replicas_as_hdel() {
     m.cmd(&["HSET", "h", "keep", "1", "gone", "2"]);
     m.cmd(&["HSET", "lazy", "keep", "1", "gone", "2"]);
     m.cmd(&["HPEXPIRE", "h", "50", "FIELDS", "1", "gone"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     // Active expiry on the master.
     wait_until(|| r.cmd(&["HLEN", "h"]) == ":1\r\n");
     assert_eq!(r.cmd(&["HGETALL", "h"]), "*2\r\n$4\r\nkeep\r\n$1\r\n1\r\n");
@@ -851,7 +836,7 @@ fn replica_flags_log_role_min_replicas_and_wait_unblock() {
     wait_until(|| link_up(replica.port));
     wait_until(|| info(&mut m, "replication", "min_slaves_good_slaves") == "1");
     assert_eq!(m.cmd(&["SET", "a", "1"]), "+OK\r\n");
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
 
     // CLIENT LIST: the replica is `S` on the master, the master's link `M` on the
     // replica, each found by TYPE.
@@ -908,7 +893,7 @@ fn published_messages_reach_subscribers_of_replicas() {
     let replica = TestServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
     let mut m = master.raw(2);
     m.cmd(&["SET", "x", "1"]);
-    wait_synced(master.port, replica.port);
+    wait_replica_synced(master.port, replica.port);
     let mut sub = replica.raw(2);
     assert_eq!(
         sub.cmd(&["SUBSCRIBE", "news"]),
@@ -992,7 +977,7 @@ fn a_full_sync_asked_during_a_bgsave_waits_for_the_next_snapshot() {
         // The BGSAVE ends; the replica's own snapshot follows.
         wait_until(|| m.cmd(&["DEBUG", "SNAPSHOT-STEP", "64"]) == ":0\r\n");
         m.cmd(&["DEBUG", "SNAPSHOT-MANUAL", "0"]);
-        wait_synced(master.port, replica.port);
+        wait_replica_synced(master.port, replica.port);
         assert_eq!(r.cmd(&["DBSIZE"]), ":201\r\n", "{diskless}");
         assert_eq!(r.cmd(&["GET", "while"]), "$7\r\nwaiting\r\n");
         assert_eq!(info(&mut m, "stats", "sync_full"), "1");

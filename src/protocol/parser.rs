@@ -135,9 +135,8 @@ impl RequestParser {
         limits: &Limits,
         append: bool,
     ) -> Result<Option<Request>, ProtocolError> {
-        // The position, the arguments left and a length already read live in locals
-        // while the loop runs; the parser's fields keep them only when the command is
-        // incomplete and parsing resumes with the next read.
+        // A new command: the usual kind is read in one pass (`parse_usual`); anything
+        // else goes to the loop below, which starts afresh.
         if self.remaining.is_none() {
             if append {
                 self.first = self.ranges.len();
@@ -155,6 +154,9 @@ impl RequestParser {
                 return Ok(Some(Request::Multibulk { consumed }));
             }
         }
+        // The position, the arguments left and a length already read live in locals
+        // while the loop runs; the parser's fields keep them only when the command is
+        // incomplete and parsing resumes with the next read.
         let (mut pos, mut left, mut pending) = match self.remaining {
             Some(left) => (self.pos, left, self.pending_bulk.take()),
             None => {
@@ -251,9 +253,10 @@ const USUAL_MAX_ARGS: usize = 8;
 
 /// The usual request, read in one pass: a multibulk of 1 to `USUAL_MAX_ARGS` arguments,
 /// whole in `buf`, whose count and lengths have one or two digits. Its argument ranges
-/// are written to the first slots of `found`; returns the bytes it takes and the argument count. None: anything
-/// else, which the general parser reads (no limit can refuse such a request: an
-/// unauthenticated client may send 10 arguments of 16 KB). Nothing is kept between
+/// are written to the first slots of `found`; returns the bytes it takes and the
+/// argument count. None: anything else, which the general parser reads. No limit can
+/// refuse such a request (an unauthenticated client may send 10 arguments of 16 KB,
+/// `proto-max-bulk-len` is at least 1 MB), so none is checked. Nothing is kept between
 /// calls, so the general parser starts afresh where this one gave up.
 #[inline(always)]
 fn parse_usual(
